@@ -1,0 +1,4 @@
+@main
+struct KafkaBench {
+    static func main() {}
+}

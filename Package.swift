@@ -1,0 +1,112 @@
+// swift-tools-version: 6.0
+// Zhixi Backbone — the server side of the reading app and CrowdRoom.
+// Toolchain modules and Debian C libraries only: no `.package(url:)`, ever.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+// MARK: - C libraries (Debian bookworm -dev packages)
+
+func system(_ name: String, pkgConfig: String, apt: [String]) -> Target {
+    .systemLibrary(name: name, path: "Shared/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let cLibraries: [Target] = [
+    system("CRdKafka", pkgConfig: "rdkafka", apt: ["librdkafka-dev"]),
+    system("CLibPQ", pkgConfig: "libpq", apt: ["libpq-dev"]),
+    system("CMicroHTTPD", pkgConfig: "libmicrohttpd", apt: ["libmicrohttpd-dev"]),
+    system("CWebSockets", pkgConfig: "libwebsockets", apt: ["libwebsockets-dev"]),
+    system("COpenSSL", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+    system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
+]
+
+// MARK: - Shared modules
+
+func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
+    .target(name: name, dependencies: deps, path: "Shared/\(name)", swiftSettings: swiftSettings)
+}
+
+let sharedModules: [Target] = [
+    shared("Logging"),
+    shared("HTTPTypes"),
+    shared("Metrics"),
+    shared("Hashing", ["COpenSSL"]),
+    shared("Auth", ["Hashing"]),
+    shared("Kafka", ["CRdKafka", "Logging"]),
+    shared("Postgres", ["CLibPQ", "Logging"]),
+    shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
+    shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
+    shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth"]),
+    shared("Contracts"),
+    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
+    shared("USD", ["CLZ4"]),
+]
+
+// MARK: - Services: a library with the logic, a thin executable
+
+func service(_ name: String, executable: String, _ deps: [Target.Dependency]) -> [Target] {
+    [
+        .target(name: name, dependencies: deps, path: "Services/\(name)/Library", swiftSettings: swiftSettings),
+        .executableTarget(name: "\(name)Main", dependencies: [.target(name: name), "ServiceRuntime"],
+                          path: "Services/\(name)/Main", swiftSettings: swiftSettings),
+    ]
+}
+
+let serviceBase: [Target.Dependency] = [
+    "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth", "Logging", "Metrics",
+]
+
+let services: [Target] =
+    service("Ingest", executable: "ingest", serviceBase + ["Hashing"])
+    + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
+    + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
+    + [
+        .target(
+            name: "BackboneCLI",
+            dependencies: serviceBase + [
+                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection",
+            ],
+            path: "Services/Backbone/Library", swiftSettings: swiftSettings),
+        .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
+                          path: "Services/Backbone/Main", swiftSettings: swiftSettings),
+    ]
+
+// MARK: - Benchmarks (swift run -c release <name>)
+
+let benchmarks: [Target] = [
+    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
+                      swiftSettings: swiftSettings),
+]
+
+// MARK: - Tests
+
+func tests(_ name: String, _ deps: [Target.Dependency]) -> Target {
+    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", swiftSettings: swiftSettings)
+}
+
+let testTargets: [Target] = [
+    tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
+    tests("KafkaTests", ["Kafka", "Logging"]),
+    tests("PostgresTests", ["Postgres", "Logging"]),
+    tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
+    tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
+    tests("ContractsTests", ["Contracts"]),
+    tests("USDTests", ["USD"]),
+]
+
+let package = Package(
+    name: "ZhixiBackbone",
+    products: [
+        .executable(name: "backbone", targets: ["BackboneMain"]),
+        .executable(name: "ingest", targets: ["IngestMain"]),
+        .executable(name: "progress-projector", targets: ["ProgressProjectorMain"]),
+        .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
+        .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
+        .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+    ],
+    targets: cLibraries + sharedModules + services + benchmarks + testTargets
+)

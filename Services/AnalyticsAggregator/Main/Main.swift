@@ -1,0 +1,6 @@
+@main
+struct Main {
+    static func main() async {
+        print("not yet built")
+    }
+}

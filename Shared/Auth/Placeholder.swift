@@ -1,0 +1,1 @@
+// Auth — placeholder, replaced by the module's implementation.

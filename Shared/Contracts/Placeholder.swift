@@ -1,0 +1,1 @@
+// Contracts — placeholder, replaced by the module's implementation.

@@ -1,0 +1,1 @@
+// HTTPServer — placeholder, replaced by the module's implementation.

@@ -1,0 +1,83 @@
+import Foundation
+
+public enum HTTPMethod: String, Sendable, Hashable, CaseIterable {
+    case get = "GET", head = "HEAD", post = "POST", put = "PUT", delete = "DELETE", patch = "PATCH", options = "OPTIONS"
+}
+
+/// Header fields with case-insensitive lookup; order and repeats are kept.
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+    public init(dictionaryLiteral elements: (String, String)...) {
+        for (name, value) in elements { add(name: name, value: value) }
+    }
+
+    public mutating func add(name: String, value: String) { fields.append((name, value)) }
+
+    public mutating func replaceOrAdd(name: String, value: String) {
+        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        fields.append((name, value))
+    }
+
+    public subscript(name: String) -> String? {
+        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+}
+
+/// A fully received HTTP request, as handed to a route handler.
+public struct HTTPRequest: Sendable {
+    public var method: HTTPMethod
+    /// The path without the query string, percent-decoded.
+    public var path: String
+    public var query: [String: String]
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// Values of `:name` segments of the matched route.
+    public var pathParameters: [String: String]
+    /// Peer address, when the server knows it.
+    public var remoteAddress: String?
+
+    public init(method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = [:],
+                body: [UInt8] = [], pathParameters: [String: String] = [:], remoteAddress: String? = nil) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+        self.pathParameters = pathParameters
+        self.remoteAddress = remoteAddress
+    }
+
+    /// The bearer token of the `Authorization` header, if any.
+    public var bearerToken: String? {
+        guard let value = headers["Authorization"] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        return token.isEmpty ? nil : token
+    }
+
+    /// Decodes the JSON body; malformed JSON is a 400 `INVALID_JSON`.
+    public func decode<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws(HTTPError) -> T {
+        do {
+            return try decoder.decode(T.self, from: Data(body))
+        } catch {
+            throw HTTPError(.badRequest, code: "INVALID_JSON", message: HTTPError.describe(decodingError: error))
+        }
+    }
+
+    /// Splits `a=1&b=two%20words` into a dictionary (the last value of a repeated key wins).
+    public static func parseQuery(_ string: Substring) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in string.split(separator: "&") where !pair.isEmpty {
+            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = String(kv[0]).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(kv[0])
+            let raw = kv.count > 1 ? String(kv[1]) : ""
+            result[key] = raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
+        }
+        return result
+    }
+}

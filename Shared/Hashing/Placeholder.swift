@@ -1,0 +1,1 @@
+// Hashing — placeholder, replaced by the module's implementation.

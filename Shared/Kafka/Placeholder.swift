@@ -1,0 +1,1 @@
+// Kafka — placeholder, replaced by the module's implementation.

@@ -1,0 +1,1 @@
+// Metrics — placeholder, replaced by the module's implementation.

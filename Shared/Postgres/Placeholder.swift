@@ -1,0 +1,1 @@
+// Postgres — placeholder, replaced by the module's implementation.

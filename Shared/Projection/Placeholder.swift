@@ -1,0 +1,1 @@
+// Projection — placeholder, replaced by the module's implementation.

@@ -1,0 +1,1 @@
+// ServiceRuntime — placeholder, replaced by the module's implementation.

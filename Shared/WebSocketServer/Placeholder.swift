@@ -1,0 +1,1 @@
+// WebSocketServer — placeholder, replaced by the module's implementation.
