@@ -94,7 +94,8 @@ let testTargets: [Target] = [
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
-    tests("ContractsTests", ["Contracts"]),
+    .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
+                exclude: ["Fixtures"], swiftSettings: swiftSettings),
     tests("USDTests", ["USD"]),
 ]
 

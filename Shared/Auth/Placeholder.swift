@@ -1,1 +1,0 @@
-// Auth — placeholder, replaced by the module's implementation.

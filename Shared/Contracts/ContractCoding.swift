@@ -1,0 +1,50 @@
+import Foundation
+
+/// The JSON encoding of every wire type: camelCase keys, timestamps as ISO-8601 with
+/// milliseconds in UTC on output; ISO-8601 (with or without fraction, any offset) or epoch
+/// milliseconds accepted on input.
+public enum ContractCoding {
+    public static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var c = encoder.singleValueContainer()
+            try c.encode(formatTimestamp(date))
+        }
+        return encoder
+    }()
+
+    public static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let c = try decoder.singleValueContainer()
+            if let millis = try? c.decode(Double.self) {
+                return Date(timeIntervalSince1970: millis / 1000)
+            }
+            let text = try c.decode(String.self)
+            guard let date = parseTimestamp(text) else {
+                throw DecodingError.dataCorruptedError(in: c, debugDescription: "not an ISO-8601 timestamp or epoch milliseconds")
+            }
+            return date
+        }
+        return decoder
+    }()
+
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] { Array(try encoder.encode(value)) }
+
+    public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        try decoder.decode(T.self, from: Data(bytes))
+    }
+
+    /// `2026-11-30T08:15:30.123Z`
+    public static func formatTimestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+
+    /// ISO-8601 with or without fractional seconds, with `Z` or a numeric offset.
+    public static func parseTimestamp(_ text: String) -> Date? {
+        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
+        if let d = try? Date.ISO8601FormatStyle().parse(text) { return d }
+        return nil
+    }
+}

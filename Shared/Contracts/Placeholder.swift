@@ -1,1 +1,0 @@
-// Contracts — placeholder, replaced by the module's implementation.

@@ -1,0 +1,89 @@
+import Foundation
+
+/// The value of a `realtime.broadcasts.v1` record (key: `channel`): any producer can ask
+/// the notifier to broadcast `event` with `payload` (a JSON object) on `channel`
+/// (`room:{id}` or `user:{id}`).
+public struct RealtimeBroadcast: Sendable, Hashable, Codable {
+    public var schemaVersion: Int?
+    public var channel: String
+    public var event: String
+    public var payload: JSONValue
+
+    public init(channel: String, event: String, payload: JSONValue, schemaVersion: Int? = 1) {
+        self.schemaVersion = schemaVersion
+        self.channel = channel
+        self.event = event
+        self.payload = payload
+    }
+}
+
+/// A channel event after the notifier's sequencer numbered it: the value of a
+/// `realtime.sequenced.v1` record (key: `channel`), and a row of the channel history.
+public struct SequencedChannelEvent: Sendable, Hashable, Codable {
+    public var channel: String
+    public var seq: Int64
+    public var event: String
+    public var payload: JSONValue
+    public var createdAt: Date
+
+    public init(channel: String, seq: Int64, event: String, payload: JSONValue, createdAt: Date) {
+        self.channel = channel
+        self.seq = seq
+        self.event = event
+        self.payload = payload
+        self.createdAt = createdAt
+    }
+}
+
+/// `GET /realtime/v1/channels/{channel}/events?after=SEQ`.
+public struct ChannelEventsResponse: Sendable, Hashable, Codable {
+    public var channel: String
+    public var events: [SequencedChannelEvent]
+    /// The oldest sequence still kept; a client whose `after` is below `oldestSeq - 1` missed events.
+    public var oldestSeq: Int64?
+    public var latestSeq: Int64?
+    /// True when events after `after` were already trimmed from the history.
+    public var truncated: Bool
+
+    public init(channel: String, events: [SequencedChannelEvent], oldestSeq: Int64?, latestSeq: Int64?, truncated: Bool) {
+        self.channel = channel
+        self.events = events
+        self.oldestSeq = oldestSeq
+        self.latestSeq = latestSeq
+        self.truncated = truncated
+    }
+}
+
+/// The value of a `<topic>.dlq` record: the poison record and why it was set aside.
+public struct DeadLetterRecord: Sendable, Hashable, Codable {
+    public var schemaVersion: Int
+    public var originalTopic: String
+    public var partition: Int32
+    public var offset: Int64
+    public var consumerGroup: String
+    public var error: String
+    /// The original key and value as UTF-8 text when they are, else base64 (`valueEncoding`).
+    public var key: String?
+    public var value: String
+    public var valueEncoding: String
+    public var failedAt: Date
+
+    public init(originalTopic: String, partition: Int32, offset: Int64, consumerGroup: String, error: String,
+                key: [UInt8]?, value: [UInt8], failedAt: Date) {
+        self.schemaVersion = 1
+        self.originalTopic = originalTopic
+        self.partition = partition
+        self.offset = offset
+        self.consumerGroup = consumerGroup
+        self.error = error
+        self.key = key.map { String(decoding: $0, as: UTF8.self) }
+        if let text = String(validating: value, as: UTF8.self) {
+            self.value = text
+            self.valueEncoding = "utf8"
+        } else {
+            self.value = Data(value).base64EncodedString()
+            self.valueEncoding = "base64"
+        }
+        self.failedAt = failedAt
+    }
+}

@@ -1,0 +1,27 @@
+/// Kafka topic names (defaults; services read overrides from their configuration).
+public enum Topics {
+    /// Validated reading events, keyed by user id. ingest → progress-projector, analytics-aggregator.
+    public static let readingEvents = "reading.events.v2"
+    /// Reading progress changes, keyed by user id. progress-projector → realtime-notifier.
+    public static let readingProgress = "reading.progress.v1"
+    /// Transcode jobs, keyed by room id. ingest → transcode-worker.
+    public static let roomTranscodeRequests = "room.transcode.requests.v1"
+    /// Transcode status changes, keyed by room id. transcode-worker → realtime-notifier.
+    public static let roomTranscodeStatus = "room.transcode.status.v1"
+    /// `{channel, event, payload}` from any producer, keyed by channel. anyone → realtime-notifier.
+    public static let realtimeBroadcasts = "realtime.broadcasts.v1"
+    /// Sequenced channel events, re-published for every notifier instance to read in full.
+    public static let realtimeSequenced = "realtime.sequenced.v1"
+
+    /// Every topic of the system with its default partition count.
+    public static let all: [(name: String, partitions: Int32)] = [
+        (readingEvents, 6), (readingProgress, 6), (roomTranscodeRequests, 3), (roomTranscodeStatus, 3),
+        (realtimeBroadcasts, 3), (realtimeSequenced, 1),
+        (deadLetter(for: readingEvents), 1), (deadLetter(for: roomTranscodeRequests), 1),
+        (deadLetter(for: roomTranscodeStatus), 1), (deadLetter(for: realtimeBroadcasts), 1),
+        (deadLetter(for: readingProgress), 1),
+    ]
+
+    /// The dead-letter topic of `topic`: `<topic>.dlq`.
+    public static func deadLetter(for topic: String) -> String { topic + ".dlq" }
+}

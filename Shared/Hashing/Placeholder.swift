@@ -1,1 +1,0 @@
-// Hashing — placeholder, replaced by the module's implementation.

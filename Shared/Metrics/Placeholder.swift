@@ -1,1 +1,0 @@
-// Metrics — placeholder, replaced by the module's implementation.

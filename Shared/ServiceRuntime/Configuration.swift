@@ -1,0 +1,140 @@
+import Foundation
+import Logging
+
+/// Every missing or invalid configuration key, reported at once.
+public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+    public var problems: [String]
+    public var description: String {
+        "invalid configuration:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")
+    }
+}
+
+/// Reads typed values from environment variables, collecting every problem instead of
+/// stopping at the first; call `validate()` once all keys are read.
+///
+///     var env = EnvironmentReader()
+///     let port = env.int("HTTP_PORT", default: 8080, range: 1...65535)
+///     let brokers = env.string("KAFKA_BROKERS")
+///     try env.validate()
+public struct EnvironmentReader: Sendable {
+    public let environment: [String: String]
+    public private(set) var problems: [String] = []
+
+    public init(_ environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
+    }
+
+    private func raw(_ key: String) -> String? {
+        guard let value = environment[key]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// A required string; a missing key is recorded and `""` returned.
+    public mutating func string(_ key: String) -> String {
+        guard let value = raw(key) else {
+            problems.append("\(key) is required")
+            return ""
+        }
+        return value
+    }
+
+    public func string(_ key: String, default fallback: String) -> String { raw(key) ?? fallback }
+
+    public func optionalString(_ key: String) -> String? { raw(key) }
+
+    public mutating func int(_ key: String, default fallback: Int, range: ClosedRange<Int>? = nil) -> Int {
+        guard let text = raw(key) else { return fallback }
+        guard let value = Int(text) else {
+            problems.append("\(key) must be an integer (got \"\(text)\")")
+            return fallback
+        }
+        if let range, !range.contains(value) {
+            problems.append("\(key) must be within \(range.lowerBound)…\(range.upperBound) (got \(value))")
+            return fallback
+        }
+        return value
+    }
+
+    public mutating func double(_ key: String, default fallback: Double) -> Double {
+        guard let text = raw(key) else { return fallback }
+        guard let value = Double(text) else {
+            problems.append("\(key) must be a number (got \"\(text)\")")
+            return fallback
+        }
+        return value
+    }
+
+    public mutating func bool(_ key: String, default fallback: Bool) -> Bool {
+        guard let text = raw(key)?.lowercased() else { return fallback }
+        switch text {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default:
+            problems.append("\(key) must be true or false (got \"\(text)\")")
+            return fallback
+        }
+    }
+
+    /// Milliseconds as a `Duration`.
+    public mutating func milliseconds(_ key: String, default fallback: Duration) -> Duration {
+        guard raw(key) != nil else { return fallback }
+        return .milliseconds(int(key, default: 0, range: 0...Int(Int32.max)))
+    }
+
+    public mutating func logLevel(_ key: String = "LOG_LEVEL", default fallback: Logger.Level = .info) -> Logger.Level {
+        guard let text = raw(key) else { return fallback }
+        guard let level = Logger.Level(name: text) else {
+            problems.append("\(key) must be one of trace, debug, info, notice, warning, error, critical (got \"\(text)\")")
+            return fallback
+        }
+        return level
+    }
+
+    /// Records a problem found by the caller's own checks.
+    public mutating func fail(_ problem: String) { problems.append(problem) }
+
+    public func validate() throws(ConfigurationError) {
+        if !problems.isEmpty { throw ConfigurationError(problems: problems) }
+    }
+}
+
+/// The settings every service reads: where Kafka and Postgres are, the token secret and
+/// the HTTP port.
+public struct CommonConfiguration: Sendable {
+    public var kafkaBrokers: String
+    public var databaseURL: String
+    public var jwtSecret: String
+    public var httpHost: String
+    public var httpPort: Int
+    public var logLevel: Logger.Level
+    /// Maximum database connections of this process.
+    public var databasePoolSize: Int
+
+    public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
+                httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10) {
+        self.kafkaBrokers = kafkaBrokers
+        self.databaseURL = databaseURL
+        self.jwtSecret = jwtSecret
+        self.httpHost = httpHost
+        self.httpPort = httpPort
+        self.logLevel = logLevel
+        self.databasePoolSize = databasePoolSize
+    }
+
+    /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
+    /// `LOG_LEVEL` and `DATABASE_POOL_SIZE` into `reader` (problems are collected there).
+    public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
+        let brokers = reader.string("KAFKA_BROKERS")
+        let database = reader.string("DATABASE_URL")
+        let secret = reader.string("JWT_SECRET")
+        if !secret.isEmpty && secret.utf8.count < 16 {
+            reader.fail("JWT_SECRET must be at least 16 bytes")
+        }
+        return CommonConfiguration(
+            kafkaBrokers: brokers, databaseURL: database, jwtSecret: secret,
+            httpHost: reader.string("HTTP_HOST", default: "0.0.0.0"),
+            httpPort: reader.int("HTTP_PORT", default: defaultPort, range: 0...65535),
+            logLevel: reader.logLevel(),
+            databasePoolSize: reader.int("DATABASE_POOL_SIZE", default: 10, range: 1...200))
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import HTTPTypes
+import Metrics
+
+/// A named dependency check for `/readyz` (Kafka metadata, `SELECT 1`, …).
+public struct ReadinessCheck: Sendable {
+    public let name: String
+    public let check: @Sendable () async -> Bool
+
+    public init(name: String, check: @escaping @Sendable () async -> Bool) {
+        self.name = name
+        self.check = check
+    }
+}
+
+/// `/healthz` (alive), `/readyz` (every dependency reachable) and `/metrics` (Prometheus).
+public enum HealthRoutes {
+    struct Readiness: Encodable {
+        let status: String
+        let checks: [String: Bool]
+    }
+
+    public static func router(service: String, checks: [ReadinessCheck], metrics: MetricsRegistry) -> Router {
+        var router = Router()
+        router.get("/healthz") { _ in .json(["status": "ok", "service": service]) }
+        router.get("/readyz") { _ in
+            var results: [String: Bool] = [:]
+            await withTaskGroup(of: (String, Bool).self) { group in
+                for check in checks { group.addTask { (check.name, await check.check()) } }
+                for await (name, ok) in group { results[name] = ok }
+            }
+            let ready = results.values.allSatisfy { $0 }
+            return .json(Readiness(status: ready ? "ready" : "not_ready", checks: results),
+                         status: ready ? .ok : .serviceUnavailable)
+        }
+        router.get("/metrics") { _ in
+            .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")
+        }
+        return router
+    }
+}

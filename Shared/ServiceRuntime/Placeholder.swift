@@ -1,1 +1,0 @@
-// ServiceRuntime — placeholder, replaced by the module's implementation.

@@ -1,0 +1,111 @@
+import Dispatch
+import Foundation
+import Logging
+
+/// A long-running part of a process: an HTTP server, a consumer loop, a broker.
+///
+/// `run()` returns when the work is done or the task is cancelled; cancellation is the
+/// shutdown signal, and a service finishes its in-flight work before returning.
+public protocol Service: Sendable {
+    var name: String { get }
+    func run() async throws
+}
+
+/// A service made from a closure (for small loops and tests).
+public struct ClosureService: Service {
+    public let name: String
+    private let body: @Sendable () async throws -> Void
+
+    public init(name: String, _ body: @escaping @Sendable () async throws -> Void) {
+        self.name = name
+        self.body = body
+    }
+
+    public func run() async throws { try await body() }
+}
+
+/// Runs services together: starts them in order, and on SIGTERM/SIGINT (or when one of
+/// them ends or fails, or the surrounding task is cancelled) shuts them down in reverse
+/// order, each one finishing before the one started before it is asked to stop.
+public struct ServiceGroup: Sendable {
+    public let services: [any Service]
+    public let logger: Logger
+    public let handlesSignals: Bool
+
+    public init(services: [any Service], handlesSignals: Bool = true, logger: Logger) {
+        self.services = services
+        self.logger = logger
+        self.handlesSignals = handlesSignals
+    }
+
+    private enum Event: Sendable {
+        case finished(index: Int, error: (any Error)?)
+        case signal(Int32)
+    }
+
+    public func run() async throws {
+        let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
+        let signalSources = handlesSignals ? Self.installSignalHandlers { continuation.yield(.signal($0)) } : []
+        defer { signalSources.forEach { $0.cancel() } }
+
+        // One task per service, each with its own cancellation handle, so that shutdown can
+        // go in reverse start order; they are all awaited before `run()` returns.
+        var handles: [Task<Void, Never>] = []
+        for (index, service) in services.enumerated() {
+            logger.info("starting service", metadata: ["service.name": service.name])
+            handles.append(Task {
+                do {
+                    try await service.run()
+                    continuation.yield(.finished(index: index, error: nil))
+                } catch {
+                    continuation.yield(.finished(index: index, error: error))
+                }
+            })
+        }
+
+        // Wait for the first reason to stop: a signal, a service ending, or cancellation.
+        var firstError: (any Error)?
+        var stopped = Set<Int>()
+        await withTaskCancellationHandler {
+            for await event in events {
+                switch event {
+                case .finished(let index, let error):
+                    stopped.insert(index)
+                    if let error, !(error is CancellationError) {
+                        logger.error("service failed", metadata: ["service.name": services[index].name, "error": "\(error)"])
+                        firstError = error
+                    } else {
+                        logger.info("service finished", metadata: ["service.name": services[index].name])
+                    }
+                case .signal(let number):
+                    if number != 0 { logger.notice("shutting down", metadata: ["signal": "\(number)"]) }
+                }
+                return
+            }
+        } onCancel: {
+            continuation.yield(.signal(0))
+        }
+        await Self.stopInReverse(handles, skipping: stopped, logger: logger, services: services)
+        continuation.finish()
+        if let firstError { throw firstError }
+    }
+
+    private static func stopInReverse(_ handles: [Task<Void, Never>], skipping stopped: Set<Int>, logger: Logger, services: [any Service]) async {
+        for index in handles.indices.reversed() where !stopped.contains(index) {
+            handles[index].cancel()
+            await handles[index].value
+            logger.info("service stopped", metadata: ["service.name": services[index].name])
+        }
+    }
+
+    /// SIGTERM and SIGINT become events instead of killing the process.
+    static func installSignalHandlers(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+        [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { handler(number) }
+            source.resume()
+            return source
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Metrics
+import ServiceRuntime
+import Synchronization
+import Testing
+
+@Suite("Service runtime")
+struct RuntimeTests {
+    @Test("configuration errors list every missing and invalid key at once")
+    func configurationErrors() {
+        var env = EnvironmentReader(["HTTP_PORT": "eighty", "JWT_SECRET": "short", "LOG_LEVEL": "loud"])
+        _ = CommonConfiguration.read(from: &env, defaultPort: 8080)
+        do {
+            try env.validate()
+            Issue.record("expected a configuration error")
+        } catch {
+            let text = error.description
+            for key in ["KAFKA_BROKERS", "DATABASE_URL", "JWT_SECRET", "HTTP_PORT", "LOG_LEVEL"] {
+                #expect(text.contains(key), "\(key) should be named")
+            }
+        }
+    }
+
+    @Test("a complete environment gives typed values")
+    func configurationValues() throws {
+        var env = EnvironmentReader(["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef", "HTTP_PORT": "9000"])
+        let config = CommonConfiguration.read(from: &env, defaultPort: 8080)
+        try env.validate()
+        #expect(config.httpPort == 9000 && config.kafkaBrokers == "127.0.0.1:9092" && config.logLevel == .info)
+    }
+
+    @Test("services stop in reverse start order when one of them ends")
+    func reverseShutdown() async throws {
+        let order = Mutex<[String]>([])
+        func forever(_ name: String) -> ClosureService {
+            ClosureService(name: name) {
+                do { try await Task.sleep(for: .seconds(60)) } catch {}
+                order.withLock { $0.append(name) }
+            }
+        }
+        let finisher = ClosureService(name: "finisher") { try await Task.sleep(for: .milliseconds(50)) }
+        let group = ServiceGroup(services: [forever("first"), forever("second"), finisher], handlesSignals: false, logger: .disabled)
+        try await group.run()
+        #expect(order.withLock { $0 } == ["second", "first"])
+    }
+
+    @Test("a failing service fails the group and stops the others")
+    func failurePropagates() async {
+        struct Boom: Error {}
+        let stopped = Mutex(false)
+        let survivor = ClosureService(name: "survivor") {
+            do { try await Task.sleep(for: .seconds(60)) } catch {}
+            stopped.withLock { $0 = true }
+        }
+        let failing = ClosureService(name: "failing") { throw Boom() }
+        await #expect(throws: Boom.self) {
+            try await ServiceGroup(services: [survivor, failing], handlesSignals: false, logger: .disabled).run()
+        }
+        #expect(stopped.withLock { $0 })
+    }
+
+    @Test("metrics render in the Prometheus text format")
+    func metricsRendering() {
+        let metrics = MetricsRegistry()
+        metrics.describe("http_requests_total", type: "counter", help: "Requests served.")
+        metrics.increment("http_requests_total", labels: ["path": "/x", "status": "200"])
+        metrics.increment("http_requests_total", labels: ["path": "/x", "status": "200"])
+        metrics.observe("latency_seconds", 0.003)
+        metrics.set("kafka_consumer_lag", 7, labels: ["partition": "0"])
+        let text = metrics.render()
+        #expect(text.contains("# TYPE http_requests_total counter"))
+        #expect(text.contains(#"http_requests_total{path="/x",status="200"} 2"#))
+        #expect(text.contains(#"latency_seconds_bucket{le="0.005"} 1"#))
+        #expect(text.contains("latency_seconds_count 1"))
+        #expect(text.contains(#"kafka_consumer_lag{partition="0"} 7"#))
+    }
+
+    @Test("health routes answer healthz, readyz with each check, and metrics")
+    func healthRoutes() async {
+        let router = HealthRoutes.router(service: "test", checks: [
+            ReadinessCheck(name: "kafka") { true }, ReadinessCheck(name: "postgres") { false },
+        ], metrics: MetricsRegistry())
+        #expect(await router.respond(to: HTTPRequest(method: .get, path: "/healthz")).status == .ok)
+        let ready = await router.respond(to: HTTPRequest(method: .get, path: "/readyz"))
+        #expect(ready.status == .serviceUnavailable)
+        #expect(String(decoding: ready.body, as: UTF8.self).contains(#""postgres":false"#))
+    }
+
+    @Test("the router matches path parameters and renders JSON errors")
+    func router() async {
+        var router = Router()
+        router.get("/materials/:id/reading-progress") { .json(["id": $0.pathParameters["id"] ?? ""]) }
+        router.post("/echo") { request in
+            struct Body: Codable { let n: Int }
+            return .json(try request.decode(Body.self))
+        }
+        let ok = await router.respond(to: HTTPRequest(method: .get, path: "/materials/m-1/reading-progress"))
+        #expect(String(decoding: ok.body, as: UTF8.self) == #"{"id":"m-1"}"#)
+        let bad = await router.respond(to: HTTPRequest(method: .post, path: "/echo", body: Array("{nope".utf8)))
+        #expect(bad.status == .badRequest)
+        #expect(String(decoding: bad.body, as: UTF8.self).contains(#""code":"INVALID_JSON""#))
+        #expect(await router.respond(to: HTTPRequest(method: .get, path: "/echo")).status == .methodNotAllowed)
+        #expect(await router.respond(to: HTTPRequest(method: .get, path: "/nope")).status == .notFound)
+    }
+}
