@@ -39,7 +39,7 @@ let sharedModules: [Target] = [
     shared("Postgres", ["CLibPQ", "Logging"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
-    shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth"]),
+    shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts"),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),

@@ -1,1 +1,0 @@
-// Projection — placeholder, replaced by the module's implementation.

@@ -1,0 +1,43 @@
+import Kafka
+import Postgres
+
+/// A Kafka → Postgres read model, run by a `ProjectionRunner`.
+///
+/// The runner hands each batch to `apply` inside one transaction that also advances the
+/// consumer group's stored offsets, so the read model and its position move together:
+/// a crash at any point replays exactly the records whose effects were rolled back.
+public protocol Projection: Sendable {
+    associatedtype Event: Sendable
+    associatedtype Effects: Sendable
+
+    /// Decodes and validates one record. A thrown error sends the record to `<topic>.dlq`
+    /// and processing continues behind it.
+    func decode(_ record: KafkaConsumerRecord) throws -> Event
+
+    /// Applies a batch (in offset order within each partition) inside the batch transaction.
+    /// Records may be seen again after a crash: apply must be idempotent per record (e.g.
+    /// an event log with a unique id), which is what makes the whole effectively-once.
+    func apply(_ events: [ProjectedEvent<Event>], in connection: PostgresConnection) async throws -> Effects
+
+    /// Runs after the transaction committed (e.g. publish change notifications).
+    func afterCommit(_ effects: Effects) async throws
+}
+
+extension Projection where Effects == Void {
+    public func afterCommit(_ effects: Void) async throws {}
+}
+
+/// A decoded event with the position it came from.
+public struct ProjectedEvent<Event: Sendable>: Sendable {
+    public var event: Event
+    public var topic: String
+    public var partition: Int32
+    public var offset: Int64
+
+    public init(event: Event, topic: String, partition: Int32, offset: Int64) {
+        self.event = event
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+    }
+}

@@ -1,0 +1,155 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import Postgres
+
+/// Settings of one projection's consumer.
+public struct ProjectionRunnerConfiguration: Sendable {
+    public var bootstrapServers: String
+    public var groupID: String
+    public var topics: [String]
+    /// Up to this many records per transaction…
+    public var maxBatchRecords: Int
+    /// …or what arrived within this long.
+    public var maxBatchWait: Duration
+    /// Attempts of a batch that fails with a non-retriable error before it is split, and
+    /// of a single record before it goes to the dead-letter topic.
+    public var maxAttempts: Int
+    public var memberID: String
+
+    public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
+                maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3,
+                memberID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
+        self.bootstrapServers = bootstrapServers
+        self.groupID = groupID
+        self.topics = topics
+        self.maxBatchRecords = maxBatchRecords
+        self.maxBatchWait = maxBatchWait
+        self.maxAttempts = maxAttempts
+        self.memberID = memberID
+    }
+}
+
+/// Runs a `Projection` effectively-once: Kafka consumer group for partition assignment,
+/// offsets in Postgres advanced in the same transaction as the read model (with a
+/// compare-and-set on the claim generation), poison records to `<topic>.dlq`, transient
+/// database errors retried with backoff and never skipped.
+public final class ProjectionRunner<P: Projection>: Sendable {
+    let projection: P
+    let configuration: ProjectionRunnerConfiguration
+    let database: PostgresClient
+    let deadLetters: KafkaProducer
+    let metrics: MetricsRegistry
+    let logger: Logger
+    let ownership = PartitionOwnership()
+    let offsets: OffsetStore
+
+    public init(projection: P, configuration: ProjectionRunnerConfiguration, database: PostgresClient,
+                deadLetters: KafkaProducer, metrics: MetricsRegistry, logger: Logger) {
+        self.projection = projection
+        self.configuration = configuration
+        self.database = database
+        self.deadLetters = deadLetters
+        self.metrics = metrics
+        var logger = logger
+        logger[metadataKey: "projection.group"] = configuration.groupID
+        self.logger = logger
+        self.offsets = OffsetStore(groupID: configuration.groupID, memberID: configuration.memberID)
+        metrics.describe("projection_records_total", type: "counter", help: "Records consumed and committed by a projection.")
+        metrics.describe("projection_dead_letters_total", type: "counter", help: "Records sent to a dead-letter topic.")
+        metrics.describe("projection_batch_seconds", type: "histogram", help: "Time to apply and commit one batch.")
+        metrics.describe("kafka_consumer_lag", type: "gauge", help: "High watermark minus position, per partition.")
+    }
+
+    /// Consumes until the task is cancelled, then leaves the group cleanly.
+    public func run() async throws {
+        let consumer = try KafkaConsumer(
+            configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
+                                                      groupID: configuration.groupID, topics: configuration.topics),
+            rebalanceListener: RebalanceBridge(runner: self), logger: logger)
+        logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
+        var lastLagReport = ContinuousClock.now
+        do {
+            while !Task.isCancelled {
+                let records = try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords,
+                                                           maxWait: configuration.maxBatchWait)
+                if !records.isEmpty { await process(records) }
+                if ContinuousClock.now - lastLagReport > .seconds(1) {
+                    lastLagReport = .now
+                    for (tp, lag) in consumer.lag() {
+                        metrics.set("kafka_consumer_lag", Double(lag), labels: [
+                            "group": configuration.groupID, "topic": tp.topic, "partition": String(tp.partition)])
+                    }
+                }
+            }
+        } catch {
+            await consumer.close()
+            throw error
+        }
+        await consumer.close()
+        logger.info("projection stopped")
+    }
+
+    /// Everything this member has committed, per partition (tests and diagnostics).
+    public var committedPositions: [KafkaTopicPartition: Int64] {
+        ownership.owned.mapValues(\.nextOffset)
+    }
+
+    // MARK: - Rebalance
+
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
+        let claims = try await withRetries("claim partitions") { try await self.offsets.claim(partitions, client: self.database) }
+        ownership.assign(claims)
+        logger.info("partitions assigned", metadata: ["kafka.partitions": Self.describe(claims.mapValues(\.nextOffset))])
+        return claims.compactMapValues { $0.nextOffset >= 0 ? $0.nextOffset : nil }
+    }
+
+    func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {
+        await ownership.revoke(partitions)
+        logger.info("partitions revoked", metadata: ["kafka.partitions": partitions.map { "\($0.topic)/\($0.partition)" }.joined(separator: ",")])
+    }
+
+    static func describe(_ offsets: [KafkaTopicPartition: Int64]) -> String {
+        offsets.sorted { ($0.key.topic, $0.key.partition) < ($1.key.topic, $1.key.partition) }
+            .map { "\($0.key.topic)/\($0.key.partition)@\($0.value)" }.joined(separator: ",")
+    }
+
+    // MARK: - Retries
+
+    /// Retries retriable failures (lost connections, serialization failures, Kafka
+    /// unavailable) with capped exponential backoff until they succeed or the task ends.
+    func withRetries<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                return try await body()
+            } catch let error where Self.isRetriable(error) {
+                try Task.checkCancellation()
+                logger.warning("retrying after a transient error", metadata: ["operation": what, "error": "\(error)"])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    static func isRetriable(_ error: any Error) -> Bool {
+        if let error = error as? PostgresError { return error.isRetriable }
+        if let error = error as? KafkaError { return error.isRetriable || error.code == .messageTimedOut || error.code == .brokerUnavailable }
+        return false
+    }
+}
+
+/// Adapts the runner to the consumer's rebalance protocol.
+struct RebalanceBridge<P: Projection>: KafkaRebalanceListener {
+    let runner: ProjectionRunner<P>
+
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
+        try await runner.partitionsAssigned(partitions)
+    }
+
+    func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {
+        await runner.partitionsRevoked(partitions)
+    }
+}

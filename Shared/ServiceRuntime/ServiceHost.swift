@@ -1,0 +1,111 @@
+import Foundation
+import HTTPServer
+import HTTPTypes
+import Kafka
+import Logging
+import Metrics
+import Postgres
+
+/// An HTTP server as a `Service`: the service's routes plus `/healthz`, `/readyz` and
+/// `/metrics`, with request counts and latencies recorded.
+public struct HTTPService: Service {
+    public let name: String
+    let configuration: HTTPServerConfiguration
+    let router: Router
+    let metrics: MetricsRegistry
+    let logger: Logger
+    /// Called with the bound port once the server listens (tests bind port 0).
+    let onListening: @Sendable (Int) -> Void
+
+    public init(name: String, configuration: HTTPServerConfiguration, router: Router, readiness: [ReadinessCheck],
+                metrics: MetricsRegistry, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+        var all = router
+        all.merge(HealthRoutes.router(service: name, checks: readiness, metrics: metrics))
+        self.name = name
+        self.configuration = configuration
+        self.router = all
+        self.metrics = metrics
+        self.logger = logger
+        self.onListening = onListening
+        metrics.describe("http_requests_total", type: "counter", help: "HTTP requests answered, by method and status.")
+        metrics.describe("http_request_seconds", type: "histogram", help: "Time from a complete request to its response.")
+    }
+
+    public func run() async throws {
+        let metrics = self.metrics
+        let service = name
+        let server = HTTPServer(configuration: configuration, router: router, logger: logger) { request, response, elapsed in
+            metrics.increment("http_requests_total", labels: ["service": service, "method": request.method.rawValue,
+                                                              "status": String(response.status.rawValue)])
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            metrics.observe("http_request_seconds", seconds, labels: ["service": service])
+        }
+        try server.start()
+        if let port = server.port {
+            logger.info("listening", metadata: ["http.port": String(port)])
+            onListening(port)
+        }
+        try await server.run()
+    }
+}
+
+/// The entry point shared by the service executables.
+public enum ServiceHost {
+    /// Reads the environment, connects to Postgres and Kafka, applies `migrations`, builds
+    /// the service and runs it with its HTTP server until SIGTERM/SIGINT.
+    public static func main(
+        name: String, defaultPort: Int, migrations: [PostgresMigration],
+        build: @Sendable (ServiceContext, inout EnvironmentReader) throws -> ServiceParts
+    ) async -> Int32 {
+        var reader = EnvironmentReader()
+        let configuration = CommonConfiguration.read(from: &reader, defaultPort: defaultPort)
+        var logger = Logger(label: name, level: configuration.logLevel)
+        logger[metadataKey: "service"] = name
+        do {
+            try reader.validate()
+            let context = try await makeContext(name: name, configuration: configuration, metrics: MetricsRegistry(), logger: logger)
+            _ = try await PostgresMigrator(migrations: migrations, logger: logger).migrate(context.database)
+            let parts = try build(context, &reader)
+            try reader.validate()
+            try await run(context: context, parts: parts)
+            await context.producer.shutdown()
+            await context.database.close()
+            return 0
+        } catch {
+            logger.critical("service failed to run", metadata: ["error": "\(error)"])
+            FileHandle.standardError.write(Data("\(name): \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    /// Opens the shared clients for one service (or for all of them, in `backbone dev`).
+    public static func makeContext(name: String, configuration: CommonConfiguration, metrics: MetricsRegistry,
+                                   logger: Logger) async throws -> ServiceContext {
+        let database = PostgresClient(
+            configuration: PostgresConfiguration(url: configuration.databaseURL, maxConnections: configuration.databasePoolSize,
+                                                 applicationName: name),
+            logger: logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: configuration.kafkaBrokers, clientID: name,
+                                                      deliveryTimeout: .seconds(10)),
+            logger: logger)
+        return ServiceContext(name: name, configuration: configuration, database: database, producer: producer,
+                              metrics: metrics, logger: logger)
+    }
+
+    /// Runs a built service: its HTTP server first, then its background loops; stops them
+    /// in reverse order on a signal or when one fails.
+    public static func run(context: ServiceContext, parts: ServiceParts, handlesSignals: Bool = true) async throws {
+        let http = HTTPService(
+            name: context.name,
+            configuration: HTTPServerConfiguration(host: context.configuration.httpHost, port: context.configuration.httpPort),
+            router: parts.router, readiness: context.readinessChecks, metrics: context.metrics, logger: context.logger)
+        do {
+            try await ServiceGroup(services: [http] + parts.background, handlesSignals: handlesSignals, logger: context.logger).run()
+        } catch {
+            await parts.onShutdown()
+            throw error
+        }
+        await parts.onShutdown()
+    }
+}
