@@ -17,7 +17,7 @@ final class QueryResult: @unchecked Sendable {
         var columns: [String] = []
         var index: [String: Int] = [:]
         for column in 0..<columnCount {
-            let name = String(cString: PQfname(pointer, Int32(column)))
+            let name = PQfname(pointer, Int32(column)).map { String(cString: $0) } ?? "?column?"
             columns.append(name)
             if index[name] == nil { index[name] = column }
         }
