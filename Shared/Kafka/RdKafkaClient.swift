@@ -72,8 +72,8 @@ private func rdKafkaLogCallback(_ rk: OpaquePointer?, _ level: Int32, _ facility
     let text = message.map { String(cString: $0) } ?? ""
     let metadata = ["kafka.facility": facility.map { String(cString: $0) } ?? "", "kafka.client": String(cString: rd_kafka_name(rk))]
     switch level {
-    case ...3: context.logger.error(text, metadata: metadata)
-    case 4: context.logger.warning(text, metadata: metadata)
+    case ...2: context.logger.error(text, metadata: metadata)
+    case 3, 4: context.logger.warning(text, metadata: metadata)  // LOG_ERR is used for transient connection failures
     case 5: context.logger.notice(text, metadata: metadata)
     case 6: context.logger.info(text, metadata: metadata)
     default: context.logger.debug(text, metadata: metadata)
