@@ -1,0 +1,71 @@
+import Foundation
+import HTTPServer
+import HTTPTypes
+import Logging
+import Synchronization
+
+struct SecretFailure: Error, CustomStringConvertible {
+    var description: String { "database password is hunter2" }
+}
+
+struct NewItem: Codable, Sendable {
+    var name: String
+    var count: Int
+}
+
+/// Counts how many handlers run at the same time.
+final class ConcurrencyProbe: Sendable {
+    private let state = Mutex((current: 0, peak: 0, started: 0))
+
+    func enter() { state.withLock { $0.current += 1; $0.started += 1; $0.peak = max($0.peak, $0.current) } }
+    func leave() { state.withLock { $0.current -= 1 } }
+    var peak: Int { state.withLock { $0.peak } }
+    var started: Int { state.withLock { $0.started } }
+}
+
+/// Five megabytes with a position-dependent pattern, so truncation or reordering shows.
+let bigBody: [UInt8] = (0..<(5 * 1024 * 1024)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 11) }
+
+func makeRouter(probe: ConcurrencyProbe = ConcurrencyProbe(), slow: Duration = .milliseconds(500)) -> Router {
+    var router = Router()
+    router.post("/echo/:id") { request in
+        let n = request.query["n"] ?? "-"
+        let body = String(decoding: request.body, as: UTF8.self)
+        return .text("id=\(request.pathParameters["id"] ?? "?") n=\(n) body=\(body)")
+    }
+    router.get("/describe/:name") { request in
+        .json([
+            "path": request.path,
+            "name": request.pathParameters["name"] ?? "",
+            "q": request.query["q"] ?? "",
+            "x": request.query["x"] ?? "",
+            "agent": request.headers["user-agent"] ?? "",
+            "remote": request.remoteAddress ?? "",
+        ])
+    }
+    router.post("/items") { request in
+        let item = try request.decode(NewItem.self)
+        return .json(item, status: .created)
+    }
+    router.get("/fail") { _ in throw SecretFailure() }
+    router.get("/big") { _ in HTTPResponse(status: .ok, headers: ["Content-Type": "application/octet-stream"], body: bigBody) }
+    router.get("/small") { _ in .text("small") }
+    router.get("/slow") { _ in
+        probe.enter()
+        defer { probe.leave() }
+        try await Task.sleep(for: slow)
+        return .text("slow done")
+    }
+    return router
+}
+
+func makeServer(router: Router = makeRouter(), maxBodyBytes: Int = HTTPServerConfiguration.defaultMaxBodyBytes,
+                maxConcurrentRequests: Int = 256,
+                onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil) throws -> (HTTPServer, Int) {
+    let configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes,
+                                                maxConcurrentRequests: maxConcurrentRequests)
+    let server = HTTPServer(configuration: configuration, router: router, logger: .disabled, onResponse: onResponse)
+    try server.start()
+    guard let port = server.port, port > 0 else { throw HTTPServerError(.bindFailed, message: "no port", host: "", port: 0) }
+    return (server, port)
+}
