@@ -89,8 +89,9 @@ public enum ServiceHost {
             configuration: KafkaProducerConfiguration(bootstrapServers: configuration.kafkaBrokers, clientID: name,
                                                       deliveryTimeout: .seconds(10)),
             logger: logger)
+        let admin = try KafkaAdmin(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-admin", timeout: .seconds(3), logger: logger)
         return ServiceContext(name: name, configuration: configuration, database: database, producer: producer,
-                              metrics: metrics, logger: logger)
+                              admin: admin, metrics: metrics, logger: logger)
     }
 
     /// Runs a built service: its HTTP server first, then its background loops; stops them
