@@ -111,7 +111,8 @@ extension ServiceLoop {
     }
 
     /// Status line, `Content-Type`/`Content-Length` and the response's own headers, through lws.
-    func writeHTTPHeaders(_ wsi: OpaquePointer, _ response: HTTPResponse, contentLength: Int) -> Bool {
+    /// With `statusLine` (an HTTP version) the status line is spelled out instead of taken from lws.
+    func writeHTTPHeaders(_ wsi: OpaquePointer, _ response: HTTPResponse, contentLength: Int, statusLine version: String? = nil) -> Bool {
         let skipped: Set<String> = ["content-type", "content-length", "connection", "transfer-encoding"]
         let extra = response.headers.fields.filter { !skipped.contains($0.name.lowercased()) }
         let size = 1024 + extra.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
@@ -119,17 +120,41 @@ extension ServiceLoop {
         let start = scratch + pre
         let end = start + size
         var cursor: UnsafeMutablePointer<UInt8>? = start
-        let contentType = response.headers["Content-Type"]
-        let failed: Bool = contentType.withOptionalCString { type in
-            lws_add_http_common_headers(wsi, UInt32(response.status.rawValue), type, lws_filepos_t(contentLength), &cursor, end) != 0
+        // lws_add_http_common_headers takes strlen of the content type: it must not be NULL.
+        let contentType = response.headers["Content-Type"] ?? "application/octet-stream"
+        if let version {
+            let line = Array("\(version) \(response.status.rawValue) \(Self.reasonPhrase(response.status))".utf8)
+            guard lws_add_http_header_by_name(wsi, nil, line, Int32(line.count), &cursor, end) == 0 else { return false }
+            let type = Array(contentType.utf8)
+            guard lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_CONTENT_TYPE, type, Int32(type.count), &cursor, end) == 0,
+                  lws_add_http_header_content_length(wsi, lws_filepos_t(contentLength), &cursor, end) == 0
+            else { return false }
+        } else {
+            guard lws_add_http_common_headers(wsi, UInt32(response.status.rawValue), contentType,
+                                              lws_filepos_t(contentLength), &cursor, end) == 0
+            else { return false }
         }
-        if failed { return false }
         for field in extra {
             let name = Array((field.name.lowercased() + ":").utf8) + [0]
             let value = Array(field.value.utf8)
             if lws_add_http_header_by_name(wsi, name, value, Int32(value.count), &cursor, end) != 0 { return false }
         }
         return lws_finalize_write_http_header(wsi, start, &cursor, end) == 0
+    }
+
+    static func reasonPhrase(_ status: HTTPStatus) -> String {
+        switch status.rawValue {
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 409: "Conflict"
+        case 413: "Payload Too Large"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Refused"
+        }
     }
 
     private func completeExchange(_ wsi: OpaquePointer) -> Int32 {
@@ -140,15 +165,5 @@ extension ServiceLoop {
     func forgetExchange(_ wsi: OpaquePointer) {
         guard let exchange = httpExchanges.removeValue(forKey: wsi) else { return }
         if exchange.id != 0 { wsiByExchange[exchange.id] = nil }
-    }
-}
-
-extension Optional where Wrapped == String {
-    /// Calls `body` with a C string, or with nil.
-    fileprivate func withOptionalCString<R>(_ body: (UnsafePointer<CChar>?) -> R) -> R {
-        switch self {
-        case .some(let string): string.withCString { body($0) }
-        case .none: body(nil)
-        }
     }
 }

@@ -38,7 +38,9 @@ extension ServiceLoop {
         case .reject(let status, let body):
             logger.debug("websocket upgrade refused", metadata: ["http.path": path, "http.status": String(status.rawValue)])
             let response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
-            guard writeHTTPHeaders(wsi, response, contentLength: response.body.count) else { return -1 }
+            // An upgrade is always HTTP/1.1, but lws 4.1 has not recorded the request version
+            // yet at this point (its status helper would say HTTP/1.0), so name it explicitly.
+            guard writeHTTPHeaders(wsi, response, contentLength: response.body.count, statusLine: "HTTP/1.1") else { return -1 }
             guard writeBytes(wsi, response.body, LWS_WRITE_HTTP_FINAL) else { return -1 }
             return 1
         }
