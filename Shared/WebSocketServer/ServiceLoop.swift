@@ -130,7 +130,7 @@ final class ServiceLoop: @unchecked Sendable {
         var failure: WebSocketServerError?
         while true {
             if lws_service(context, 0) < 0 {
-                failure = WebSocketServerError(.listenFailed, context: ["ws.reason": "lws_service failed"])
+                failure = WebSocketServerError(.serviceFailed, context: ["ws.reason": "lws_service failed"], isRetriable: true)
                 break
             }
             if draining && (connections.isEmpty || ContinuousClock.now >= drainDeadline) { break }

@@ -42,7 +42,9 @@ public final class WebSocketConnection: Sendable, Hashable, CustomStringConverti
 
     /// Queues `finalText` (even past the bounds) after whatever is already queued, sends it,
     /// then closes with `code` and `reason`. Later `send` calls return `.closed`.
+    /// Codes that may not be sent on the wire (1004–1006, 1015, < 1000, ≥ 5000) become 1000.
     public func close(after finalText: String? = nil, code: UInt16 = 1000, reason: String = "") {
+        let code = Self.isSendable(closeCode: code) ? code : 1000
         let wake = outbox.withLock { box -> Bool in
             guard box.state == .open else { return false }
             if let finalText { box.append(Array(finalText.utf8)) }
@@ -58,6 +60,13 @@ public final class WebSocketConnection: Sendable, Hashable, CustomStringConverti
     public var queuedBytes: Int { outbox.withLock { $0.bytes } }
     /// False once the connection is closing or closed.
     public var isOpen: Bool { outbox.withLock { $0.state == .open } }
+
+    static func isSendable(closeCode code: UInt16) -> Bool {
+        switch code {
+        case 1000...1003, 1007...1014, 3000...4999: true
+        default: false
+        }
+    }
 
     public var description: String { "WebSocketConnection(\(id) \(request.path))" }
 

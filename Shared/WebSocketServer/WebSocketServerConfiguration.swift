@@ -51,6 +51,8 @@ public struct WebSocketServerError: Error, Sendable, CustomStringConvertible {
         public static let contextCreationFailed = Code(rawValue: "CONTEXT_CREATION_FAILED")
         /// The listening socket could not be created (port in use, bad host).
         public static let listenFailed = Code(rawValue: "LISTEN_FAILED")
+        /// `lws_service` failed while running.
+        public static let serviceFailed = Code(rawValue: "SERVICE_FAILED")
         /// `start()` was called twice, or after `shutdown()`.
         public static let invalidState = Code(rawValue: "INVALID_STATE")
     }

@@ -104,6 +104,27 @@ struct WebSocketBackpressureTests {
         #expect(throws: (any Error).self) { try RawWebSocketClient(port: server.port).handshake(target: "/realtime/v1/websocket") }
     }
 
+    @Test("run() serves until its task is cancelled, then closes clients with 1001")
+    func runStopsOnCancellation() async throws {
+        let delegate = RecordingDelegate(echo: true)
+        var configuration = WebSocketServerConfiguration(host: "127.0.0.1", port: 0)
+        configuration.shutdownGracePeriod = 1
+        let server = WebSocketServer(configuration: configuration, delegate: delegate, httpRouter: nil, logger: .disabled)
+        let running = Task { try await server.run() }
+        #expect(try await eventually { server.port != 0 })
+        let client = try await connectClient(server, name: "run")
+        let echoed = try await blocking { () -> RawWebSocketClient.Message in
+            try client.sendText("still here")
+            return try client.readMessage()
+        }
+        #expect(echoed == .text("still here"))
+        running.cancel()
+        let closing = try await blocking { try client.readMessage() }
+        #expect(closing == .close(code: 1001, reason: "server shutting down"))
+        try await running.value
+        #expect(delegate.closed.count == 1)
+    }
+
     @Test("a peer that never answers pings is dropped after the idle timeout")
     func deadPeerIsDropped() async throws {
         let delegate = RecordingDelegate()

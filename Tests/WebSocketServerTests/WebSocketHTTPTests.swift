@@ -109,6 +109,9 @@ struct WebSocketHTTPTests {
         let echo = try await runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "--data-binary", "@\(bodyFile)", "\(base)/echo"])
         #expect(echo.stdout == big)
 
+        let keepAlive = try await runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "\(base)/healthz", "\(base)/healthz"])
+        #expect(keepAlive.stdout == "ok\nok\n")
+
         let missing = try await runProcess("/usr/bin/curl", ["-i", "-s", "--max-time", "5", "\(base)/nope"])
         #expect(missing.stdout.hasPrefix("HTTP/1.1 404"), "\(missing.stdout)")
         #expect(missing.stdout.contains("\"code\":\"NOT_FOUND\""))
