@@ -109,6 +109,11 @@ struct WebSocketHTTPTests {
         let echo = try await runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "--data-binary", "@\(bodyFile)", "\(base)/echo"])
         #expect(echo.stdout == big)
 
+        let head = try await runProcess("/usr/bin/curl", ["-I", "-s", "--max-time", "5", "\(base)/healthz"])
+        #expect(head.stdout.hasPrefix("HTTP/1.1 200"), "\(head.stdout)")
+        #expect(head.stdout.lowercased().contains("content-length: 3"))
+        #expect(head.stdout.hasSuffix("\r\n\r\n"))
+
         let keepAlive = try await runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "\(base)/healthz", "\(base)/healthz"])
         #expect(keepAlive.stdout == "ok\nok\n")
 
@@ -116,6 +121,22 @@ struct WebSocketHTTPTests {
         #expect(missing.stdout.hasPrefix("HTTP/1.1 404"), "\(missing.stdout)")
         #expect(missing.stdout.contains("\"code\":\"NOT_FOUND\""))
         await server.shutdown()
+    }
+
+    @Test("starting on a port that is already taken fails with a retriable listen error")
+    func portInUseFailsStart() async throws {
+        let first = try makeServer(RecordingDelegate())
+        let second = WebSocketServer(configuration: .init(host: "127.0.0.1", port: first.port), delegate: RecordingDelegate(),
+                                     httpRouter: nil, logger: .disabled)
+        do {
+            try second.start()
+            Issue.record("second server started on a taken port")
+        } catch {
+            #expect(error.code == .listenFailed)
+            #expect(error.isRetriable)
+        }
+        await second.shutdown()
+        await first.shutdown()
     }
 
     @Test("without a router every plain HTTP request gets a 404 JSON error")
