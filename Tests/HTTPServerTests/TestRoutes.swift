@@ -64,7 +64,7 @@ func makeServer(router: Router = makeRouter(), maxBodyBytes: Int = HTTPServerCon
                 onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil) throws -> (HTTPServer, Int) {
     let configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes,
                                                 maxConcurrentRequests: maxConcurrentRequests)
-    let server = HTTPServer(configuration: configuration, router: router, logger: .disabled, onResponse: onResponse)
+    let server = HTTPServer(configuration: configuration, router: router, logger: ProcessInfo.processInfo.environment["HTTP_TEST_LOG"] == nil ? .disabled : Logger(label: "test", level: .debug), onResponse: onResponse)
     try server.start()
     guard let port = server.port, port > 0 else { throw HTTPServerError(.bindFailed, message: "no port", host: "", port: 0) }
     return (server, port)
