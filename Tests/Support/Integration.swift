@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Postgres
 
 /// Shared by the integration suites: the switch that enables them, a fresh database per
@@ -102,7 +103,7 @@ public final class ServiceProcess: @unchecked Sendable {
         for (key, value) in environment { env[key] = value }
         process.environment = env
         logPath = NSTemporaryDirectory() + "backbone-\(name)-\(UInt32.random(in: 0...UInt32.max)).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = log
         process.standardError = log
