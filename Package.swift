@@ -78,6 +78,9 @@ let services: [Target] =
 // MARK: - Benchmarks (swift run -c release <name>)
 
 let benchmarks: [Target] = [
+    .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Projection", "ServiceRuntime", "Contracts",
+                                                            "Kafka", "Postgres", "Logging", "Metrics"],
+                      path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
 ]
@@ -112,6 +115,7 @@ let package = Package(
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "progress-bench", targets: ["ProgressBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )
