@@ -95,7 +95,8 @@ let testTargets: [Target] = [
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts"]),
-    tests("USDTests", ["USD"]),
+    .testTarget(name: "USDTests", dependencies: ["USD"], path: "Tests/USDTests", exclude: ["Fixtures"],
+                swiftSettings: swiftSettings),
 ]
 
 let package = Package(

@@ -30,11 +30,14 @@ public struct USDError: Error, CustomStringConvertible, Sendable, Equatable {
     /// Where it happened: file, entry, byte offset or line.
     public let context: String
     public let message: String
+    /// Validation findings gathered before the failure (e.g. why the root layer is unreadable).
+    public var findings: [ValidationFinding] = []
 
-    public init(_ code: Code, _ message: String, context: String = "") {
+    public init(_ code: Code, _ message: String, context: String = "", findings: [ValidationFinding] = []) {
         self.code = code
         self.message = message
         self.context = context
+        self.findings = findings
     }
 
     /// Reading the same bytes again gives the same failure, except for I/O errors.
@@ -46,6 +49,6 @@ public struct USDError: Error, CustomStringConvertible, Sendable, Equatable {
 
     /// The same error with an outer location prefixed to its context.
     func within(_ outer: String) -> USDError {
-        USDError(code, message, context: context.isEmpty ? outer : "\(outer): \(context)")
+        USDError(code, message, context: context.isEmpty ? outer : "\(outer): \(context)", findings: findings)
     }
 }

@@ -43,7 +43,7 @@ public struct InspectReport: Sendable {
 
     /// The report for a package that could not be read at all.
     public init(failure: USDError, findings: [ValidationFinding] = []) {
-        self.findings = findings + [ValidationFinding(ValidationFinding.Code(rawValue: failure.code.rawValue), .error, failure.description)]
+        self.findings = findings + failure.findings.filter { !findings.contains($0) } + [ValidationFinding(ValidationFinding.Code(rawValue: failure.code.rawValue), .error, failure.description)]
         upAxis = "Y"
         metersPerUnit = 0.01
         defaultPrim = nil

@@ -62,11 +62,11 @@ public struct USDZPackage: Sendable {
         }
         guard let root = parsed.first(where: { USDZPackage.layerExtensions.contains(USDZPackage.fileExtension($0.path)) })
         else {
-            throw USDError(.invalidPackage, "the archive holds no USD layer", context: name)
+            throw USDError(.invalidPackage, "the archive holds no USD layer", context: name, findings: findings)
         }
         guard root.readable else {
             throw USDError(.invalidPackage, "the root layer '\(root.path)' cannot be read (compressed, encrypted or truncated)",
-                           context: "\(name): \(root.path)")
+                           context: "\(name): \(root.path)", findings: findings)
         }
         self.rootLayerPath = root.path
         self.findings = findings

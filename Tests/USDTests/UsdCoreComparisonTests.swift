@@ -1,0 +1,59 @@
+import Foundation
+import Testing
+@testable import USD
+
+@Suite("Reading packages agrees with Pixar's usd-core")
+struct UsdCoreComparisonTests {
+    @Test("prim paths, types, world bounds, counts and textures match usd-core", arguments: Fixtures.wellFormed)
+    func matchesUsdCore(name: String) throws {
+        let expected = try Fixtures.expected(name)
+        let report = USDInspectCommand.inspect(path: Fixtures.path(name))
+        #expect(!report.hasErrors, "\(report.findings)")
+        #expect(report.upAxis == expected["upAxis"] as? String)
+        #expect(close(report.metersPerUnit, expected["metersPerUnit"] as? Double ?? .nan))
+        let prims = expected["prims"] as? [[String: Any]] ?? []
+        #expect(report.prims.map(\.path) == prims.map { $0["path"] as? String ?? "" })
+        let byPath = Dictionary(report.prims.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+        for want in prims {
+            let path = want["path"] as? String ?? ""
+            guard let got = byPath[path] else { continue }
+            #expect(got.type == want["type"] as? String, "\(path)")
+            #expect(got.vertexCount == want["vertexCount"] as? Int, "\(path)")
+            #expect(got.triangleCount == want["triangleCount"] as? Int, "\(path)")
+            if let textures = want["textures"] as? [String] {
+                #expect(got.textures == textures, "\(path)")
+            }
+            if let custom = want["customData"] as? [String: String] {
+                for (key, value) in custom { #expect(got.customData[key]?.asString == value, "\(path) \(key)") }
+            }
+            if let bounds = want["worldBounds"] as? [String: [Double]], let min = bounds["min"], let max = bounds["max"] {
+                guard let box = got.worldBounds else {
+                    Issue.record("\(path): no bounds, usd-core has \(bounds)")
+                    continue
+                }
+                let ours = [box.min.x, box.min.y, box.min.z, box.max.x, box.max.y, box.max.z]
+                let theirs = min + max
+                #expect(zip(ours, theirs).allSatisfy { close($0, $1) }, "\(path): \(ours) vs usd-core \(theirs)")
+            } else {
+                #expect(got.worldBounds == nil, "\(path): usd-core has no bounds")
+            }
+        }
+    }
+
+    @Test("the JSON output is one object with the contract's fields")
+    func jsonContract() throws {
+        let report = USDInspectCommand.inspect(path: Fixtures.path("roomplan"))
+        let object = try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
+        let prims = try #require(object?["prims"] as? [[String: Any]])
+        #expect(object?["upAxis"] as? String == "Y")
+        #expect(object?["findings"] is [Any])
+        let wall = try #require(prims.first { $0["path"] as? String == "/Room/Arch_grp/Wall_0_grp/Wall0" })
+        #expect((wall["customData"] as? [String: Any])?["Category"] as? String == "Wall")
+        let mesh = try #require(prims.first { $0["path"] as? String == "/Room/Arch_grp/Wall_0_grp/Wall0/Wall0_mesh" })
+        let bounds = try #require(mesh["worldBounds"] as? [String: [Double]])
+        #expect(bounds["min"]?.count == 3 && bounds["max"]?.count == 3)
+        #expect(mesh["vertexCount"] as? Int == 20)
+        #expect(mesh["triangleCount"] as? Int == 24)
+        #expect(mesh["textures"] is [Any])
+    }
+}
