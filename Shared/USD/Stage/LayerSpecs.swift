@@ -49,6 +49,17 @@ final class PrimSpec {
         childIndex[name].map { children[$0] }
     }
 
+    /// Sorts children stably by `areInIncreasingOrder` and reindexes them.
+    func reorderChildren(by areInIncreasingOrder: (PrimSpec, PrimSpec) -> Bool) {
+        let indexed = children.enumerated().sorted { a, b in
+            if areInIncreasingOrder(a.element, b.element) { return true }
+            if areInIncreasingOrder(b.element, a.element) { return false }
+            return a.offset < b.offset
+        }
+        children = indexed.map(\.element)
+        childIndex = Dictionary(uniqueKeysWithValues: children.enumerated().map { ($1.name, $0) })
+    }
+
     /// Adds a child or returns the existing one of that name.
     @discardableResult
     func addChild(_ name: String, specifier: Specifier) -> PrimSpec {

@@ -55,9 +55,20 @@ public final class USDStage {
 
 /// Builds composed prims from layer specs (local opinions first, then each reference's).
 struct Composer {
+    /// A spec contributing to a prim, with the namespace mapping of the arc that brought it
+    /// (paths under `mapFrom` in its layer appear under `mapTo` on the stage).
     struct Source {
         let layer: LayerData
         let spec: PrimSpec
+        var mapFrom = "/"
+        var mapTo = "/"
+
+        func map(_ path: String) -> String {
+            if mapFrom == mapTo { return path }
+            if path == mapFrom { return mapTo }
+            if path.hasPrefix(mapFrom + "/") || path.hasPrefix(mapFrom + ".") { return mapTo + path.dropFirst(mapFrom.count) }
+            return path
+        }
     }
 
     let loader: LayerLoader
@@ -90,9 +101,11 @@ struct Composer {
                 return
             }
             composedCount += 1
-            let local = sources.compactMap { source in source.spec.child(named: name).map { Source(layer: source.layer, spec: $0) } }
-            let expanded = expand(local, depth: 0)
             let path = prim.path == "/" ? "/" + name : prim.path + "/" + name
+            let local = sources.compactMap { source in
+                source.spec.child(named: name).map { Source(layer: source.layer, spec: $0, mapFrom: source.mapFrom, mapTo: source.mapTo) }
+            }
+            let expanded = expand(local, path: path, depth: 0)
             let child = USDPrim(path: path, name: name, parent: prim)
             merge(expanded, into: child, abstract: abstract)
             prim.children.append(child)
@@ -101,7 +114,7 @@ struct Composer {
     }
 
     /// The sources followed by the targets of their references and payloads, recursively.
-    private func expand(_ sources: [Source], depth: Int) -> [Source] {
+    private func expand(_ sources: [Source], path: String, depth: Int) -> [Source] {
         var result = sources
         for source in sources {
             let arcs = source.spec.references.items + source.spec.payloads.items
@@ -110,15 +123,15 @@ struct Composer {
                     loader.report(ValidationFinding(.compositionLimit, .error, "references nested deeper than \(Stage.maxArcDepth) at \(source.layer.identifier)"))
                     continue
                 }
-                guard let target = resolve(arc, from: source) else { continue }
+                guard let target = resolve(arc, from: source, composedPath: path) else { continue }
                 if result.contains(where: { $0.spec === target.spec }) { continue } // cycle
-                result += expand([target], depth: depth + 1)
+                result += expand([target], path: path, depth: depth + 1)
             }
         }
         return result
     }
 
-    private func resolve(_ arc: CompositionArc, from source: Source) -> Source? {
+    private func resolve(_ arc: CompositionArc, from source: Source, composedPath: String) -> Source? {
         var layer = source.layer
         if let asset = arc.assetPath, !asset.isEmpty {
             guard let entry = loader.package.resolve(assetPath: asset, from: source.layer.identifier) else {
@@ -133,7 +146,7 @@ struct Composer {
             loader.report(ValidationFinding(.unresolvedAsset, .warning, "\(source.layer.identifier): reference target \(arc.primPath ?? "(defaultPrim)") not found in \(layer.identifier)"))
             return nil
         }
-        return Source(layer: layer, spec: spec)
+        return Source(layer: layer, spec: spec, mapFrom: primPath, mapTo: composedPath)
     }
 
     private func merge(_ sources: [Source], into prim: USDPrim, abstract: Bool) {
@@ -151,7 +164,7 @@ struct Composer {
                 prim.attributes[name] = resolvedAssets(value, layer: source.layer)
             }
             for (name, targets) in spec.relationships where prim.relationships[name] == nil {
-                prim.relationships[name] = targets
+                prim.relationships[name] = targets.map(source.map)
             }
         }
         prim.specifier = abstract ? .class : specifier
