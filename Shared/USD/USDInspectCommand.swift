@@ -19,8 +19,19 @@ public enum USDInspectCommand {
             return 2
         }
         let report = inspect(path: file)
-        let output = json ? report.json + "\n" : report.text
-        FileHandle.standardOutput.write(Data(output.utf8))
+        if json {
+            var buffer = ""
+            report.writeJSON { piece in
+                buffer += piece
+                if buffer.utf8.count >= 1 << 16 {
+                    FileHandle.standardOutput.write(Data(buffer.utf8))
+                    buffer = ""
+                }
+            }
+            FileHandle.standardOutput.write(Data((buffer + "\n").utf8))
+        } else {
+            FileHandle.standardOutput.write(Data(report.text.utf8))
+        }
         return report.hasErrors ? 1 : 0
     }
 

@@ -10,12 +10,19 @@ enum CrateReader {
         let values = CrateValueReader(file: file)
         let layer = LayerData(identifier: identifier)
         var childOrder: [ObjectIdentifier: [String]] = [:]
+        var primsByPath: [Substring: PrimSpec] = ["/": layer.root]
+        func prim(_ path: Substring) -> PrimSpec {
+            if let found = primsByPath[path] { return found }
+            let created = primSpec(at: String(path), in: layer)
+            primsByPath[path] = created
+            return created
+        }
         for spec in file.specs {
             guard spec.pathIndex < file.paths.count else {
                 throw USDError(.corruptCrate, "spec path index \(spec.pathIndex) out of range", context: identifier)
             }
             let path = file.paths[spec.pathIndex]
-            if path.contains("{") {
+            if path.utf8.contains(UInt8(ascii: "{")) {
                 layer.noteUnsupported("variant specs")
                 continue
             }
@@ -33,7 +40,7 @@ enum CrateReader {
                     }
                 }
             case primSpec:
-                let prim = primSpec(at: path, in: layer)
+                let prim = prim(path[...])
                 for field in fields {
                     switch field.name {
                     case "specifier":
@@ -53,9 +60,9 @@ enum CrateReader {
                     }
                 }
             case attributeSpec, relationshipSpec:
-                guard let dot = path.lastIndex(of: ".") else { continue }
-                let prim = primSpec(at: String(path[..<dot]), in: layer)
-                let name = String(path[path.index(after: dot)...])
+                guard let dot = path.utf8.lastIndex(of: UInt8(ascii: ".")) else { continue }
+                let prim = prim(path[..<dot])
+                let name = String(path[path.utf8.index(after: dot)...])
                 var value: USDValue?
                 var sample: USDValue?
                 for field in fields {

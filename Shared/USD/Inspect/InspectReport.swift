@@ -54,12 +54,19 @@ public struct InspectReport: Sendable {
 
     /// One JSON object: `{"findings","upAxis","metersPerUnit","defaultPrim","prims"}`.
     public var json: String {
+        var out = ""
+        writeJSON { out += $0 }
+        return out
+    }
+
+    /// Streams the JSON object in pieces (one per prim), so large reports need no big buffer.
+    public func writeJSON(_ emit: (String) -> Void) {
         func box(_ box: BoundingBox?) -> JSONValue {
             guard let box else { return .null }
             return .object([("min", .array([.number(box.min.x), .number(box.min.y), .number(box.min.z)])),
                             ("max", .array([.number(box.max.x), .number(box.max.y), .number(box.max.z)]))])
         }
-        let root: JSONValue = .object([
+        let head: JSONValue = .object([
             ("findings", .array(findings.map {
                 .object([("code", .string($0.code.rawValue)), ("severity", .string($0.severity.rawValue)),
                          ("message", .string($0.message))])
@@ -67,18 +74,21 @@ public struct InspectReport: Sendable {
             ("upAxis", .string(upAxis)),
             ("metersPerUnit", .number(metersPerUnit)),
             ("defaultPrim", defaultPrim.map { .string($0) } ?? .null),
-            ("prims", .array(prims.map { prim in
-                var members: [(String, JSONValue)] = [
-                    ("path", .string(prim.path)), ("type", .string(prim.type)), ("worldBounds", box(prim.worldBounds)),
-                    ("vertexCount", .int(prim.vertexCount)), ("triangleCount", .int(prim.triangleCount)),
-                    ("textures", .array(prim.textures.map { .string($0) })),
-                ]
-                if let kind = prim.kind { members.append(("kind", .string(kind))) }
-                if !prim.customData.isEmpty { members.append(("customData", USDValue.dictionary(prim.customData).jsonObject)) }
-                return .object(members)
-            })),
         ])
-        return root.text
+        var text = head.text
+        text.removeLast() // reopen the object to append the prims
+        emit(text + ",\"prims\":[")
+        for (index, prim) in prims.enumerated() {
+            var members: [(String, JSONValue)] = [
+                ("path", .string(prim.path)), ("type", .string(prim.type)), ("worldBounds", box(prim.worldBounds)),
+                ("vertexCount", .int(prim.vertexCount)), ("triangleCount", .int(prim.triangleCount)),
+                ("textures", .array(prim.textures.map { .string($0) })),
+            ]
+            if let kind = prim.kind { members.append(("kind", .string(kind))) }
+            if !prim.customData.isEmpty { members.append(("customData", USDValue.dictionary(prim.customData).jsonObject)) }
+            emit((index == 0 ? "" : ",") + JSONValue.object(members).text)
+        }
+        emit("]}")
     }
 
     /// A human-readable rendering: findings, then an indented prim tree.

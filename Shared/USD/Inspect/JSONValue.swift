@@ -41,6 +41,11 @@ enum JSONValue {
 
     static func writeString(_ value: String, to out: inout String) {
         out += "\""
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out += value
+            out += "\""
+            return
+        }
         for scalar in value.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""

@@ -28,10 +28,7 @@ public struct USDZPackage: Sendable {
 
     /// Reads a package from disk.
     public init(contentsOf path: String, limits: PackageLimits = .default) throws {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw USDError(.ioFailure, "cannot read file", context: path)
-        }
-        try self.init(bytes: [UInt8](data), name: (path as NSString).lastPathComponent, limits: limits)
+        try self.init(bytes: try USDZPackage.readFile(path), name: (path as NSString).lastPathComponent, limits: limits)
     }
 
     /// Reads a package from bytes. A bare layer (`#usda` text or `PXR-USDC`) is accepted as a
@@ -70,6 +67,26 @@ public struct USDZPackage: Sendable {
         }
         self.rootLayerPath = root.path
         self.findings = findings
+    }
+
+    /// Reads a whole file straight into one byte array (no intermediate copy).
+    static func readFile(_ path: String) throws -> [UInt8] {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw USDError(.ioFailure, "cannot open file (errno \(errno))", context: path) }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw USDError(.ioFailure, "cannot stat file", context: path) }
+        let size = Int(info.st_size)
+        return try [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            var done = 0
+            while done < size {
+                let got = read(descriptor, buffer.baseAddress! + done, size - done)
+                if got < 0, errno == EINTR { continue }
+                guard got > 0 else { throw USDError(.ioFailure, "short read at \(done) of \(size) bytes", context: path) }
+                done += got
+            }
+            count = size
+        }
     }
 
     static func fileExtension(_ path: String) -> String {

@@ -150,6 +150,19 @@ struct Composer {
     }
 
     private func merge(_ sources: [Source], into prim: USDPrim, abstract: Bool) {
+        if sources.count == 1, let only = sources.first, only.mapFrom == only.mapTo,
+           !only.spec.attributes.values.contains(where: { if case .asset = $0 { true } else if case .assets = $0 { true } else { false } }) {
+            // One spec and nothing to rewrite: share its storage instead of copying it.
+            let spec = only.spec
+            prim.typeName = spec.typeName
+            prim.kind = spec.kind
+            prim.active = spec.active ?? true
+            prim.customData = spec.customData
+            prim.attributes = spec.attributes
+            prim.relationships = spec.relationships
+            prim.specifier = abstract ? .class : spec.specifier
+            return
+        }
         var specifier: Specifier = .over
         var activeSet = false
         for source in sources {
