@@ -5,6 +5,8 @@ import CLZ4
 enum CrateCompression {
     /// Largest output a single decompression may produce (guards hostile sizes).
     static let maxOutput = 1 << 31 - 1
+    /// Most integers one compressed block may declare (32M: far beyond any room scan).
+    static let maxIntegers = 1 << 25
 
     /// Decompresses a chunked LZ4 buffer into exactly `outputSize` bytes at most.
     static func decompress(_ input: ArraySlice<UInt8>, outputSize: Int, context: String) throws -> [UInt8] {
@@ -57,7 +59,7 @@ enum CrateCompression {
             throw reader.error(.truncated, "compressed integers declare \(compressedSize) bytes")
         }
         // Each integer takes at least 2 bits after decoding, and LZ4 expands at most ~255×.
-        guard count >= 0, count <= Int(compressedSize) * 1024 + 64 else {
+        guard count >= 0, count <= Int(compressedSize) * 1024 + 64, count <= maxIntegers else {
             throw reader.error(.limitExceeded, "\(count) integers cannot come from \(compressedSize) compressed bytes")
         }
         let at = reader.offset

@@ -4,6 +4,8 @@ enum CrateReader {
     private static let primSpec: UInt32 = 6
     private static let pseudoRootSpec: UInt32 = 7
     private static let relationshipSpec: UInt32 = 8
+    /// Deepest prim nesting accepted (the text parser has the same limit).
+    static let maxDepth = 256
 
     static func read(_ bytes: [UInt8], range: Range<Int>, identifier: String) throws -> LayerData {
         let file = try CrateFile(bytes: bytes, range: range, identifier: identifier)
@@ -22,6 +24,9 @@ enum CrateReader {
                 throw USDError(.corruptCrate, "spec path index \(spec.pathIndex) out of range", context: identifier)
             }
             let path = file.paths[spec.pathIndex]
+            if path.utf8.reduce(0, { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) }) > maxDepth {
+                throw USDError(.limitExceeded, "path deeper than \(maxDepth) prims", context: identifier)
+            }
             if path.utf8.contains(UInt8(ascii: "{")) {
                 layer.noteUnsupported("variant specs")
                 continue

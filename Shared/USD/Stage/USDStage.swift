@@ -11,6 +11,7 @@ public final class USDStage {
     /// Limits that keep hostile reference graphs bounded.
     static let maxArcDepth = 32
     static let maxComposedPrims = 2_000_000
+    static let maxPrimDepth = 512
 
     /// Opens and composes a package file.
     public convenience init(contentsOf path: String) throws {
@@ -82,11 +83,15 @@ struct Composer {
     mutating func composeRoot(_ layer: LayerData) -> USDPrim {
         let root = USDPrim(path: "/", name: "", parent: nil)
         root.specifier = .def
-        composeChildren(of: root, sources: [Source(layer: layer, spec: layer.root)], abstract: false)
+        composeChildren(of: root, sources: [Source(layer: layer, spec: layer.root)], abstract: false, depth: 0)
         return root
     }
 
-    private mutating func composeChildren(of prim: USDPrim, sources: [Source], abstract: Bool) {
+    private mutating func composeChildren(of prim: USDPrim, sources: [Source], abstract: Bool, depth: Int) {
+        guard depth < Stage.maxPrimDepth else {
+            loader.report(ValidationFinding(.compositionLimit, .error, "prims nested deeper than \(Stage.maxPrimDepth) under \(prim.path); dropped"))
+            return
+        }
         var names: [String] = []
         var seen = Set<String>()
         for source in sources {
@@ -109,7 +114,7 @@ struct Composer {
             let child = USDPrim(path: path, name: name, parent: prim)
             merge(expanded, into: child, abstract: abstract)
             prim.children.append(child)
-            composeChildren(of: child, sources: expanded, abstract: abstract || child.specifier == .class)
+            composeChildren(of: child, sources: expanded, abstract: abstract || child.specifier == .class, depth: depth + 1)
         }
     }
 

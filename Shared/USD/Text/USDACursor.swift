@@ -228,7 +228,8 @@ struct USDACursor {
     }
 
     /// Skips one balanced value or block (used for unsupported constructs).
-    mutating func skipBalanced() throws {
+    mutating func skipBalanced(depth: Int = 0) throws {
+        guard depth < 64 else { throw error("blocks nested too deeply") }
         skipSpace()
         let open = text[position]
         let close: UInt8
@@ -248,7 +249,7 @@ struct USDACursor {
             if text[position] == close { position += 1; return }
             if text[position] == 0 { throw error("unbalanced '\(Character(UnicodeScalar(open)))'") }
             switch text[position] {
-            case 40, 91, 123: try skipBalanced()
+            case 40, 91, 123: try skipBalanced(depth: depth + 1)
             case 34, 39: _ = try string()
             case 64: _ = try asset()
             case 60: _ = try path()
