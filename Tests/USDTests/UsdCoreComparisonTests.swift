@@ -57,3 +57,39 @@ struct UsdCoreComparisonTests {
         #expect(mesh["textures"] is [Any])
     }
 }
+
+@Suite("Crate layers")
+struct CrateLayerTests {
+    @Test("a usd-core 26 crate is version 0.8.0 and its big arrays are compressed")
+    func compressedArrays() throws {
+        let package = try USDZPackage(contentsOf: Fixtures.path("basic_usdc"))
+        let root = try #require(package.entry(package.rootLayerPath))
+        let file = try CrateFile(bytes: package.bytes, range: root.dataOffset..<(root.dataOffset + root.size), identifier: root.path)
+        #expect(file.version == CrateFile.Version(major: 0, minor: 8, patch: 0))
+        #expect(file.fieldReps.contains { $0 & (1 << 61) != 0 && $0 & (1 << 63) != 0 })
+        let stage = try USDStage(package: package)
+        let big = try #require(stage.prim(at: "/World/Big"))
+        #expect(big.vertexCount == 336)
+        #expect(big.attributes["faceVertexIndices"]?.asNumbers?.count == 1_200)
+    }
+
+    @Test("payloads authored in a crate root are loaded like references")
+    func payloadInCrate() throws {
+        let stage = try USDStage(contentsOf: Fixtures.path("roomplan_usdc"))
+        let floor = try #require(stage.prim(at: "/Room/Floor_grp/Floor0"))
+        #expect(floor.customData["Category"]?.asString == "Floor")
+        #expect(floor.children.contains { $0.typeName == "Mesh" })
+    }
+}
+
+@Suite("The inspect command")
+struct InspectCommandTests {
+    @Test("usage errors exit with 2 and unreadable packages with 1")
+    func exitCodes() {
+        #expect(USDInspectCommand.run(arguments: ["frobnicate"]) == 2)
+        #expect(USDInspectCommand.run(arguments: ["inspect"]) == 2)
+        let report = USDInspectCommand.inspect(path: "/nonexistent/file.usdz")
+        #expect(report.hasErrors)
+        #expect(report.findings.contains { $0.code.rawValue == "io_failure" })
+    }
+}

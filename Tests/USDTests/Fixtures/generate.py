@@ -219,7 +219,10 @@ def build_roomplan(folder):
             group_path += "/" + spec[2].format(i=index)
             UsdGeom.Xform.Define(root, group_path)
         holder = UsdGeom.Xform.Define(root, f"{group_path}/{name}")
-        holder.GetPrim().GetReferences().AddReference(f"./assets/{name}.{ext}")
+        if category == "Floor":
+            holder.GetPrim().GetPayloads().AddPayload(f"./assets/{name}.{ext}")
+        else:
+            holder.GetPrim().GetReferences().AddReference(f"./assets/{name}.{ext}")
     root.GetRootLayer().Save()
     return os.path.join(folder, "Room.usda")
 
@@ -312,7 +315,10 @@ def main():
         package(os.path.join(work, "basic.usda"), "basic_usda")
         package(os.path.join(work, "basic.usdc"), "basic_usdc")
         room_folder = os.path.join(work, "room")
-        package(build_roomplan(room_folder), "roomplan")
+        room = build_roomplan(room_folder)
+        package(room, "roomplan")
+        Sdf.Layer.FindOrOpen(room).Export(os.path.join(room_folder, "Room.usdc"))
+        package(os.path.join(room_folder, "Room.usdc"), "roomplan_usdc")
 
         # Malformed packages and the code each must produce.
         text = SMALL_LAYER
