@@ -87,8 +87,8 @@ let benchmarks: [Target] = [
 
 // MARK: - Tests
 
-func tests(_ name: String, _ deps: [Target.Dependency]) -> Target {
-    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", swiftSettings: swiftSettings)
+func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) -> Target {
+    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", exclude: exclude, swiftSettings: swiftSettings)
 }
 
 let testTargets: [Target] = [
@@ -101,9 +101,8 @@ let testTargets: [Target] = [
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
-    .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
-                exclude: ["Fixtures"], swiftSettings: swiftSettings),
-    tests("USDTests", ["USD"]),
+    tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
+    tests("USDTests", ["USD"], exclude: ["Fixtures"]),
 ]
 
 let package = Package(
