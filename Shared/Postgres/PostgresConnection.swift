@@ -28,8 +28,11 @@ public final class PostgresConnection: @unchecked Sendable {
     private var handle: OpaquePointer?
     private let secret: String?
     private let status = Mutex(Status())
+    private let notices: NoticeLogger
 
     private init(handle: OpaquePointer, queue: DispatchQueue, id: Int, secret: String?, logger: Logger) {
+        self.notices = NoticeLogger(logger: logger)
+        notices.install(on: handle)
         self.handle = handle
         self.queue = queue
         self.id = id
