@@ -217,6 +217,26 @@ struct PostgresClientIntegrationTests {
         await #expect(throws: PostgresError.self) { try await client.query("SELECT 1") }
     }
 
+    @Test("cancelling the awaiting task cancels a long statement on the server and keeps the connection usable")
+    func cancellation() async throws {
+        let client = Integration.client(maxConnections: 1)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let task = Task { try await client.query("SELECT pg_sleep(30)") }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        switch await task.result {
+        case .success:
+            Issue.record("cancelled sleep completed")
+        case .failure(let error):
+            #expect((error as? PostgresError)?.sqlState == "57014")
+        }
+        #expect(clock.now - start < .seconds(10))
+        #expect(try await client.query("SELECT 1 AS one")[0].decode(Int.self, "one") == 1)
+        #expect(client.openConnections == 1)
+        await client.close()
+    }
+
     @Test("a connection killed by the server is discarded and the pool recovers")
     func brokenConnection() async throws {
         let client = Integration.client(maxConnections: 1)
