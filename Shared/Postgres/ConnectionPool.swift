@@ -42,6 +42,7 @@ final class ConnectionPool: Sendable {
             let lease = try await reserve()
             switch lease {
             case .connection(let connection):
+                await connection.refreshIdleState()
                 if connection.isReusable { return connection }
                 discard(connection)
             case .slot:

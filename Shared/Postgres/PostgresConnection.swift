@@ -156,6 +156,17 @@ public final class PostgresConnection: @unchecked Sendable {
         status.withLock { !$0.broken && !$0.closed && $0.transactionIdle }
     }
 
+    /// Reads whatever the server sent while the connection sat idle (non-blocking), so a
+    /// connection the server has closed is seen as broken before it is handed out.
+    func refreshIdleState() async {
+        _ = try? await run(cancellable: false) { (_: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> Bool in
+            // A terminated backend sends a FATAL message and then closes: the first read
+            // drains the message, a later one sees the EOF and marks the connection bad.
+            for _ in 0..<3 where PQconsumeInput(handle) == 0 { return false }
+            return true
+        }
+    }
+
     func markBroken() { status.withLock { $0.broken = true } }
 
     func nextSavepoint() -> Int { status.withLock { $0.savepoints += 1; return $0.savepoints } }
