@@ -211,6 +211,16 @@ struct PostgresClientIntegrationTests {
                 #expect(error.isRetriable)
             }
             #expect(clock.now - start >= .milliseconds(150))
+
+            // A waiter whose task is cancelled stops waiting at once.
+            let waiter = Task { try await client.query("SELECT 1") }
+            try await Task.sleep(for: .milliseconds(50))
+            waiter.cancel()
+            switch await waiter.result {
+            case .success: Issue.record("cancelled waiter got a connection")
+            case .failure(let error): #expect((error as? PostgresError)?.code == .cancelled)
+            }
+            #expect(client.openConnections == 1)
         }
         #expect(try await client.query("SELECT 1").count == 1)
         await client.close()
