@@ -1,6 +1,7 @@
 import CRdKafka
 import Foundation
 import Logging
+import Synchronization
 
 /// A consumer-group member. Offsets are not committed to Kafka: the
 /// `KafkaRebalanceListener` supplies each assigned partition's start offset (the caller keeps
@@ -76,6 +77,9 @@ public final class KafkaConsumer: Sendable {
         }
         return lags
     }
+
+    /// Records buffered and not yet handed out (for metrics and tests).
+    var bufferedCount: Int { core.state.withLock { $0.count } }
 
     /// Leaves the group (the listener sees the revoke), then stops. Idempotent.
     public func close() async {

@@ -1,7 +1,7 @@
 import Foundation
-import Kafka
 import Logging
 import Testing
+@testable import Kafka
 
 extension KafkaIntegrationTests {
     @Suite("Kafka producer and consumer against the embedded cluster")
@@ -66,6 +66,30 @@ extension KafkaIntegrationTests {
             #expect(await eventually(timeout: .seconds(5)) { consumer.lag()[partition] == 0 })
             await consumer.close()
             #expect(consumer.assignment().isEmpty)
+        }
+
+        @Test("an unread consumer buffers about its capacity, then delivers everything without gaps")
+        func boundedBuffer() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("bounded")
+            try cluster.createTopic(topic, partitions: 2)
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            _ = await producer.send((0..<6_000).map { KafkaProducerRecord(topic: topic, partition: Int32($0 % 2), value: bytes("v\($0)")) })
+            await producer.shutdown()
+
+            let consumer = try KafkaConsumer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic],
+                                     bufferCapacity: 200),
+                rebalanceListener: FixedStartListener(), logger: testLogger)
+            #expect(await eventually { consumer.bufferedCount >= 200 })
+            try await Task.sleep(for: .seconds(1))
+            #expect(consumer.bufferedCount <= 200 + 512)
+            let records = try await consume(consumer, count: 6_000)
+            await consumer.close()
+            for partition in Int32(0)...1 {
+                #expect(records.filter { $0.partition == partition }.map(\.offset) == Array(0..<3_000))
+            }
         }
 
         @Test("a queue too small for the batch is backpressure, not an error")
