@@ -63,22 +63,34 @@ public final class KafkaProducer: Sendable {
     }
 
     /// Waits until every queued record has been acknowledged or failed, or `timeout` elapsed.
+    /// Returns at once after `shutdown()`.
     public func flush(timeout: Duration) async {
+        guard core.beginCall() else { return }
+        await flushHandle(timeout: timeout)
+        core.endCall()
+    }
+
+    private func flushHandle(timeout: Duration) async {
         let client = self.client
         let milliseconds = Int32(clamping: timeout.milliseconds)
         _ = await Blocking.run { rd_kafka_flush(client.pointer, milliseconds) }
     }
 
-    /// Flushes (up to the delivery timeout), stops the poll thread and fails whatever is still
-    /// queued with `.shutdown`. Further sends throw `.shutdown`. Safe to call more than once.
+    /// Flushes (up to the delivery timeout + 1 s), stops the poll thread, fails whatever is
+    /// still queued with `.shutdown` and destroys the librdkafka handle. Sends during or after
+    /// it throw `.shutdown`. Safe to call more than once (later calls wait for the first).
     public func shutdown() async {
-        if core.beginShutdown() {
-            while core.hasActiveCalls {
-                try? await Task.sleep(for: .milliseconds(1))
-            }
-            await flush(timeout: shutdownFlushTimeout)
+        guard core.beginShutdown() else {
+            await core.waitUntilShutDown()
+            return
         }
+        while core.hasActiveCalls {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        await flushHandle(timeout: shutdownFlushTimeout)
         await pollThread.stop()
+        client.destroy()
+        core.finishShutdown()
         core.logger.debug("Kafka producer shut down")
     }
 

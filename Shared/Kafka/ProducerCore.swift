@@ -11,6 +11,8 @@ final class ProducerCore: RdKafkaCallbackContext {
         var isShuttingDown = false
         var activeCalls = 0
         var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+        var isShutDown = false
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -41,6 +43,26 @@ final class ProducerCore: RdKafkaCallbackContext {
         guard let waiters else { return false }
         for waiter in waiters { waiter.resume() }
         return true
+    }
+
+    /// Marks shutdown complete and wakes callers waiting for it.
+    func finishShutdown() {
+        let waiters = state.withLock { state in
+            state.isShutDown = true
+            defer { state.shutdownWaiters = [] }
+            return state.shutdownWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func waitUntilShutDown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state in
+                if !state.isShutDown { state.shutdownWaiters.append(continuation) }
+                return state.isShutDown
+            }
+            if done { continuation.resume() }
+        }
     }
 
     /// Suspends until the poll thread has served delivery reports (freeing queue space).

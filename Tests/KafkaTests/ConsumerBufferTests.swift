@@ -61,12 +61,12 @@ struct ConsumerBufferTests {
         let core = ConsumerCore(logger: .disabled, listener: nil, capacity: 4)
         core.assigned([p0: 0])
         core.append((0..<4).map { record(p0, $0) }, generation: core.generation)
-        #expect(core.backpressureAction() == .pause)
-        #expect(core.backpressureAction() == .none)
+        #expect(core.backpressureAction() == (.pause, true))
+        #expect(core.backpressureAction() == (.none, true))
         _ = try await core.records(wanted: 1, maxWait: .zero).get()
-        #expect(core.backpressureAction() == .none)
+        #expect(core.backpressureAction() == (.none, true))
         _ = try await core.records(wanted: 1, maxWait: .zero).get()
-        #expect(core.backpressureAction() == .resume)
+        #expect(core.backpressureAction() == (.resume, false))
     }
 
     @Test("after close, waiting and new callers are told the consumer shut down")
