@@ -1,5 +1,6 @@
 import CRdKafka
 import Logging
+import Synchronization
 
 /// A Kafka producer: `send` returns once the broker acknowledged the record.
 ///
@@ -61,6 +62,9 @@ public final class KafkaProducer: Sendable {
         await enqueue(collector)
         return await collector.results()
     }
+
+    /// How often a send waited for space in librdkafka's queue (backpressure events).
+    var backpressureWaits: Int { core.backpressureWaits.load(ordering: .relaxed) }
 
     /// Waits until every queued record has been acknowledged or failed, or `timeout` elapsed.
     /// Returns at once after `shutdown()`.

@@ -16,6 +16,8 @@ final class ProducerCore: RdKafkaCallbackContext {
     }
 
     private let state = Mutex(State())
+    /// How often a send waited for queue space (for metrics and tests).
+    let backpressureWaits = Atomic<Int>(0)
 
     init(logger: Logger) { self.logger = logger }
 
@@ -67,6 +69,7 @@ final class ProducerCore: RdKafkaCallbackContext {
 
     /// Suspends until the poll thread has served delivery reports (freeing queue space).
     func waitForQueueSpace() async {
+        backpressureWaits.add(1, ordering: .relaxed)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { state in
                 if state.isShuttingDown { return true }

@@ -107,6 +107,8 @@ extension KafkaIntegrationTests {
                 return nil
             }
             #expect(failures.isEmpty, "\(failures.first.map(String.init(describing:)) ?? "")")
+            #expect(producer.backpressureWaits > 0)  // the queue really was full
+            #expect(results.compactMap { try? $0.get().offset }.count == 3_000)
             let single = try await producer.send(KafkaProducerRecord(topic: topic, partition: 1, value: bytes("last")))
             #expect(single.partition == 1)
             await producer.shutdown()
