@@ -97,6 +97,8 @@ let testTargets: [Target] = [
     .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
                 exclude: ["Fixtures"], swiftSettings: swiftSettings),
     tests("USDTests", ["USD"]),
+    tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
+                          "Logging", "Metrics", "Hashing"]),
 ]
 
 let package = Package(
