@@ -122,7 +122,7 @@ struct ReadingEventBatchIntegrationTests {
     @Test("malformed JSON is 400; too many events or bytes is 413; too many requests is 429 with Retry-After")
     func wholeRequestErrors() async throws {
         try await Self.withHarness(configuration: IngestConfiguration(maxBatchEvents: 5, maxBatchBytes: 8192,
-                                                                      rateLimitPerSecond: 0.1, rateLimitBurst: 4)) { harness in
+                                                                      rateLimitPerSecond: 0.1, rateLimitBurst: 3)) { harness in
             let token = harness.userToken("user-d")
             let bad = await harness.request(.post, "/learning/reading-events/batch", token: token, body: Array("{\"events\":[".utf8))
             #expect(bad.status == .badRequest)

@@ -49,9 +49,9 @@ public struct RoomVersionStore: Sendable {
                     """, [request.roomId, ownerUserID, request.visibility.rawValue, request.title, request.tags])
                 guard !room.isEmpty else { throw Rollback(reservation: .roomOwnedByAnotherUser) }
                 let usage = try await connection.query("""
-                    INSERT INTO room_upload_usage (user_id, month, bytes) SELECT $1, $2::date, $3 WHERE $3 <= $4
+                    INSERT INTO room_upload_usage (user_id, month, bytes) SELECT $1, $2::date, $3::bigint WHERE $3::bigint <= $4::bigint
                     ON CONFLICT (user_id, month) DO UPDATE SET bytes = room_upload_usage.bytes + EXCLUDED.bytes
-                    WHERE room_upload_usage.bytes + EXCLUDED.bytes <= $4
+                    WHERE room_upload_usage.bytes + EXCLUDED.bytes <= $4::bigint
                     RETURNING bytes
                     """, [ownerUserID, month, bytes, quotaBytes])
                 guard !usage.isEmpty else {
@@ -107,7 +107,7 @@ public struct RoomVersionStore: Sendable {
                 """, [versionID])
             guard let row = rows.first else { return }
             try await connection.execute(
-                "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3) WHERE user_id = $1 AND month = $2::date",
+                "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3::bigint) WHERE user_id = $1 AND month = $2::date",
                 [try row.decode(String.self, "owner_user_id"), try row.decode(String.self, "month"), try row.decode(Int64.self, "bytes")])
         }
     }
