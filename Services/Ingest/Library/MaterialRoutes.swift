@@ -13,6 +13,8 @@ struct MaterialRoutes: Sendable {
     let retryAfterSeconds: Int
 
     static let maxIDBytes = 256
+    /// 1970-01-01 … 9999-12-31T23:59:59Z: what a catalog expiry can sensibly be.
+    static let expiryRange: ClosedRange<TimeInterval> = 0...253_402_300_799
 
     func put(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try authenticator.requireService(request)
@@ -20,6 +22,9 @@ struct MaterialRoutes: Sendable {
         let body: MaterialUpsertRequest = try IngestRequestDecoding.decode(MaterialUpsertRequest.self, from: request)
         if body.readingTargetType == .temporaryFile && body.ownerUserId == nil {
             throw IngestRequestDecoding.invalidField("ownerUserId", "a temporaryFile always has an owner")
+        }
+        if let expiresAt = body.expiresAt, !(Self.expiryRange ~= expiresAt.timeIntervalSince1970) {
+            throw IngestRequestDecoding.invalidField("expiresAt", "expiresAt must be within the years 1970…9999")
         }
         for (name, value) in [("knowledgeBaseId", body.knowledgeBaseId), ("ownerUserId", body.ownerUserId)] {
             if let value, value.isEmpty || value.utf8.count > Self.maxIDBytes {
