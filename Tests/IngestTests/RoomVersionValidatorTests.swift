@@ -69,3 +69,14 @@ struct RoomVersionValidatorTests {
         #expect(code(Self.request(sha: "xyz")) == "INVALID_FIELD")
     }
 }
+
+extension RoomVersionValidatorTests {
+    @Test("control characters in a redaction's texture or method are REDACTION_INVALID (they could not be stored)")
+    func controlCharacters() {
+        let ok = RedactionRegion(x: 0, y: 0, width: 1, height: 1)
+        #expect(code(Self.request(redactions: [Redaction(textureRef: "t.png", kind: .manual, region: ok, method: "blur\u{0}")]))
+                == "REDACTION_INVALID")
+        #expect(code(Self.request(redactions: [Redaction(textureRef: "t\u{1}.png", kind: .manual, region: ok, method: "blur")]))
+                == "REDACTION_INVALID")
+    }
+}

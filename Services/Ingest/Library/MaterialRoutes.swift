@@ -27,8 +27,8 @@ struct MaterialRoutes: Sendable {
             throw IngestRequestDecoding.invalidField("expiresAt", "expiresAt must be within the years 1970…9999")
         }
         for (name, value) in [("knowledgeBaseId", body.knowledgeBaseId), ("ownerUserId", body.ownerUserId)] {
-            if let value, value.isEmpty || value.utf8.count > Self.maxIDBytes {
-                throw IngestRequestDecoding.invalidField(name, "\(name) must be 1…\(Self.maxIDBytes) bytes")
+            if let value, value.isEmpty || value.utf8.count > Self.maxIDBytes || RoomVersionValidator.hasControlCharacters(value) {
+                throw IngestRequestDecoding.invalidField(name, "\(name) must be 1…\(Self.maxIDBytes) bytes without control characters")
             }
         }
         do {

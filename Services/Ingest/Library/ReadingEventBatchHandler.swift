@@ -27,7 +27,7 @@ struct ReadingEventBatchHandler: Sendable {
     let logger: Logger
 
     private struct Body: Decodable {
-        let events: [JSONValue]
+        let events: [RawReadingEvent]
     }
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -47,7 +47,7 @@ struct ReadingEventBatchHandler: Sendable {
                             message: "a batch may hold at most \(configuration.maxBatchEvents) events")
         }
         let now = Date()
-        var plan = ReadingEventBatchPlan(items: body.events, validator: validator, now: now)
+        var plan = ReadingEventBatchPlan(events: body.events, validator: validator, now: now)
         do {
             let materialIDs = plan.candidateMaterialIDs
             if !materialIDs.isEmpty {

@@ -13,11 +13,15 @@ public struct ReadingEventBatchPlan: Sendable {
 
     public private(set) var slots: [Slot]
 
-    /// Validates every item and marks repeats of an earlier item's event id as duplicates.
     public init(items: [JSONValue], validator: ReadingEventValidator, now: Date) {
+        self.init(events: items.map(RawReadingEvent.init), validator: validator, now: now)
+    }
+
+    /// Validates every event and marks repeats of an earlier event's id as duplicates.
+    public init(events: [RawReadingEvent], validator: ReadingEventValidator, now: Date) {
         var seen: Set<String> = []
-        slots = items.map { raw in
-            if let id = ReadingEventValidator.rawEventID(raw), UUID(uuidString: id) != nil {
+        slots = events.map { raw in
+            if let id = raw.rawEventID, UUID(uuidString: id) != nil {
                 let key = AcceptedEventLedger.key(id)
                 guard seen.insert(key).inserted else { return .decided(.duplicate(id)) }
             }
@@ -25,7 +29,7 @@ public struct ReadingEventBatchPlan: Sendable {
             case .success(let item):
                 return .candidate(item, key: AcceptedEventLedger.key(item.eventId))
             case .failure(let rejection):
-                return .decided(.rejected(ReadingEventValidator.rawEventID(raw), rejection.code,
+                return .decided(.rejected(raw.rawEventID, rejection.code,
                                           field: rejection.field, message: rejection.message))
             }
         }

@@ -38,8 +38,12 @@ public struct ReadingEventValidator: Sendable {
     public static func rawEventID(_ item: JSONValue) -> String? { item["eventId"]?.stringValue }
 
     public func validate(_ item: JSONValue, now: Date) -> Result<ReadingEventUploadItem, Rejection> {
+        validate(RawReadingEvent(item), now: now)
+    }
+
+    public func validate(_ raw: RawReadingEvent, now: Date) -> Result<ReadingEventUploadItem, Rejection> {
         do {
-            return .success(try typedItem(item, now: now))
+            return .success(try typedItem(raw, now: now))
         } catch let rejection as Rejection {
             return .failure(rejection)
         } catch {
@@ -47,42 +51,39 @@ public struct ReadingEventValidator: Sendable {
         }
     }
 
-    private func typedItem(_ item: JSONValue, now: Date) throws -> ReadingEventUploadItem {
-        guard let object = item.objectValue else {
+    private func typedItem(_ raw: RawReadingEvent, now: Date) throws -> ReadingEventUploadItem {
+        guard raw.isObject else {
             throw Rejection(code: .invalidField, field: "event", message: "an event must be a JSON object")
         }
-        guard let eventID = object["eventId"]?.stringValue, UUID(uuidString: eventID) != nil else {
+        guard let eventID = raw.eventId.value, UUID(uuidString: eventID) != nil else {
             throw Rejection(code: .invalidEventID, field: "eventId", message: "eventId must be a UUID")
         }
-        guard let typeText = object["eventType"]?.stringValue, let eventType = ReadingEventType(rawValue: typeText) else {
+        guard let typeText = raw.eventType.value, let eventType = ReadingEventType(rawValue: typeText) else {
             throw Rejection(code: .invalidEventType, field: "eventType",
                             message: "eventType must be one of opened, heartbeat, positionChanged, markedAsRead, closed")
         }
-        guard let targetText = object["readingTargetType"]?.stringValue,
-              let target = ReadingTargetType(rawValue: targetText) else {
+        guard let targetText = raw.readingTargetType.value, let target = ReadingTargetType(rawValue: targetText) else {
             throw Rejection(code: .invalidField, field: "readingTargetType",
                             message: "readingTargetType must be knowledgeSource or temporaryFile")
         }
-        let materialID = try identifier(object, "materialId")
-        let sessionID = try identifier(object, "clientSessionId")
-        let knowledgeBaseID = try optionalIdentifier(object, "knowledgeBaseId")
-        let position = try self.position(object["position"], required: eventType == .positionChanged)
-        guard let delta = object["activeSecondsDelta"].flatMap(Self.integer),
-              delta >= 0, delta <= Self.maxActiveSecondsDelta else {
+        let materialID = try identifier(raw.materialId, "materialId")
+        let sessionID = try identifier(raw.clientSessionId, "clientSessionId")
+        let knowledgeBaseID = raw.knowledgeBaseId.isAbsent ? nil : try identifier(raw.knowledgeBaseId, "knowledgeBaseId")
+        let position = try self.position(raw.position, required: eventType == .positionChanged)
+        guard let delta = raw.activeSecondsDelta.value, delta >= 0, delta <= Self.maxActiveSecondsDelta else {
             throw Rejection(code: .invalidActiveSeconds, field: "activeSecondsDelta",
                             message: "activeSecondsDelta must be an integer within 0…\(Self.maxActiveSecondsDelta)")
         }
-        let timestamp = try self.timestamp(object["clientTimestamp"], now: now)
-        guard let offset = object["clientTimezoneOffsetMinutes"].flatMap(Self.integer),
-              Self.timezoneOffsetRange.contains(offset) else {
+        let timestamp = try self.timestamp(raw, now: now)
+        guard let offset = raw.clientTimezoneOffsetMinutes.value, Self.timezoneOffsetRange.contains(offset) else {
             throw Rejection(code: .invalidTimezone, field: "clientTimezoneOffsetMinutes",
                             message: "clientTimezoneOffsetMinutes must be an integer within −720…840")
         }
-        guard let sequence = object["sequence"].flatMap(Self.integer), sequence >= 0 else {
+        guard let sequence = raw.sequence.value, sequence >= 0 else {
             throw Rejection(code: .invalidField, field: "sequence", message: "sequence must be a non-negative integer")
         }
-        let platform = try label(object, "platform")
-        let appVersion = try label(object, "appVersion")
+        let platform = try label(raw.platform, "platform")
+        let appVersion = try label(raw.appVersion, "appVersion")
         return ReadingEventUploadItem(
             eventId: eventID, clientSessionId: sessionID, readingTargetType: target, materialId: materialID,
             knowledgeBaseId: knowledgeBaseID, eventType: eventType, position: position, activeSecondsDelta: delta,
@@ -92,8 +93,8 @@ public struct ReadingEventValidator: Sendable {
 
     // MARK: - Fields
 
-    private func identifier(_ object: [String: JSONValue], _ name: String) throws -> String {
-        guard let text = object[name]?.stringValue, !text.isEmpty, text.utf8.count <= Self.maxIdentifierLength,
+    private func identifier(_ value: RawReadingEvent.Field<String>, _ name: String) throws -> String {
+        guard let text = value.value, !text.isEmpty, text.utf8.count <= Self.maxIdentifierLength,
               !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw Rejection(code: .invalidField, field: name,
                             message: "\(name) must be a non-empty string of at most \(Self.maxIdentifierLength) bytes")
@@ -101,25 +102,20 @@ public struct ReadingEventValidator: Sendable {
         return text
     }
 
-    private func optionalIdentifier(_ object: [String: JSONValue], _ name: String) throws -> String? {
-        guard let value = object[name], !value.isNull else { return nil }
-        return try identifier(object, name)
-    }
-
-    private func label(_ object: [String: JSONValue], _ name: String) throws -> String {
-        guard let text = object[name]?.stringValue, !text.isEmpty, text.utf8.count <= Self.maxLabelLength else {
+    private func label(_ value: RawReadingEvent.Field<String>, _ name: String) throws -> String {
+        guard let text = value.value, !text.isEmpty, text.utf8.count <= Self.maxLabelLength else {
             throw Rejection(code: .invalidField, field: name,
                             message: "\(name) must be a non-empty string of at most \(Self.maxLabelLength) bytes")
         }
         return text
     }
 
-    private func timestamp(_ value: JSONValue?, now: Date) throws -> Date {
-        let date: Date?
-        switch value {
-        case .string(let text)?: date = ContractCoding.parseTimestamp(text)
-        case .number(let millis)? where millis.isFinite: date = Date(timeIntervalSince1970: millis / 1000)
-        default: date = nil
+    private func timestamp(_ raw: RawReadingEvent, now: Date) throws -> Date {
+        var date: Date?
+        if let text = raw.clientTimestampText.value {
+            date = ContractCoding.parseTimestamp(text)
+        } else if let millis = raw.clientTimestampMillis.value, millis.isFinite {
+            date = Date(timeIntervalSince1970: millis / 1000)
         }
         guard let date else {
             throw Rejection(code: .invalidTimestamp, field: "clientTimestamp",
@@ -132,41 +128,25 @@ public struct ReadingEventValidator: Sendable {
         return date
     }
 
-    private static let positionKeys: Set<String> = ["page", "totalPages", "progress", "scrollOffset", "contentLength", "anchor"]
-
-    private func position(_ value: JSONValue?, required: Bool) throws -> ReadingPosition? {
+    private func position(_ value: RawReadingEvent.Field<RawReadingEvent.RawPosition>, required: Bool) throws -> ReadingPosition? {
         let invalid = Rejection(code: .invalidPosition, field: "position",
                                 message: "position must be {page,totalPages}, {progress} or {scrollOffset,contentLength}, optionally with anchor")
-        guard let value, !value.isNull else {
+        if value.isAbsent {
             if required { throw invalid }
             return nil
         }
-        guard let object = value.objectValue, Set(object.keys).isSubset(of: Self.positionKeys) else { throw invalid }
-        func number(_ key: String) throws -> Double? {
-            guard let field = object[key], !field.isNull else { return nil }
-            guard let n = field.numberValue else { throw invalid }
-            return n
+        guard let raw = value.value, !raw.hasUnknownKeys else { throw invalid }
+        func get<T>(_ field: RawReadingEvent.Field<T>) throws -> T? {
+            switch field {
+            case .missing, .null: return nil
+            case .invalid: throw invalid
+            case .value(let v): return v
+            }
         }
-        func integer(_ key: String) throws -> Int? {
-            guard let field = object[key], !field.isNull else { return nil }
-            guard let n = Self.integer(field) else { throw invalid }
-            return n
-        }
-        var anchor: String?
-        if let field = object["anchor"], !field.isNull {
-            guard let text = field.stringValue else { throw invalid }
-            anchor = text
-        }
-        let position = ReadingPosition(page: try integer("page"), totalPages: try integer("totalPages"),
-                                       progress: try number("progress"), scrollOffset: try number("scrollOffset"),
-                                       contentLength: try number("contentLength"), anchor: anchor)
+        let position = ReadingPosition(page: try get(raw.page), totalPages: try get(raw.totalPages),
+                                       progress: try get(raw.progress), scrollOffset: try get(raw.scrollOffset),
+                                       contentLength: try get(raw.contentLength), anchor: try get(raw.anchor))
         guard position.isValid else { throw invalid }
         return position
-    }
-
-    /// A JSON number that is a whole value representable as `Int`.
-    static func integer(_ value: JSONValue) -> Int? {
-        guard let n = value.numberValue, n.isFinite, n == n.rounded(), abs(n) < 9.0e15 else { return nil }
-        return Int(n)
     }
 }

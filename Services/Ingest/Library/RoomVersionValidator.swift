@@ -11,7 +11,7 @@ import HTTPTypes
 /// - `INVALID_TAGS`: more than 8 tags, or a tag that is empty, over 32 characters, or has
 ///   characters other than letters, digits, spaces, `-` and `_` (any script: `众包` is fine).
 /// - `REDACTION_INVALID`: a region outside 0…1, zero-sized or not inside the texture;
-///   an empty `textureRef` or `method`; more than 1,000 redactions.
+///   an empty `textureRef` or `method` (or one with control characters); more than 1,000 redactions.
 public struct RoomVersionValidator: Sendable {
     public static let maxTags = 8
     public static let maxTagLength = 32
@@ -88,10 +88,16 @@ public struct RoomVersionValidator: Sendable {
         }
         for (index, redaction) in redactions.enumerated() {
             guard redaction.region.isValid, !redaction.textureRef.isEmpty, redaction.textureRef.utf8.count <= Self.maxKeyBytes,
-                  !redaction.method.isEmpty, redaction.method.utf8.count <= 64 else {
+                  !redaction.method.isEmpty, redaction.method.utf8.count <= 64,
+                  !Self.hasControlCharacters(redaction.textureRef), !Self.hasControlCharacters(redaction.method) else {
                 throw Self.error(.badRequest, .redactionInvalid, "redactions[\(index)] is not a valid normalised redaction")
             }
         }
+    }
+
+    /// Control characters (NUL above all) have no place in names, keys or labels.
+    public static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     static func error(_ status: HTTPStatus, _ code: ErrorCode, _ message: String) -> HTTPError {
