@@ -33,6 +33,7 @@ struct OpenAPIFuzzTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [executable] + arguments
+        process.currentDirectoryURL = FileManager.default.temporaryDirectory  // schemathesis writes caches to its cwd
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -70,7 +71,7 @@ struct OpenAPIFuzzTests {
                 "-H", "Authorization: Bearer \(harness.serviceToken)",
                 "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
                 "--phases", "examples,fuzzing", "--max-examples", "100", "--workers", "2",
-                "--seed", "20261130", "--no-color", "--request-timeout", "20", "--suppress-health-check", "all",
+                "--seed", "20261130", "--generation-database", ":memory:", "--no-color", "--request-timeout", "20", "--suppress-health-check", "all",
             ])
             let log = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-schemathesis.log")
             try? result.output.write(to: log, atomically: true, encoding: .utf8)
