@@ -83,6 +83,9 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
+                                                          "HTTPServer", "Auth", "Logging", "Metrics"],
+                      path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -103,6 +106,8 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
+                          "Logging", "Metrics", "Hashing"]),
 ]
 
 let package = Package(
