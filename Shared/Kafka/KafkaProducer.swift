@@ -64,7 +64,7 @@ public final class KafkaProducer: Sendable {
     }
 
     /// How often a send waited for space in librdkafka's queue (backpressure events).
-    var backpressureWaits: Int { core.backpressureWaits.load(ordering: .relaxed) }
+    public var backpressureWaits: Int { core.backpressureWaits.load(ordering: .relaxed) }
 
     /// Waits until every queued record has been acknowledged or failed, or `timeout` elapsed.
     /// Returns at once after `shutdown()`.
