@@ -33,7 +33,9 @@ struct ProgressBench {
             privateCluster = cluster
         }
         let kafka = try EmbeddedKafkaCluster(brokers: 1)
-        try kafka.createTopic("bench.events", partitions: 6)
+        // The embedded broker keeps the last 5 MB of each partition: 24 partitions hold
+        // about 200k events.
+        try kafka.createTopic("bench.events", partitions: 24)
         try kafka.createTopic("bench.events.progress", partitions: 6)
         let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 4), logger: logger)
         for table in ["reading_progress", "progress_event_log", "consumer_offsets", "schema_migrations", "copy_baseline"] {

@@ -97,8 +97,15 @@ struct ConsumerPollLoop {
         var batch: [KafkaConsumerRecord] = []
         var batchGeneration = core.generation
         while !thread.isStopRequested {
-            // While paused, wake often so fetching resumes soon after the buffer drained.
-            var timeout: Int32 = applyBackpressure() ? 10 : 100
+            // Backpressure: while our buffer is full, stop polling. librdkafka keeps prefetching
+            // into its own bounded queue (`queued.max.messages.kbytes`) and then stops fetching;
+            // positions never move, so nothing is skipped. (Pausing partitions instead purges
+            // that queue and loses the fetch position of partitions not yet polled from.)
+            if core.backpressureAction().paused {
+                usleep(5_000)
+                continue
+            }
+            var timeout: Int32 = 100
             while batch.count < maxBatch, let message = rd_kafka_consumer_poll(client.pointer, timeout) {
                 timeout = 0
                 // A rebalance may have run inside this poll: the message belongs to the new generation.
@@ -158,22 +165,5 @@ struct ConsumerPollLoop {
             index += 1
         }
         return headers
-    }
-
-    /// Pauses or resumes fetching as the buffer fills and drains; returns whether it is paused.
-    private func applyBackpressure() -> Bool {
-        let (action, paused) = core.backpressureAction()
-        guard action != .none else { return paused }
-        var assignment: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-        guard rd_kafka_assignment(client.pointer, &assignment) == RD_KAFKA_RESP_ERR_NO_ERROR, let assignment else { return paused }
-        defer { rd_kafka_topic_partition_list_destroy(assignment) }
-        if action == .pause {
-            rd_kafka_pause_partitions(client.pointer, assignment)
-            core.logger.debug("Kafka consumer buffer full: fetching paused")
-        } else {
-            rd_kafka_resume_partitions(client.pointer, assignment)
-            core.logger.debug("Kafka consumer buffer drained: fetching resumed")
-        }
-        return paused
     }
 }

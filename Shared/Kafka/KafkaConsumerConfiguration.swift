@@ -41,6 +41,8 @@ public struct KafkaConsumerConfiguration: Sendable {
             ("session.timeout.ms", String(sessionTimeout.milliseconds)),
             ("partition.assignment.strategy", assignmentStrategy.rawValue),
             ("enable.auto.commit", "false"),
+            // librdkafka's own prefetch queue, bounded: it is all that is buffered while ours is full.
+            ("queued.max.messages.kbytes", "16384"),
             ("enable.auto.offset.store", "false"),
             ("auto.offset.reset", "earliest"),
             ("enable.partition.eof", "false"),

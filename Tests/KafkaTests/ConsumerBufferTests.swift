@@ -56,7 +56,7 @@ struct ConsumerBufferTests {
         #expect(ContinuousClock.now - started < .seconds(5))
     }
 
-    @Test("a full buffer pauses fetching until it has drained to half")
+    @Test("a full buffer stops polling until it has drained to half")
     func backpressure() async throws {
         let core = ConsumerCore(logger: .disabled, listener: nil, capacity: 4)
         core.assigned([p0: 0])

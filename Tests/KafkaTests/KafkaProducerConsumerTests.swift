@@ -96,6 +96,42 @@ extension KafkaIntegrationTests {
             }
         }
 
+        @Test("a slow consumer of a large backlog receives every record through many pause/resume cycles")
+        func backlogThroughPauses() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("backlog")
+            try cluster.createTopic(topic, partitions: 6)
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            // The mock broker keeps the last 5 MB of each partition: stay well inside it.
+            let payload = String(repeating: "x", count: 300)
+            let total = 40_000
+            for result in await producer.send((0..<total).map {
+                KafkaProducerRecord(topic: topic, key: bytes("user-\($0 % 97)"), value: bytes("\($0) \(payload)"))
+            }) { _ = try result.get() }
+            await producer.shutdown()
+
+            let consumer = try KafkaConsumer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic],
+                                     bufferCapacity: 4_000),
+                rebalanceListener: FixedStartListener(), logger: testLogger)
+            var seen: [Int32: [Int64]] = [:]
+            var count = 0
+            let deadline = ContinuousClock.now + .seconds(60)
+            while count < total && ContinuousClock.now < deadline {
+                let batch = try await consumer.nextBatch(maxRecords: 2_000, maxWait: .milliseconds(20))
+                for record in batch { seen[record.partition, default: []].append(record.offset) }
+                count += batch.count
+                if !batch.isEmpty { try await Task.sleep(for: .milliseconds(30)) }
+            }
+            await consumer.close()
+            #expect(count == total)
+            for (partition, offsets) in seen.sorted(by: { $0.key < $1.key }) {
+                #expect(offsets.first == 0 && offsets == Array(0..<Int64(offsets.count)),
+                        "partition \(partition): \(offsets.count) records from \(offsets.first ?? -1) to \(offsets.last ?? -1), no gaps or repeats")
+            }
+        }
+
         @Test("a queue too small for the batch is backpressure, not an error")
         func queueFullIsBackpressure() async throws {
             let cluster = try EmbeddedKafkaCluster(brokers: 1)
