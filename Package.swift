@@ -97,6 +97,9 @@ let testTargets: [Target] = [
     .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
                 exclude: ["Fixtures"], swiftSettings: swiftSettings),
     tests("USDTests", ["USD"]),
+    .testTarget(name: "RealtimeNotifierTests",
+                dependencies: serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"],
+                path: "Tests/RealtimeNotifierTests", exclude: ["Clients"], swiftSettings: swiftSettings),
 ]
 
 let package = Package(
