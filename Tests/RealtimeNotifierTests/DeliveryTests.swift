@@ -158,24 +158,24 @@ struct DeliveryTests {
     @Test("a slow reader is cut off with a system error while a fast reader on the same channel keeps receiving")
     func slowReader() async throws {
         let harness = try await RealtimeHarness {
-            $0.maxQueuedMessages = 64
+            $0.maxQueuedMessages = 512
             $0.maxQueuedBytes = 2 << 20
         }
         do {
             let fast = try await RawSocket(url: harness.socketURL(user: "busy"))
-            let slow = try await RawSocket(url: harness.socketURL(user: "busy"), maxQueue: 1)
+            let slow = try await RawSocket(url: harness.socketURL(user: "busy"), maxQueue: 1, receiveBuffer: 4096)
             defer { fast.close(); slow.close() }
             #expect(try await joinV1(fast, "user:busy", ref: "1")["status"] as? String == "ok")
             #expect(try await joinV1(slow, "user:busy", ref: "1")["status"] as? String == "ok")
             try await harness.waitForSubscriptions(2)
-            // 400 × 64 KB: far more than the slow reader's socket buffers and queue hold; paced in
-            // bursts of 8 (512 KB) that a reader keeping up absorbs.
-            let blob = JSONValue.string(String(repeating: "x", count: 64_000))
-            let total = 400
-            let reader = Task { try await broadcasts(fast, count: total, timeout: 30) }
+            // 1,500 × 4 KB: more than the slow reader's socket buffers and queue (2 MB) hold;
+            // paced in bursts that a reader keeping up absorbs.
+            let blob = JSONValue.string(String(repeating: "x", count: 4_000))
+            let total = 1_500
+            let reader = Task { try await broadcasts(fast, count: total, timeout: 60) }
             for i in 1...total {
                 try await harness.broadcast("user:busy", "big", ["i": .number(Double(i)), "blob": blob])
-                if i % 8 == 0 { try await Task.sleep(for: .milliseconds(15)) }
+                if i % 8 == 0 { try await Task.sleep(for: .milliseconds(5)) }
             }
             let received = try await reader.value
             #expect(received.events.map(\.seq) == (1...total).map(Int64.init))

@@ -119,8 +119,9 @@ final class RawSocket: Sendable {
     let serializer: String
 
     /// Connects; throws with the status when the upgrade was refused (see `connectOrRefusal`).
-    init(url: String, maxQueue: Int = 1024) async throws {
-        client = try PythonClient(script: "ws_driver.py", arguments: [url, "--max-queue", String(maxQueue)])
+    init(url: String, maxQueue: Int = 1024, receiveBuffer: Int? = nil) async throws {
+        client = try PythonClient(script: "ws_driver.py", arguments: [url, "--max-queue", String(maxQueue)]
+                                  + (receiveBuffer.map { ["--rcvbuf", String($0)] } ?? []))
         serializer = url.contains("vsn=2.0.0") ? "2.0.0" : "1.0.0"
         let first = try await client.next()
         guard first["open"] as? Bool == true else { throw PythonClient.Failure(description: "refused: \(first)") }

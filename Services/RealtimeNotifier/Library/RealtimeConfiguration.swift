@@ -19,6 +19,9 @@ public struct RealtimeConfiguration: Sendable {
     /// Outgoing messages queued per connection before it is cut off as a slow consumer.
     public var maxQueuedMessages: Int
     public var maxQueuedBytes: Int
+    /// Live events buffered per subscription while it catches up from the history (a join,
+    /// a gap); beyond this the socket is cut off like a slow consumer.
+    public var maxCatchUpBuffer: Int
     /// A socket that sends nothing (not even a heartbeat) for this long is closed.
     public var idleTimeout: Duration
     /// Channels one socket may join.
@@ -35,7 +38,7 @@ public struct RealtimeConfiguration: Sendable {
                 broadcastsTopic: String = Topics.realtimeBroadcasts, sequencedTopic: String = Topics.realtimeSequenced,
                 sequencerGroupID: String = "realtime-sequencer", historyMaxEvents: Int = 1_000,
                 historyMaxAge: Duration = .seconds(72 * 3600), maxQueuedMessages: Int = 1_024,
-                maxQueuedBytes: Int = 4 << 20, idleTimeout: Duration = .seconds(60), maxChannelsPerSocket: Int = 100,
+                maxQueuedBytes: Int = 4 << 20, maxCatchUpBuffer: Int = 20_000, idleTimeout: Duration = .seconds(60), maxChannelsPerSocket: Int = 100,
                 maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(5),
                 maintenanceInterval: Duration = .seconds(5),
                 instanceID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
@@ -48,6 +51,7 @@ public struct RealtimeConfiguration: Sendable {
         self.historyMaxAge = historyMaxAge
         self.maxQueuedMessages = maxQueuedMessages
         self.maxQueuedBytes = maxQueuedBytes
+        self.maxCatchUpBuffer = maxCatchUpBuffer
         self.idleTimeout = idleTimeout
         self.maxChannelsPerSocket = maxChannelsPerSocket
         self.maxBatchRecords = maxBatchRecords
@@ -57,7 +61,7 @@ public struct RealtimeConfiguration: Sendable {
     }
 
     /// `REALTIME_HISTORY_EVENTS`, `REALTIME_HISTORY_SECONDS`, `REALTIME_QUEUE_MESSAGES`,
-    /// `REALTIME_QUEUE_BYTES`, `REALTIME_IDLE_SECONDS`, `REALTIME_MAX_CHANNELS`,
+    /// `REALTIME_QUEUE_BYTES`, `REALTIME_CATCHUP_BUFFER`, `REALTIME_IDLE_SECONDS`, `REALTIME_MAX_CHANNELS`,
     /// `REALTIME_SEQUENCER_GROUP`, `REALTIME_BATCH_RECORDS`, `REALTIME_BATCH_WAIT_MS`,
     /// `REALTIME_INSTANCE_ID` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`,
     /// `READING_PROGRESS_TOPIC`, `REALTIME_BROADCASTS_TOPIC`, `REALTIME_SEQUENCED_TOPIC`.
@@ -72,6 +76,7 @@ public struct RealtimeConfiguration: Sendable {
             historyMaxAge: .seconds(env.int("REALTIME_HISTORY_SECONDS", default: 72 * 3600, range: 1...(365 * 86_400))),
             maxQueuedMessages: env.int("REALTIME_QUEUE_MESSAGES", default: 1_024, range: 8...1_000_000),
             maxQueuedBytes: env.int("REALTIME_QUEUE_BYTES", default: 4 << 20, range: 4_096...(1 << 30)),
+            maxCatchUpBuffer: env.int("REALTIME_CATCHUP_BUFFER", default: 20_000, range: 16...10_000_000),
             idleTimeout: .seconds(env.int("REALTIME_IDLE_SECONDS", default: 60, range: 1...86_400)),
             maxChannelsPerSocket: env.int("REALTIME_MAX_CHANNELS", default: 100, range: 1...10_000),
             maxBatchRecords: env.int("REALTIME_BATCH_RECORDS", default: 500, range: 1...10_000),

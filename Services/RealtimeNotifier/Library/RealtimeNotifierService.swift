@@ -33,7 +33,7 @@ public struct RealtimeNotifierService: Sendable {
         self.context = context
         self.configuration = configuration
         let history = ChannelHistory(database: context.database)
-        let hub = SubscriptionHub(history: history, maxPending: configuration.maxQueuedMessages, logger: context.logger)
+        let hub = SubscriptionHub(history: history, maxPending: configuration.maxCatchUpBuffer, logger: context.logger)
         let environment = RealtimeEnvironment(
             configuration: configuration, authorizer: ChannelAuthorizer(codec: context.authenticator.codec, database: context.database),
             hub: hub, producer: context.producer, metrics: context.metrics, logger: context.logger)

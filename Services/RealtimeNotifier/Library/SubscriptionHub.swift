@@ -101,6 +101,8 @@ public final class SubscriptionHub: Sendable {
                         subscriber.catchingUp = true
                         subscriber.pending = [event]
                         gaps.append((subscriber.channel, subscriber.connection.id, subscriber.token, subscriber.lastSeq))
+                        logger.debug("gap in live events; catching up from the history", metadata: [
+                            "realtime.channel": event.channel, "realtime.seq": "\(event.seq)", "realtime.last_seq": "\(subscriber.lastSeq)"])
                         continue
                     }
                     send(event, to: subscriber, frames: &frames, in: &all)
