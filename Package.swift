@@ -78,28 +78,32 @@ let services: [Target] =
 // MARK: - Benchmarks (swift run -c release <name>)
 
 let benchmarks: [Target] = [
+    .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Projection", "ServiceRuntime", "Contracts",
+                                                            "Kafka", "Postgres", "Logging", "Metrics"],
+                      path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
 
-func tests(_ name: String, _ deps: [Target.Dependency]) -> Target {
-    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", swiftSettings: swiftSettings)
+func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) -> Target {
+    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", exclude: exclude, swiftSettings: swiftSettings)
 }
 
 let testTargets: [Target] = [
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging"], path: "Tests/Support",
+            swiftSettings: swiftSettings),
+    tests("ProgressProjectorTests", ["ProgressProjector", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
+                                     "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
     tests("KafkaTests", ["Kafka", "Logging"]),
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
-    .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
-                exclude: ["Fixtures"], swiftSettings: swiftSettings),
-    tests("USDTests", ["USD"]),
-    .testTarget(name: "RealtimeNotifierTests",
-                dependencies: serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"],
-                path: "Tests/RealtimeNotifierTests", exclude: ["Clients"], swiftSettings: swiftSettings),
+    tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
+    tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"], exclude: ["Clients"]),
 ]
 
 let package = Package(
@@ -111,6 +115,7 @@ let package = Package(
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "progress-bench", targets: ["ProgressBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

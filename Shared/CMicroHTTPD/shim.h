@@ -25,9 +25,9 @@ static inline struct MHD_Daemon *zx_mhd_start_daemon(
 {
     return MHD_start_daemon(flags, 0, NULL, NULL,
                             access_handler, access_handler_cls,
+                            MHD_OPTION_EXTERNAL_LOGGER, logger, logger_cls, /* first, so every message goes to it */
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
-                            MHD_OPTION_EXTERNAL_LOGGER, logger, logger_cls,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,

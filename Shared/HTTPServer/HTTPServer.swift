@@ -21,6 +21,7 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     private let core: ServerCore
     private let lifecycle = Mutex(Lifecycle.idle)
+    private let boundPort = Mutex<Int?>(nil)
     /// Fired by `shutdown` or cancellation; `run()` waits on it.
     private let stopRequested = OneShotSignal()
     /// Fired once the daemon has stopped; concurrent `shutdown` calls wait on it.
@@ -63,10 +64,16 @@ public final class HTTPServer: Sendable {
         }
     }
 
-    /// The bound port (the real one when configured with port 0); `nil` unless running.
-    public var port: Int? {
+    /// The bound port once started (the real one when configured with port 0; it stays readable
+    /// after shutdown); before `start()`, the configured port.
+    public var port: Int {
+        boundPort.withLock { $0 } ?? configuration.port
+    }
+
+    /// Whether the server is accepting connections (started and not shutting down).
+    public var isRunning: Bool {
         lifecycle.withLock { lifecycle in
-            if case .running(let daemon) = lifecycle { daemon.port } else { nil }
+            if case .running = lifecycle { true } else { false }
         }
     }
 
@@ -82,6 +89,7 @@ public final class HTTPServer: Sendable {
             case .idle:
                 let daemon = try MicroHTTPDaemon(core: core)
                 lifecycle = .running(daemon)
+                boundPort.withLock { $0 = daemon.port }
                 core.logger.info("http server listening", metadata: ["http.port": String(daemon.port)])
             }
         }

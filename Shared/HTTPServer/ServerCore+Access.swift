@@ -30,7 +30,7 @@ extension ServerCore {
     /// Call (1): the request line and headers are known.
     private func headersReceived(_ context: RequestContext) -> MHD_Result {
         let mode = requestStarted()
-        context.request.headers = Self.values(of: context.connection, kind: .HEADER_KIND).headers
+        context.request.headers = Self.values(of: context.connection, kind: .HEADER_KIND)
         context.request.query = Self.values(of: context.connection, kind: .GET_ARGUMENT_KIND).dictionary
         context.request.remoteAddress = zx_mhd_client_address(context.connection).flatMap(SocketAddress.describe)
         if mode != .serving {
@@ -45,9 +45,10 @@ extension ServerCore {
                 context.isTooLarge = true
                 return respondEarly(context, with: tooLarge)
             }
-            context.request.body.reserveCapacity(declared)
+            // Bounded so that clients announcing bodies they never send cannot pin memory.
+            context.request.body.reserveCapacity(min(declared, 1 << 20))
         }
-        return MHD_Result.YES
+        return .YES
     }
 
     /// Call (2): a piece of the body. Past the limit the body is dropped and the rest discarded;
@@ -61,10 +62,10 @@ extension ServerCore {
         if context.receivedBytes > configuration.maxBodyBytes {
             context.isTooLarge = true
             context.request.body = []
-            return MHD_Result.YES
+            return .YES
         }
         context.request.body.append(contentsOf: bytes)
-        return MHD_Result.YES
+        return .YES
     }
 
     /// Call (3): the request is complete — dispatch it, or queue the response a handler left.
@@ -72,7 +73,7 @@ extension ServerCore {
         if let response = context.takeResponse() {
             return queue(response, on: context.connection)
         }
-        guard context.isAwaitingResponse else { return MHD_Result.YES }  // spurious wake-up while handling
+        guard context.isAwaitingResponse else { return .YES }  // spurious wake-up while handling
         if context.isTooLarge {
             return respondEarly(context, with: tooLarge)
         }
@@ -83,7 +84,7 @@ extension ServerCore {
         MHD_suspend_connection(context.connection)
         let request = context.request
         Task { await self.handle(request, context: context) }
-        return MHD_Result.YES
+        return .YES
     }
 
     private var tooLarge: HTTPError {
@@ -116,7 +117,7 @@ extension ServerCore {
         }
         guard let mhdResponse = created else {
             logger.error("could not allocate a response", metadata: ["http.status": response.status.description])
-            return MHD_Result.NO
+            return .NO
         }
         defer { MHD_destroy_response(mhdResponse) }
         for (name, value) in response.headers {
@@ -137,10 +138,10 @@ extension ServerCore {
         var collected = HTTPHeaders()
         withUnsafeMutablePointer(to: &collected) { pointer in
             _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
-                guard let cls, let key else { return MHD_Result.YES }
+                guard let cls, let key else { return .YES }
                 let fields = cls.assumingMemoryBound(to: HTTPHeaders.self)
                 fields.pointee.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
-                return MHD_Result.YES
+                return .YES
             }, pointer)
         }
         return collected
@@ -148,8 +149,6 @@ extension ServerCore {
 }
 
 extension HTTPHeaders {
-    fileprivate var headers: HTTPHeaders { self }
-
     /// Query arguments as a dictionary: the last value of a repeated key wins.
     fileprivate var dictionary: [String: String] {
         var result: [String: String] = [:]

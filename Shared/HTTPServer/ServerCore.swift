@@ -103,10 +103,12 @@ final class ServerCore: Sendable {
             response = HTTPError.internalError.response
         }
         limiter.release()
-        let elapsed = context.startedAt.duration(to: .now)
-        if context.complete(with: response) {
-            onResponse?(request, response, elapsed)
+        // Observed before the connection resumes, so a client that has its response can rely on
+        // the observation having happened (a shutdown racing this could answer 503 instead).
+        if context.isHandling {
+            onResponse?(request, response, context.startedAt.duration(to: .now))
         }
+        context.complete(with: response)
         unregisterSuspended(context)
     }
 
@@ -153,8 +155,11 @@ final class ServerCore: Sendable {
             return Array(state.suspended.values)
         }
         var abandoned = 0
-        for context in contexts where context.complete(with: Self.shuttingDown.response) {
+        let response = Self.shuttingDown.response
+        for context in contexts where context.complete(with: response) {
             abandoned += 1
+            // `request` is no longer mutated once a context is dispatched.
+            onResponse?(context.request, response, context.startedAt.duration(to: .now))
         }
         return abandoned
     }

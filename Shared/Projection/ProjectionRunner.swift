@@ -17,10 +17,13 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// Attempts of a batch that fails with a non-retriable error before it is split, and
     /// of a single record before it goes to the dead-letter topic.
     public var maxAttempts: Int
+    /// How long the group waits for a member that stopped heartbeating (a crashed process)
+    /// before its partitions move to the others.
+    public var sessionTimeout: Duration
     public var memberID: String
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
-                maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3,
+                maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
                 memberID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
         self.bootstrapServers = bootstrapServers
         self.groupID = groupID
@@ -28,6 +31,7 @@ public struct ProjectionRunnerConfiguration: Sendable {
         self.maxBatchRecords = maxBatchRecords
         self.maxBatchWait = maxBatchWait
         self.maxAttempts = maxAttempts
+        self.sessionTimeout = sessionTimeout
         self.memberID = memberID
     }
 }
@@ -67,7 +71,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     public func run() async throws {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
-                                                      groupID: configuration.groupID, topics: configuration.topics),
+                                                      groupID: configuration.groupID, topics: configuration.topics,
+                                                      clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout),
             rebalanceListener: RebalanceBridge(runner: self), logger: logger)
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var lastLagReport = ContinuousClock.now

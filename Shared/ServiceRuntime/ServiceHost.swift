@@ -41,10 +41,7 @@ public struct HTTPService: Service {
             metrics.observe("http_request_seconds", seconds, labels: ["service": service])
         }
         try server.start()
-        if let port = server.port {
-            logger.info("listening", metadata: ["http.port": String(port)])
-            onListening(port)
-        }
+        onListening(server.port)
         try await server.run()
     }
 }

@@ -43,7 +43,8 @@ struct HTTPServerLifecycleTests {
         #expect(drained.0.errorCode == "SHUTTING_DOWN")
         #expect(drained.1, "the connection is closed after the 503")
         #expect(started.duration(to: clock.now) < .seconds(3), "shutdown finished once the slow request was done")
-        #expect(server.port == nil)
+        #expect(!server.isRunning)
+        #expect(server.port == port, "the bound port stays readable after shutdown")
     }
 
     @Test("a handler still running when the grace period ends is answered 503 SHUTTING_DOWN")
@@ -69,9 +70,9 @@ struct HTTPServerLifecycleTests {
         let server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0, shutdownGracePeriod: .seconds(1)),
                                 router: makeRouter(), logger: .disabled)
         let running = Task { try await server.run() }
-        var port: Int?
-        while port == nil { try await Task.sleep(for: .milliseconds(5)); port = server.port }
-        let boundPort = try #require(port)
+        while !server.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        let boundPort = server.port
+        #expect(boundPort > 0)
         let before = try await onThread { try RawHTTPConnection(port: boundPort).request("GET", "/small").status }
         running.cancel()
         try await running.value
@@ -103,5 +104,39 @@ struct HTTPServerLifecycleTests {
     func invalidHost() {
         let server = HTTPServer(configuration: .init(host: "not a host", port: 0), router: Router(), logger: .disabled)
         #expect { try server.start() } throws: { ($0 as? HTTPServerError)?.code == .invalidConfiguration }
+    }
+
+    @Test("a client that hangs up while its handler runs does not keep shutdown waiting")
+    func clientDisconnectsMidRequest() async throws {
+        let probe = ConcurrencyProbe()
+        let (server, port) = try makeServer(router: makeRouter(probe: probe, slow: .milliseconds(200)))
+        try await onThread {
+            let connection = try RawHTTPConnection(port: port)
+            try connection.sendRequest("GET", "/slow")
+        }  // the connection is closed here, before the response
+        while probe.started == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(400))
+        let next = try await onThread { try RawHTTPConnection(port: port).request("GET", "/small") }
+        let clock = ContinuousClock()
+        let started = clock.now
+        await server.shutdown(gracePeriod: .seconds(5))
+        #expect(next.status == 200)
+        #expect(started.duration(to: clock.now) < .seconds(2), "no request was left counted as in flight")
+    }
+
+    @Test("a server released without shutdown stops listening")
+    func releasedServerStops() async throws {
+        var port = 0
+        do {
+            let (server, boundPort) = try makeServer()
+            port = boundPort
+            let status = try await onThread { try RawHTTPConnection(port: boundPort).request("GET", "/small").status }
+            #expect(status == 200)
+            _ = server
+        }
+        let refused = try await onThread { [port] () -> Bool in
+            do { _ = try RawHTTPConnection(port: port); return false } catch { return true }
+        }
+        #expect(refused)
     }
 }

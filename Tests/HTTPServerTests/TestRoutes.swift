@@ -3,6 +3,7 @@ import HTTPServer
 import HTTPTypes
 import Logging
 import Synchronization
+import Testing
 
 struct SecretFailure: Error, CustomStringConvertible {
     var description: String { "database password is hunter2" }
@@ -60,12 +61,30 @@ func makeRouter(probe: ConcurrencyProbe = ConcurrencyProbe(), slow: Duration = .
 }
 
 func makeServer(router: Router = makeRouter(), maxBodyBytes: Int = HTTPServerConfiguration.defaultMaxBodyBytes,
-                maxConcurrentRequests: Int = 256,
+                maxConcurrentRequests: Int = 256, requestTimeout: Duration = .seconds(30), maxConnections: Int = 1024,
                 onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil) throws -> (HTTPServer, Int) {
     let configuration = HTTPServerConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes,
+                                                requestTimeout: requestTimeout, maxConnections: maxConnections,
                                                 maxConcurrentRequests: maxConcurrentRequests)
-    let server = HTTPServer(configuration: configuration, router: router, logger: .disabled, onResponse: onResponse)
+    let server = HTTPServer(configuration: configuration, router: router, logger: ProcessInfo.processInfo.environment["HTTP_TEST_LOG"] == nil ? .disabled : Logger(label: "test", level: .debug), onResponse: onResponse)
     try server.start()
-    guard let port = server.port, port > 0 else { throw HTTPServerError(.bindFailed, message: "no port", host: "", port: 0) }
-    return (server, port)
+    #expect(server.port > 0)
+    return (server, server.port)
+}
+
+/// Runs `body` against a fresh server on an ephemeral port and always shuts the server down.
+func withServer<T>(router: Router = makeRouter(), maxBodyBytes: Int = HTTPServerConfiguration.defaultMaxBodyBytes,
+                   maxConcurrentRequests: Int = 256, requestTimeout: Duration = .seconds(30), maxConnections: Int = 1024,
+                   onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil,
+                   _ body: (_ port: Int) async throws -> T) async throws -> T {
+    let (server, port) = try makeServer(router: router, maxBodyBytes: maxBodyBytes, maxConcurrentRequests: maxConcurrentRequests,
+                                        requestTimeout: requestTimeout, maxConnections: maxConnections, onResponse: onResponse)
+    do {
+        let result = try await body(port)
+        await server.shutdown(gracePeriod: .seconds(1))
+        return result
+    } catch {
+        await server.shutdown(gracePeriod: .seconds(1))
+        throw error
+    }
 }
