@@ -83,6 +83,8 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier"], path: "Benchmarks/RealtimeBench",
+                      exclude: ["load_client.py"], swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -115,6 +117,7 @@ let package = Package(
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "realtime-bench", targets: ["RealtimeBench"]),
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
