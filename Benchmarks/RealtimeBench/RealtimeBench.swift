@@ -87,9 +87,22 @@ struct RealtimeBench {
         print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now))")
         while service.hub.subscriptionCount < perProcess * processes { try await Task.sleep(for: .milliseconds(50)) }
 
-        // Produce at a steady rate: a batch every 10 ms.
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
-                                                                                   clientID: "bench-producer"), logger: .disabled)
+                                                                                   clientID: "bench-producer", lingerMilliseconds: 1),
+                                         logger: .disabled)
+        // Warm-up: the consumer groups join, every channel's first event goes through (clients
+        // ignore events without a publish time).
+        for channel in channels {
+            let value = RealtimeBroadcast(channel: channel, event: "warmup", payload: .object([:]))
+            _ = try await producer.send(KafkaProducerRecord(topic: Topics.realtimeBroadcasts, key: Array(channel.utf8),
+                                                            value: try ContractCoding.encode(value)))
+        }
+        let warmTarget = perProcess * processes
+        while service.hub.deliveredCount < warmTarget { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .seconds(1))
+        print("warm-up delivered in \(started.duration(to: .now))")
+
+        // Produce at a steady rate: a batch every 10 ms.
         let tick = Duration.milliseconds(10)
         let perTick = max(1, rate / 100)
         var produced = 0

@@ -21,6 +21,8 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// before its partitions move to the others.
     public var sessionTimeout: Duration
     public var memberID: String
+    /// Extra librdkafka consumer properties (e.g. `fetch.wait.max.ms` for a latency-bound consumer).
+    public var consumerProperties: [String: String] = [:]
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
@@ -72,7 +74,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
                                                       groupID: configuration.groupID, topics: configuration.topics,
-                                                      clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout),
+                                                      clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout,
+                                                      extra: configuration.consumerProperties),
             rebalanceListener: RebalanceBridge(runner: self), logger: logger)
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var lastLagReport = ContinuousClock.now

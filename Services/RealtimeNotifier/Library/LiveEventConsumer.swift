@@ -17,13 +17,16 @@ struct LiveEventConsumer: Sendable {
     let bootstrapServers: String
     let topic: String
     let groupID: String
+    /// `fetch.wait.max.ms`.
+    let fetchWait: String
     let hub: SubscriptionHub
     let logger: Logger
 
     func run() async throws {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic],
-                                                      clientID: groupID, sessionTimeout: .seconds(6)),
+                                                      clientID: groupID, sessionTimeout: .seconds(6),
+                                                      extra: ["fetch.wait.max.ms": fetchWait]),
             rebalanceListener: StartAtEnd(), logger: logger)
         logger.info("live event consumer started", metadata: ["kafka.topic": topic, "kafka.group": groupID])
         do {

@@ -29,6 +29,10 @@ public struct RealtimeConfiguration: Sendable {
     /// Sequencer batches: records per transaction and wait.
     public var maxBatchRecords: Int
     public var maxBatchWait: Duration
+    /// `fetch.wait.max.ms` of the sequencer's and the live consumers: how long a fetch waits
+    /// when there is nothing new (a real broker answers as soon as data arrives; the embedded
+    /// mock broker always waits this long on an idle partition).
+    public var fetchWait: Duration
     /// How often unpublished history rows are re-published and old rows trimmed.
     public var maintenanceInterval: Duration
     /// A stable id for this instance (origin of client broadcasts, consumer group suffix).
@@ -39,8 +43,8 @@ public struct RealtimeConfiguration: Sendable {
                 sequencerGroupID: String = "realtime-sequencer", historyMaxEvents: Int = 1_000,
                 historyMaxAge: Duration = .seconds(72 * 3600), maxQueuedMessages: Int = 1_024,
                 maxQueuedBytes: Int = 4 << 20, maxCatchUpBuffer: Int = 20_000, idleTimeout: Duration = .seconds(60), maxChannelsPerSocket: Int = 100,
-                maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(5),
-                maintenanceInterval: Duration = .seconds(5),
+                maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(2),
+                fetchWait: Duration = .milliseconds(5), maintenanceInterval: Duration = .seconds(5),
                 instanceID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
         self.transcodeStatusTopic = transcodeStatusTopic
         self.progressTopic = progressTopic
@@ -56,13 +60,14 @@ public struct RealtimeConfiguration: Sendable {
         self.maxChannelsPerSocket = maxChannelsPerSocket
         self.maxBatchRecords = maxBatchRecords
         self.maxBatchWait = maxBatchWait
+        self.fetchWait = fetchWait
         self.maintenanceInterval = maintenanceInterval
         self.instanceID = instanceID
     }
 
     /// `REALTIME_HISTORY_EVENTS`, `REALTIME_HISTORY_SECONDS`, `REALTIME_QUEUE_MESSAGES`,
     /// `REALTIME_QUEUE_BYTES`, `REALTIME_CATCHUP_BUFFER`, `REALTIME_IDLE_SECONDS`, `REALTIME_MAX_CHANNELS`,
-    /// `REALTIME_SEQUENCER_GROUP`, `REALTIME_BATCH_RECORDS`, `REALTIME_BATCH_WAIT_MS`,
+    /// `REALTIME_SEQUENCER_GROUP`, `REALTIME_BATCH_RECORDS`, `REALTIME_BATCH_WAIT_MS`, `REALTIME_FETCH_WAIT_MS`,
     /// `REALTIME_INSTANCE_ID` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`,
     /// `READING_PROGRESS_TOPIC`, `REALTIME_BROADCASTS_TOPIC`, `REALTIME_SEQUENCED_TOPIC`.
     public static func read(from env: inout EnvironmentReader) -> RealtimeConfiguration {
@@ -80,8 +85,14 @@ public struct RealtimeConfiguration: Sendable {
             idleTimeout: .seconds(env.int("REALTIME_IDLE_SECONDS", default: 60, range: 1...86_400)),
             maxChannelsPerSocket: env.int("REALTIME_MAX_CHANNELS", default: 100, range: 1...10_000),
             maxBatchRecords: env.int("REALTIME_BATCH_RECORDS", default: 500, range: 1...10_000),
-            maxBatchWait: env.milliseconds("REALTIME_BATCH_WAIT_MS", default: .milliseconds(5)))
+            maxBatchWait: env.milliseconds("REALTIME_BATCH_WAIT_MS", default: .milliseconds(2)),
+            fetchWait: env.milliseconds("REALTIME_FETCH_WAIT_MS", default: .milliseconds(5)))
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         return configuration
+    }
+
+    /// `fetchWait` as the librdkafka property value (milliseconds).
+    var fetchWaitProperty: String {
+        String(fetchWait.components.seconds * 1000 + fetchWait.components.attoseconds / 1_000_000_000_000_000)
     }
 }

@@ -26,6 +26,7 @@ public struct RealtimeNotifierService: Sendable {
     let delegate: RealtimeSocketDelegate
     let history: ChannelHistory
     let publisher: SequencedPublisher
+    let ownProducer: KafkaProducer?
     /// Called with the bound port once the WebSocket server listens (tests bind port 0).
     public var onListening: @Sendable (Int) -> Void = { _ in }
 
@@ -40,7 +41,16 @@ public struct RealtimeNotifierService: Sendable {
         self.history = history
         self.environment = environment
         self.delegate = RealtimeSocketDelegate(environment: environment)
-        self.publisher = SequencedPublisher(producer: context.producer, database: context.database, topic: configuration.sequencedTopic)
+        // Sequenced events go out on a producer of their own with no linger: they are on every
+        // event's path to the sockets (the shared producer, which batches, is the fallback).
+        let sequencedProducer = try? KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: context.configuration.kafkaBrokers,
+                                                      clientID: "\(context.name)-sequenced", deliveryTimeout: .seconds(10),
+                                                      lingerMilliseconds: 0),
+            logger: context.logger)
+        self.ownProducer = sequencedProducer
+        self.publisher = SequencedPublisher(producer: sequencedProducer ?? context.producer, database: context.database,
+                                            topic: configuration.sequencedTopic)
     }
 
     /// The hub of this instance's sockets (metrics and tests).
@@ -49,7 +59,8 @@ public struct RealtimeNotifierService: Sendable {
     public func parts() -> ServiceParts {
         let sequencer = makeSequencer()
         let live = LiveEventConsumer(bootstrapServers: context.configuration.kafkaBrokers, topic: configuration.sequencedTopic,
-                                     groupID: "realtime-live-\(configuration.instanceID)", hub: environment.hub, logger: context.logger)
+                                     groupID: "realtime-live-\(configuration.instanceID)",
+                                     fetchWait: configuration.fetchWaitProperty, hub: environment.hub, logger: context.logger)
         let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, configuration: configuration,
                                               logger: context.logger)
         let delegate = self.delegate
@@ -74,16 +85,18 @@ public struct RealtimeNotifierService: Sendable {
                     }
                 },
             ],
+            onShutdown: { [ownProducer] in await ownProducer?.shutdown() },
             httpServer: { router in makeServerService(router: router) })
     }
 
     public func makeSequencer() -> ProjectionRunner<ChannelSequencer> {
-        ProjectionRunner(
-            projection: ChannelSequencer(configuration: configuration, publisher: publisher),
-            configuration: ProjectionRunnerConfiguration(
-                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.sequencerGroupID,
-                topics: [configuration.transcodeStatusTopic, configuration.progressTopic, configuration.broadcastsTopic],
-                maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait),
+        var runner = ProjectionRunnerConfiguration(
+            bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.sequencerGroupID,
+            topics: [configuration.transcodeStatusTopic, configuration.progressTopic, configuration.broadcastsTopic],
+            maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait)
+        runner.consumerProperties = ["fetch.wait.max.ms": configuration.fetchWaitProperty]
+        return ProjectionRunner(
+            projection: ChannelSequencer(configuration: configuration, publisher: publisher), configuration: runner,
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
     }
 
