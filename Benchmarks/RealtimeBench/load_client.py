@@ -70,4 +70,8 @@ async def main():
                       "histogram": {str(k): v for k, v in stats["histogram"].items()}}), flush=True)
 
 
-asyncio.run(main())
+try:
+    import uvloop  # optional (pip install uvloop): a faster event loop for the load client
+    uvloop.run(main())
+except ImportError:
+    asyncio.run(main())
