@@ -4,11 +4,13 @@ import Logging
 import Postgres
 
 /// The outbox and janitor loop: re-publishes history rows whose after-commit publish never
-/// completed (a broker outage, a crash between commit and publish), and trims rows past the
-/// age bound on channels that stopped receiving events.
+/// completed (a broker outage, a crash between commit and publish), trims rows past the age
+/// bound on channels that stopped receiving events, and probes local subscriptions against
+/// the channels' last sequences.
 struct RealtimeMaintenance: Sendable {
     let database: PostgresClient
     let publisher: SequencedPublisher
+    let hub: SubscriptionHub
     let configuration: RealtimeConfiguration
     let logger: Logger
 
@@ -17,6 +19,7 @@ struct RealtimeMaintenance: Sendable {
             do {
                 try await republish()
                 try await trimExpired()
+                try await probe()
             } catch is CancellationError {
                 return
             } catch {
@@ -36,6 +39,17 @@ struct RealtimeMaintenance: Sendable {
             try await publisher.publish(events)
             if rows.count < 1_000 { return }
         }
+    }
+
+    /// Compares local subscriptions with the channels' last sequences (see `SubscriptionHub.probe`).
+    func probe() async throws {
+        let channels = hub.subscribedChannels
+        guard !channels.isEmpty else { return }
+        var latest: [String: Int64] = [:]
+        for row in try await database.query(RealtimeSQL.lastSeqs, [channels]) {
+            latest[try row.decode(String.self, "channel")] = try row.decode(Int64.self, "last_seq")
+        }
+        hub.probe(latest: latest)
     }
 
     func trimExpired() async throws {

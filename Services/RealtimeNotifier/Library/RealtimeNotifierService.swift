@@ -61,8 +61,8 @@ public struct RealtimeNotifierService: Sendable {
         let live = LiveEventConsumer(bootstrapServers: context.configuration.kafkaBrokers, topic: configuration.sequencedTopic,
                                      groupID: "realtime-live-\(configuration.instanceID)",
                                      fetchWait: configuration.fetchWaitProperty, hub: environment.hub, logger: context.logger)
-        let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, configuration: configuration,
-                                              logger: context.logger)
+        let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, hub: environment.hub,
+                                              configuration: configuration, logger: context.logger)
         let delegate = self.delegate
         let metrics = context.metrics
         metrics.describe("realtime_connections", type: "gauge", help: "Open WebSocket connections.")

@@ -50,6 +50,8 @@ enum RealtimeSQL {
         ORDER BY created_at, channel, seq LIMIT 1000
         """
 
+    static let lastSeqs = "SELECT channel, last_seq FROM realtime_channels WHERE channel = ANY($1::text[])"
+
     static let channelState = """
         SELECT last_seq, trimmed_seq, trimmed_at FROM realtime_channels WHERE channel = $1
         """

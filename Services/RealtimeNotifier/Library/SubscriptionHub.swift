@@ -25,6 +25,8 @@ public final class SubscriptionHub: Sendable {
         var lastSeq: Int64 = -1
         var catchingUp = true
         var pending: [SequencedChannelEvent] = []
+        /// `lastSeq` when the previous probe found this subscription behind the channel.
+        var behindAt: Int64?
 
         init(connection: WebSocketConnection, channel: ChannelName, serializer: PhoenixSerializer, token: UInt64,
              origin: String, receiveOwn: Bool) {
@@ -112,6 +114,40 @@ public final class SubscriptionHub: Sendable {
         for (channel, connectionID, token, after) in gaps {
             Task { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
         }
+    }
+
+    /// Channels with local subscribers (for the probe).
+    var subscribedChannels: [String] { channels.withLock { Array($0.keys) } }
+
+    /// The safety net behind live delivery: given each channel's last sequence in Postgres,
+    /// a settled subscription that stayed behind across two probes (its live event was never
+    /// seen: the live consumer was not yet positioned, a broker lost it…) catches up from the
+    /// history. Returns how many catch-ups it started.
+    @discardableResult
+    func probe(latest: [String: Int64]) -> Int {
+        var lagging: [(ChannelName, UInt64, UInt64, Int64)] = []
+        channels.withLock { all in
+            for (channel, last) in latest {
+                for subscriber in all[channel]?.values ?? [:].values where !subscriber.catchingUp {
+                    guard subscriber.lastSeq < last else {
+                        subscriber.behindAt = nil
+                        continue
+                    }
+                    if subscriber.behindAt == subscriber.lastSeq {
+                        subscriber.catchingUp = true
+                        subscriber.behindAt = nil
+                        lagging.append((subscriber.channel, subscriber.connection.id, subscriber.token, subscriber.lastSeq))
+                    } else {
+                        subscriber.behindAt = subscriber.lastSeq
+                    }
+                }
+            }
+        }
+        for (channel, connectionID, token, after) in lagging {
+            logger.notice("subscription behind the history; catching up", metadata: ["realtime.channel": channel.name])
+            Task { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
+        }
+        return lagging.count
     }
 
     /// Reads the missing range from the history and merges it with what arrived live meanwhile.
