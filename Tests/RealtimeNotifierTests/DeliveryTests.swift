@@ -204,3 +204,48 @@ struct DeliveryTests {
         await harness.shutdown()
     }
 }
+
+@Suite("Client broadcasts", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.enabled))
+struct ClientBroadcastTests {
+    @Test("a client broadcast is acknowledged when asked, reaches the other sockets, and comes back to the sender only with self")
+    func clientBroadcasts() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let sender = try await RawSocket(url: harness.socketURL(user: "w"))
+            let mirror = try await RawSocket(url: harness.socketURL(user: "w"))
+            let other = try await RawSocket(url: harness.socketURL(user: "w"))
+            defer { sender.close(); mirror.close(); other.close() }
+            try await sender.send(json: ["topic": "realtime:user:w", "event": "phx_join", "ref": "1", "join_ref": "1",
+                                         "payload": ["config": ["broadcast": ["self": false, "ack": true]]]])
+            _ = try await sender.frame()
+            try await mirror.send(json: ["topic": "realtime:user:w", "event": "phx_join", "ref": "1", "join_ref": "1",
+                                         "payload": ["config": ["broadcast": ["self": "true"]]]])
+            _ = try await mirror.frame()
+            #expect(try await joinV1(other, "user:w", ref: "1")["status"] as? String == "ok")
+            try await harness.waitForSubscriptions(3)
+
+            try await sender.send(json: ["topic": "realtime:user:w", "event": "broadcast", "ref": "2", "join_ref": "1",
+                                         "payload": ["type": "broadcast", "event": "comment_new", "payload": ["text": "hello"]]])
+            let ack = try #require(try await sender.frame() as? [String: Any])
+            #expect(ack["event"] as? String == "phx_reply" && ack["ref"] as? String == "2")
+            #expect(try await broadcasts(other, count: 1).events == [Pushed(event: "comment_new", seq: 1, replayed: false)])
+            // The mirror socket also joined with self: true, but it is not the sender: it gets it like anyone.
+            #expect(try await broadcasts(mirror, count: 1).events.map(\.seq) == [1])
+            if case .frame(let frame) = try await sender.receive(timeout: 1) {
+                Issue.record("the sender got its own broadcast without self: \(frame)")
+            }
+
+            // A sender that joined with self: true gets its own broadcast back.
+            try await mirror.send(json: ["topic": "realtime:user:w", "event": "broadcast", "ref": "3", "join_ref": "1",
+                                         "payload": ["type": "broadcast", "event": "remix_created", "payload": [String: Any]()]])
+            #expect(try await broadcasts(mirror, count: 1).events == [Pushed(event: "remix_created", seq: 2, replayed: false)])
+
+            // Joining someone else's channel is refused.
+            #expect(try await joinV1(other, "user:w2", ref: "3")["status"] as? String == "error")
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+}
