@@ -239,6 +239,7 @@ struct ClientBroadcastTests {
             try await mirror.send(json: ["topic": "realtime:user:w", "event": "broadcast", "ref": "3", "join_ref": "1",
                                          "payload": ["type": "broadcast", "event": "remix_created", "payload": [String: Any]()]])
             #expect(try await broadcasts(mirror, count: 1).events == [Pushed(event: "remix_created", seq: 2, replayed: false)])
+            #expect(try await broadcasts(other, count: 1).events.map(\.seq) == [2])
 
             // Joining someone else's channel is refused.
             #expect(try await joinV1(other, "user:w2", ref: "3")["status"] as? String == "error")
