@@ -31,6 +31,33 @@ struct MaintenanceTests {
         await harness.shutdown()
     }
 
+    @Test("events older than the history age are trimmed; a replay since before them is told the history no longer reaches back")
+    func ageTrimming() async throws {
+        let harness = try await RealtimeHarness { $0.historyMaxAge = .seconds(1) }
+        do {
+            let since = Int64(Date().timeIntervalSince1970 * 1000) - 1_000
+            for i in 1...3 { try await harness.broadcast("user:aged", "e", ["i": .number(Double(i))]) }
+            try await harness.waitForSequence("user:aged", atLeast: 3)
+            let deadline = ContinuousClock.now + .seconds(15)
+            while try await harness.database.query("SELECT 1 FROM realtime_history WHERE channel = 'user:aged'").count > 0 {
+                guard ContinuousClock.now < deadline else { throw PythonClient.Failure(description: "history never trimmed") }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let socket = try await RawSocket(url: harness.socketURL(user: "aged"))
+            defer { socket.close() }
+            #expect(try await joinV1(socket, "user:aged", ref: "1", replay: ["since": since])["status"] as? String == "ok")
+            let frame = try #require(try await socket.frame() as? [String: Any])
+            #expect(frame["event"] as? String == "system")
+            #expect(((frame["payload"] as? [String: Any])?["message"] as? String)?.contains("history no longer reaches back") == true)
+            try await harness.broadcast("user:aged", "e", ["i": .number(4)])
+            #expect(try await broadcasts(socket, count: 1).events == [Pushed(event: "e", seq: 4, replayed: false)])
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
     @Test("a socket that sends no heartbeat within the idle timeout gets a system error and is closed")
     func idleSocketsClose() async throws {
         let harness = try await RealtimeHarness { $0.idleTimeout = .seconds(2) }

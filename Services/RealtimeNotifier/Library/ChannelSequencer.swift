@@ -31,8 +31,8 @@ public struct SequencerInput: Sendable, Hashable {
 /// The sequencer: numbers every channel event exactly once.
 ///
 /// On the projection runner (consumer group `realtime-sequencer`), one transaction per batch
-/// reserves each channel's next sequences, inserts the history rows, trims the history and
-/// advances the source offsets. After the commit the events go to `realtime.sequenced.v1`
+/// reserves each channel's next sequences, inserts the history rows, trims the history to its
+/// count bound and advances the source offsets (the age bound is applied by the maintenance loop). After the commit the events go to `realtime.sequenced.v1`
 /// and their rows are marked published; rows whose publish failed are re-published by
 /// ``RealtimeMaintenance`` (the history is the outbox), so no event is lost.
 public struct ChannelSequencer: Projection {
@@ -122,9 +122,7 @@ public struct ChannelSequencer: Projection {
             sequenced.map { _ in timestamp }, drafts.map(\.source.topic), drafts.map { Int64($0.source.partition) },
             drafts.map(\.source.offset),
         ])
-        _ = try await connection.execute(RealtimeSQL.trim, [
-            order, Int64(configuration.historyMaxEvents), Double(configuration.historyMaxAge.components.seconds),
-        ])
+        _ = try await connection.execute(RealtimeSQL.trimByCount, [order, Int64(configuration.historyMaxEvents)])
         return sequenced
     }
 

@@ -56,6 +56,6 @@ struct RealtimeMaintenance: Sendable {
         let seconds = Double(configuration.historyMaxAge.components.seconds)
         let channels = try await database.query(RealtimeSQL.expiredChannels, [seconds]).map { try $0.decode(String.self, "channel") }
         guard !channels.isEmpty else { return }
-        _ = try await database.execute(RealtimeSQL.trim, [channels, Int64(configuration.historyMaxEvents), seconds])
+        _ = try await database.execute(RealtimeSQL.trimByAge, [channels, seconds])
     }
 }

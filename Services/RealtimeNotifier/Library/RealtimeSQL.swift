@@ -13,14 +13,19 @@ enum RealtimeSQL {
         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::int[], $8::bigint[])
         """
 
-    /// Trims published rows of channels `$1` beyond `$2` events or older than `$3` seconds,
-    /// and records how far each channel was trimmed.
-    static let trim = """
+    /// Trims published rows of channels `$1` beyond the last `$2` events (an index range
+    /// scan per channel) and records how far each channel was trimmed.
+    static let trimByCount = trim(where: "h.seq <= c.last_seq - $2::bigint")
+
+    /// Trims published rows of channels `$1` older than `$2` seconds.
+    static let trimByAge = trim(where: "h.created_at < now() - make_interval(secs => $2::double precision)")
+
+    private static func trim(where condition: String) -> String {
+        """
         WITH gone AS (
             DELETE FROM realtime_history h
             USING realtime_channels c
-            WHERE c.channel = ANY($1::text[]) AND h.channel = c.channel AND h.published
-              AND (h.seq <= c.last_seq - $2::bigint OR h.created_at < now() - make_interval(secs => $3::double precision))
+            WHERE c.channel = ANY($1::text[]) AND h.channel = c.channel AND h.published AND \(condition)
             RETURNING h.channel, h.seq, h.created_at
         ), agg AS (
             SELECT channel, max(seq) AS seq, max(created_at) AS at FROM gone GROUP BY channel
@@ -29,6 +34,7 @@ enum RealtimeSQL {
                                        trimmed_at = GREATEST(c.trimmed_at, agg.at)
         FROM agg WHERE c.channel = agg.channel
         """
+    }
 
     /// Channels with rows past the age bound (for the periodic trim).
     static let expiredChannels = """
