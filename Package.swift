@@ -85,6 +85,9 @@ let benchmarks: [Target] = [
                       swiftSettings: swiftSettings),
     .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier"], path: "Benchmarks/RealtimeBench",
                       exclude: ["load_client.py"], swiftSettings: swiftSettings),
+    .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
+                                                          "HTTPServer", "Auth", "Logging", "Metrics"],
+                      path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -106,6 +109,8 @@ let testTargets: [Target] = [
     tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"], exclude: ["Clients"]),
+    tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
+                          "Logging", "Metrics", "Hashing"]),
 ]
 
 let package = Package(

@@ -22,7 +22,7 @@ struct ProgressBench {
 
     nonisolated static func run() async throws {
         let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
-        let logger = Logger(label: "progress-bench", level: .warning)
+        let logger = Logger(label: "progress-bench", level: ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(name:)) ?? .warning)
         var privateCluster: PrivatePostgresCluster?
         let url: String
         if let given = ProcessInfo.processInfo.environment["DATABASE_URL"] {
@@ -42,10 +42,12 @@ struct ProgressBench {
         _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: logger).migrate(database)
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: kafka.bootstrapServers), logger: logger)
 
-        // 1,000 users × 10 materials, sessions of heartbeats with page positions.
+        // 1,000 users × 10 materials; each reading session is a run of 20 heartbeats with
+        // page positions (as the app sends them every 15 s), sessions of different users interleaved.
         let start = Date(timeIntervalSince1970: 1_796_000_000)
         let events: [ReadingEventRecord] = (0..<count).map { i in
-            let user = i % 1000, material = (i / 1000) % 10
+            let session = i / 20
+            let user = session % 1000, material = (session / 1000) % 10
             let item = ReadingEventUploadItem(
                 eventId: UUID().uuidString, clientSessionId: "s-\(user)-\(material)", readingTargetType: .knowledgeSource,
                 materialId: "m-\(material)", knowledgeBaseId: "kb", eventType: .heartbeat,
@@ -59,6 +61,11 @@ struct ProgressBench {
         for chunk in stride(from: 0, to: records.count, by: 5000) {
             for result in await producer.send(Array(records[chunk..<min(chunk + 5000, records.count)])) { _ = try result.get() }
         }
+
+        // For reference: the cost of decoding every record's JSON alone.
+        let decodeStart = ContinuousClock.now
+        for record in records { _ = try ContractCoding.decode(ReadingEventRecord.self, from: record.value) }
+        let decodeSeconds = seconds(ContinuousClock.now - decodeStart)
 
         // (a) COPY baseline: the same rows into an event-log-shaped table.
         _ = try await database.execute("CREATE TABLE copy_baseline (LIKE progress_event_log INCLUDING ALL)")
@@ -76,10 +83,11 @@ struct ProgressBench {
 
         // (b) the projection from the start of the topic.
         let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: logger)
+        let metrics = MetricsRegistry()
         let context = ServiceContext(
             name: "progress-bench",
             configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: "bench-secret-0123456789", httpPort: 0),
-            database: database, producer: producer, admin: admin, metrics: MetricsRegistry(), logger: logger)
+            database: database, producer: producer, admin: admin, metrics: metrics, logger: logger)
         let runner = ProgressProjectorService(context: context, configuration: ProgressConfiguration(
             eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: 2000)).makeRunner()
         let projectStart = ContinuousClock.now
@@ -103,6 +111,10 @@ struct ProgressBench {
         print("events                         \(count)")
         print(String(format: "COPY baseline (event rows)     %10.0f rows/s   (%.2f s)", copyRate, copySeconds))
         print(String(format: "projection (log+progress+offs) %10.0f events/s (%.2f s, after %.1f s group join)", projectRate, projectSeconds, joinSeconds))
+        let batches = metrics.value("projection_batch_seconds", labels: ["group": "bench"]) ?? 0
+        print(String(format: "batches                        %10.0f (%.0f events each)", batches, Double(count) / max(1, batches)))
+        print(metrics.render().split(separator: "\n").filter { $0.hasPrefix("projection_stage_seconds_sum") || $0.hasPrefix("projection_batch_seconds_sum") }.joined(separator: "\n"))
+        print(String(format: "JSON decode alone              %10.0f events/s", Double(count) / decodeSeconds))
         print(String(format: "projection / COPY              %9.1f %%", 100 * projectRate / copyRate))
 
         await producer.shutdown()
