@@ -73,6 +73,12 @@ final class RealtimeHarness: Sendable {
         while port.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         guard let bound = port.withLock({ $0 }) else { throw PythonClient.Failure(description: "instance \(index) did not listen") }
         instances.withLock { $0.append((task, bound, service, context)) }
+        // Its consumer of sequenced events joins its group in the background; wait for it.
+        let liveDeadline = ContinuousClock.now + .seconds(60)
+        while !service.hub.isLive {
+            guard ContinuousClock.now < liveDeadline else { throw PythonClient.Failure(description: "instance \(index) never went live") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     func port(_ index: Int = 0) -> Int { instances.withLock { $0[index].port } }

@@ -5,10 +5,13 @@ import Logging
 /// Reads `realtime.sequenced.v1` in full (its own consumer group, starting at the end: a
 /// fresh subscription catches up from the history) and hands every event to the hub.
 struct LiveEventConsumer: Sendable {
-    /// Starts every assigned partition at its end.
+    /// Starts every assigned partition at its end, and tells the hub joins may proceed.
     struct StartAtEnd: KafkaRebalanceListener {
+        let hub: SubscriptionHub
+
         func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
-            Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(-1)) })
+            defer { hub.markLive() }
+            return Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(-1)) })
         }
 
         func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {}
@@ -27,7 +30,7 @@ struct LiveEventConsumer: Sendable {
             configuration: KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic],
                                                       clientID: groupID, sessionTimeout: .seconds(6),
                                                       extra: ["fetch.wait.max.ms": fetchWait]),
-            rebalanceListener: StartAtEnd(), logger: logger)
+            rebalanceListener: StartAtEnd(hub: hub), logger: logger)
         logger.info("live event consumer started", metadata: ["kafka.topic": topic, "kafka.group": groupID])
         do {
             while !Task.isCancelled {

@@ -16,16 +16,20 @@ struct RealtimeMaintenance: Sendable {
 
     func run() async throws {
         while !Task.isCancelled {
-            do {
-                try await republish()
-                try await trimExpired()
-                try await probe()
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.warning("realtime maintenance failed; will retry", metadata: ["error": "\(error)"])
-            }
+            // Each step on its own: a broker outage must not stop the probe, nor the trim.
+            await step("re-publish") { try await republish() }
+            await step("trim") { try await trimExpired() }
+            await step("probe") { try await probe() }
             try? await Task.sleep(for: configuration.maintenanceInterval)
+        }
+    }
+
+    private func step(_ name: String, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch is CancellationError {
+        } catch {
+            logger.warning("realtime maintenance step failed; will retry", metadata: ["realtime.step": name, "error": "\(error)"])
         }
     }
 

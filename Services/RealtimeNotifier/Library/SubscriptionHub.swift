@@ -47,6 +47,9 @@ public final class SubscriptionHub: Sendable {
 
     private let channels = Mutex<[String: [UInt64: Subscriber]]>([:])
     private let nextToken = Atomic<UInt64>(1)
+    /// Set once this instance's live consumer has its partitions: joins wait for it (a
+    /// catch-up read before that could miss events published in between).
+    private let live = Atomic<Bool>(false)
     let history: ChannelHistory
     let maxPending: Int
     let logger: Logger
@@ -72,9 +75,19 @@ public final class SubscriptionHub: Sendable {
         let subscriber = Subscriber(connection: connection, channel: channel, serializer: serializer, token: token,
                                     origin: origin, receiveOwn: receiveOwn)
         channels.withLock { $0[channel.name, default: [:]][connection.id] = subscriber }
+        let deadline = ContinuousClock.now + .seconds(15)
+        while !isLive, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
         await catchUp(channel: channel, connectionID: connection.id, token: token, replay: replay, replayed: replay != nil)
         return token
     }
+
+    /// The live consumer is positioned (called from its rebalance listener).
+    func markLive() { live.store(true, ordering: .releasing) }
+
+    /// True once this instance's consumer of sequenced events has its partitions.
+    public var isLive: Bool { live.load(ordering: .acquiring) }
 
     /// Removes a subscription (only the one with `token`, when given).
     func unsubscribe(channel: ChannelName, connectionID: UInt64, token: UInt64? = nil) {
