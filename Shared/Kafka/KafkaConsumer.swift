@@ -78,8 +78,8 @@ public final class KafkaConsumer: Sendable {
         return lags
     }
 
-    /// Records buffered and not yet handed out (for metrics and tests).
-    var bufferedCount: Int { core.state.withLock { $0.count } }
+    /// Records buffered and not yet handed out (for metrics).
+    public var bufferedCount: Int { core.state.withLock { $0.count } }
 
     /// Leaves the group (the listener sees the revoke), then stops. Idempotent.
     public func close() async {

@@ -30,13 +30,13 @@ public final class KafkaProducer: Sendable {
                 rd_kafka_poll(client.pointer, 100)
                 core.wakeBackpressureWaiters()
             }
-            // Nothing may stay pending: purge what is left so every waiting send completes.
+            // Nothing may stay pending: purge what is left (a blocking purge enqueues the purged
+            // messages' delivery reports before it returns), then serve those reports.
             rd_kafka_purge(client.pointer, crdkafka_purge_all_flags())
             var rounds = 0
-            repeat {
-                rd_kafka_poll(client.pointer, 50)
+            while rd_kafka_poll(client.pointer, rounds == 0 ? 50 : 0) > 0 || rounds == 0 {
                 rounds += 1
-            } while rd_kafka_outq_len(client.pointer) > 0 && rounds < 100
+            }
             core.wakeBackpressureWaiters()
         }
         logger.debug("Kafka producer started", metadata: ["kafka.bootstrap": configuration.bootstrapServers])
@@ -64,7 +64,7 @@ public final class KafkaProducer: Sendable {
     }
 
     /// How often a send waited for space in librdkafka's queue (backpressure events).
-    var backpressureWaits: Int { core.backpressureWaits.load(ordering: .relaxed) }
+    public var backpressureWaits: Int { core.backpressureWaits.load(ordering: .relaxed) }
 
     /// Waits until every queued record has been acknowledged or failed, or `timeout` elapsed.
     /// Returns at once after `shutdown()`.

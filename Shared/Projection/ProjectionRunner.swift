@@ -112,8 +112,11 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         _ = await next.result
         await afterCommit?.value
         await consumer.close()
+        if let failure {
+            logger.error("projection failed", metadata: ["error": "\(failure)"])
+            throw failure
+        }
         logger.info("projection stopped")
-        if let failure { throw failure }
     }
 
     func reportLag(_ consumer: KafkaConsumer) {
