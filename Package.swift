@@ -83,6 +83,8 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier"], path: "Benchmarks/RealtimeBench",
+                      exclude: ["load_client.py"], swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
                                                           "HTTPServer", "Auth", "Logging", "Metrics"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
@@ -106,6 +108,7 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"], exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
                           "Logging", "Metrics", "Hashing"]),
 ]
@@ -119,6 +122,7 @@ let package = Package(
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "realtime-bench", targets: ["RealtimeBench"]),
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets

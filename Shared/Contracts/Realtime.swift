@@ -8,12 +8,16 @@ public struct RealtimeBroadcast: Sendable, Hashable, Codable {
     public var channel: String
     public var event: String
     public var payload: JSONValue
+    /// Optional sender tag (a notifier socket): the notifier does not echo a client's own
+    /// broadcast back to it unless it asked for `self`.
+    public var origin: String?
 
-    public init(channel: String, event: String, payload: JSONValue, schemaVersion: Int? = 1) {
+    public init(channel: String, event: String, payload: JSONValue, schemaVersion: Int? = 1, origin: String? = nil) {
         self.schemaVersion = schemaVersion
         self.channel = channel
         self.event = event
         self.payload = payload
+        self.origin = origin
     }
 }
 
@@ -25,13 +29,16 @@ public struct SequencedChannelEvent: Sendable, Hashable, Codable {
     public var event: String
     public var payload: JSONValue
     public var createdAt: Date
+    /// The `origin` of the broadcast it came from, if any (not kept in the history).
+    public var origin: String?
 
-    public init(channel: String, seq: Int64, event: String, payload: JSONValue, createdAt: Date) {
+    public init(channel: String, seq: Int64, event: String, payload: JSONValue, createdAt: Date, origin: String? = nil) {
         self.channel = channel
         self.seq = seq
         self.event = event
         self.payload = payload
         self.createdAt = createdAt
+        self.origin = origin
     }
 }
 

@@ -23,6 +23,8 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// Records the consumer may buffer ahead of the projection (fetching pauses beyond it).
     public var consumerBufferCapacity: Int
     public var memberID: String
+    /// Extra librdkafka consumer properties (e.g. `fetch.wait.max.ms` for a latency-bound consumer).
+    public var consumerProperties: [String: String] = [:]
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
@@ -80,7 +82,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
                                                       groupID: configuration.groupID, topics: configuration.topics,
                                                       clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout,
-                                                      bufferCapacity: configuration.consumerBufferCapacity),
+                                                      bufferCapacity: configuration.consumerBufferCapacity,
+                                                      extra: configuration.consumerProperties),
             rebalanceListener: RebalanceBridge(runner: self), logger: logger)
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var next = Task { try await fetch(consumer) }

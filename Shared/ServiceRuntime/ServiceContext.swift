@@ -50,10 +50,16 @@ public struct ServiceParts: Sendable {
     public var background: [any Service]
     /// Runs after every part has stopped (close clients the service opened itself).
     public var onShutdown: @Sendable () async -> Void
+    /// For a service that serves HTTP itself on its port (the realtime notifier's WebSocket
+    /// server): given `router` plus the health routes, returns the service that serves them,
+    /// used instead of the host's `HTTPService`.
+    public var httpServer: (@Sendable (Router) -> any Service)?
 
-    public init(router: Router, background: [any Service] = [], onShutdown: @escaping @Sendable () async -> Void = {}) {
+    public init(router: Router, background: [any Service] = [], onShutdown: @escaping @Sendable () async -> Void = {},
+                httpServer: (@Sendable (Router) -> any Service)? = nil) {
         self.router = router
         self.background = background
         self.onShutdown = onShutdown
+        self.httpServer = httpServer
     }
 }

@@ -94,10 +94,7 @@ public enum ServiceHost {
     /// Runs a built service: its HTTP server first, then its background loops; stops them
     /// in reverse order on a signal or when one fails.
     public static func run(context: ServiceContext, parts: ServiceParts, handlesSignals: Bool = true) async throws {
-        let http = HTTPService(
-            name: context.name,
-            configuration: HTTPServerConfiguration(host: context.configuration.httpHost, port: context.configuration.httpPort),
-            router: parts.router, readiness: context.readinessChecks, metrics: context.metrics, logger: context.logger)
+        let http = httpService(context: context, parts: parts)
         do {
             try await ServiceGroup(services: [http] + parts.background, handlesSignals: handlesSignals, logger: context.logger).run()
         } catch {
@@ -105,5 +102,19 @@ public enum ServiceHost {
             throw error
         }
         await parts.onShutdown()
+    }
+
+    /// The service answering HTTP on `context.configuration.httpPort`: an `HTTPService`, or
+    /// the service's own server (`parts.httpServer`) given its routes plus the health routes.
+    public static func httpService(context: ServiceContext, parts: ServiceParts) -> any Service {
+        if let makeServer = parts.httpServer {
+            var router = parts.router
+            router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks, metrics: context.metrics))
+            return makeServer(router)
+        }
+        return HTTPService(
+            name: context.name,
+            configuration: HTTPServerConfiguration(host: context.configuration.httpHost, port: context.configuration.httpPort),
+            router: parts.router, readiness: context.readinessChecks, metrics: context.metrics, logger: context.logger)
     }
 }

@@ -60,9 +60,7 @@ enum DevCommand {
                                                 producer: context.producer, admin: context.admin, metrics: metrics, logger: logger)
             let built = entry.build(serviceContext)
             parts.append(built)
-            services.append(HTTPService(name: entry.name, configuration: HTTPServerConfiguration(host: "0.0.0.0", port: port),
-                                        router: built.router, readiness: serviceContext.readinessChecks, metrics: metrics,
-                                        logger: serviceContext.logger))
+            services.append(ServiceHost.httpService(context: serviceContext, parts: built))
             services.append(contentsOf: built.background)
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }

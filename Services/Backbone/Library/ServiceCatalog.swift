@@ -2,6 +2,7 @@ import Ingest
 import Postgres
 import ProgressProjector
 import Projection
+import RealtimeNotifier
 import ServiceRuntime
 
 /// Every service `backbone dev` runs and `backbone migrate` migrates, with its default port.
@@ -23,6 +24,11 @@ struct ServiceCatalog {
               migrations: ProgressProjectorService.migrations) { context in
             var env = EnvironmentReader()
             return ProgressProjectorService(context: context, configuration: .read(from: &env)).parts()
+        },
+        Entry(name: "realtime-notifier", defaultPort: 8084, urlKey: "REALTIME_URL",
+              migrations: RealtimeNotifierService.migrations) { context in
+            var env = EnvironmentReader()
+            return RealtimeNotifierService(context: context, configuration: .read(from: &env)).parts()
         },
     ]
 

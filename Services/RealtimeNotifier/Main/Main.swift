@@ -1,6 +1,14 @@
+import Foundation
+import Projection
+import RealtimeNotifier
+import ServiceRuntime
+
 @main
-struct Main {
+struct RealtimeNotifierMain {
     static func main() async {
-        print("not yet built")
+        exit(await ServiceHost.main(name: "realtime-notifier", defaultPort: 8084,
+                                    migrations: ProjectionSchema.migrations + RealtimeSchema.migrations) { context, env in
+            RealtimeNotifierService(context: context, configuration: .read(from: &env)).parts()
+        })
     }
 }

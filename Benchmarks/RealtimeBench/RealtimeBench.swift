@@ -1,0 +1,183 @@
+import Auth
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import RealtimeNotifier
+import ServiceRuntime
+import Synchronization
+
+/// `swift run -c release realtime-bench [connections] [channels] [events/s] [seconds] [client processes]`
+///
+/// Starts an embedded Kafka broker, a PostgreSQL (a private cluster, or a fresh database on
+/// `BENCH_DATABASE_URL`), one realtime-notifier in this process, and Python load-client
+/// processes (`load_client.py`) holding the connections. Then it produces broadcasts at a
+/// steady rate, round-robin over the channels, each carrying its publish time, and reports
+/// delivered messages/s and publish-to-receive latency p50/p99.
+@main
+struct RealtimeBench {
+    static func main() async throws {
+        let args = CommandLine.arguments.dropFirst().compactMap(Int.init)
+        let connections = args.count > 0 ? args[0] : 2_000
+        let channelCount = args.count > 1 ? args[1] : 20
+        let rate = args.count > 2 ? args[2] : 500
+        let seconds = args.count > 3 ? args[3] : 20
+        let processes = args.count > 4 ? args[4] : 2
+        let logger = Logger(label: "realtime-bench", level: .warning)
+        print("realtime-bench: \(connections) connections, \(channelCount) channels, \(rate) events/s, \(seconds) s, \(processes) client processes")
+
+        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+        for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+        var privateCluster: PrivatePostgresCluster?
+        let databaseURL: String
+        if let admin = ProcessInfo.processInfo.environment["BENCH_DATABASE_URL"] {
+            let name = "rtbench_\(getpid())"
+            let client = PostgresClient(configuration: PostgresConfiguration(url: admin, maxConnections: 1), logger: .disabled)
+            _ = try await client.execute("DROP DATABASE IF EXISTS \(name)")
+            _ = try await client.execute("CREATE DATABASE \(name)")
+            await client.close()
+            var components = URLComponents(string: admin)!
+            components.path = "/" + name
+            databaseURL = components.string!
+        } else {
+            let pg = PrivatePostgresCluster(directory: NSTemporaryDirectory() + "realtime-bench-pg-\(getpid())", logger: logger)
+            databaseURL = try await pg.start()
+            privateCluster = pg
+        }
+
+        let secret = "realtime-bench-secret-0123456789"
+        let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: secret,
+                                         httpHost: "127.0.0.1", httpPort: 0, logLevel: .warning, databasePoolSize: 8)
+        let context = try await ServiceHost.makeContext(name: "realtime-notifier", configuration: common, metrics: MetricsRegistry(), logger: logger)
+        _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: logger).migrate(context.database)
+        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096))
+        let port = Mutex<Int?>(nil)
+        service.onListening = { bound in port.withLock { $0 = bound } }
+        let parts = service.parts()
+        let notifier = Task { try await ServiceHost.run(context: context, parts: parts, handlesSignals: false) }
+        while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+        let url = "ws://127.0.0.1:\(port.withLock { $0! })/realtime/v1/websocket"
+
+        // Channels are users' own channels, so any token for that user may join.
+        let channels = (0..<channelCount).map { "user:bench\($0)" }
+        let codec = JWTCodec(secret: secret)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("load_client.py").path
+        var clients: [(Process, Pipe, Pipe)] = []
+        let perProcess = connections / processes
+        // One client process per channel group: a service token may join every channel.
+        let token = codec.issue(userID: "bench", ttl: 3600, role: "service")
+        for index in 0..<processes {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = ["python3", script, url, token, channels.joined(separator: ","), String(index * perProcess), String(perProcess)]
+            let input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            clients.append((process, input, output))
+        }
+        let started = ContinuousClock.now
+        for (_, _, output) in clients {
+            let line = try readLine(output.fileHandleForReading)
+            guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
+        }
+        print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now))")
+        while service.hub.subscriptionCount < perProcess * processes { try await Task.sleep(for: .milliseconds(50)) }
+
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
+                                                                                   clientID: "bench-producer", lingerMilliseconds: 1),
+                                         logger: .disabled)
+        // Warm-up: the consumer groups join, every channel's first event goes through (clients
+        // ignore events without a publish time).
+        for channel in channels {
+            let value = RealtimeBroadcast(channel: channel, event: "warmup", payload: .object([:]))
+            _ = try await producer.send(KafkaProducerRecord(topic: Topics.realtimeBroadcasts, key: Array(channel.utf8),
+                                                            value: try ContractCoding.encode(value)))
+        }
+        let warmTarget = perProcess * processes
+        while service.hub.deliveredCount < warmTarget { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .seconds(1))
+        print("warm-up delivered in \(started.duration(to: .now))")
+
+        // Produce at a steady rate: a batch every 10 ms.
+        let tick = Duration.milliseconds(10)
+        let perTick = max(1, rate / 100)
+        var produced = 0
+        let begin = ContinuousClock.now
+        var next = begin
+        while ContinuousClock.now - begin < .seconds(seconds) {
+            var records: [KafkaProducerRecord] = []
+            let now = Date().timeIntervalSince1970 * 1000
+            for _ in 0..<perTick {
+                let channel = channels[produced % channels.count]
+                let value = RealtimeBroadcast(channel: channel, event: "tick", payload: .object(["t": .number(now)]))
+                records.append(KafkaProducerRecord(topic: Topics.realtimeBroadcasts, key: Array(channel.utf8), value: try ContractCoding.encode(value)))
+                produced += 1
+            }
+            let batch = records
+            Task { _ = await producer.send(batch) }
+            next += tick
+            try await Task.sleep(until: next, clock: .continuous)
+        }
+        let elapsed = ContinuousClock.now - begin
+        try await Task.sleep(for: .seconds(3))  // drain
+
+        var received = 0
+        var errors = 0
+        var histogram: [Int: Int] = [:]
+        for (process, input, output) in clients {
+            try input.fileHandleForWriting.close()
+            let line = try readLine(output.fileHandleForReading)
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] ?? [:]
+            received += object["received"] as? Int ?? 0
+            errors += object["errors"] as? Int ?? 0
+            for (key, value) in object["histogram"] as? [String: Int] ?? [:] { histogram[Int(key) ?? 0, default: 0] += value }
+            process.waitUntilExit()
+        }
+        let expected = produced * (perProcess * processes) / channels.count
+        let window = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        print(String(format: "produced %d events in %.1f s (%.0f/s); expected deliveries %d; delivered %d (%.2f%%), errors %d",
+                     produced, window, Double(produced) / window, expected, received, 100 * Double(received) / Double(max(expected, 1)), errors))
+        print(String(format: "delivered msgs/s: %.0f", Double(received) / window))
+        print(String(format: "latency p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                     percentile(histogram, 0.50), percentile(histogram, 0.99), percentile(histogram, 0.999), percentile(histogram, 1.0)))
+
+        notifier.cancel()
+        _ = await notifier.result
+        await producer.shutdown()
+        await context.producer.shutdown()
+        await context.database.close()
+        await privateCluster?.stop()
+        cluster.shutdown()
+    }
+
+    struct BenchError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Milliseconds at quantile `q` of a histogram of 0.1 ms buckets.
+    static func percentile(_ histogram: [Int: Int], _ q: Double) -> Double {
+        let total = histogram.values.reduce(0, +)
+        guard total > 0 else { return .nan }
+        let target = Int((Double(total) * q).rounded(.up))
+        var seen = 0
+        for bucket in histogram.keys.sorted() {
+            seen += histogram[bucket]!
+            if seen >= target { return Double(bucket) / 10 }
+        }
+        return Double(histogram.keys.max()!) / 10
+    }
+
+    static func readLine(_ handle: FileHandle) throws -> String {
+        var data = Data()
+        while true {
+            let byte = try handle.read(upToCount: 1) ?? Data()
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            data.append(byte)
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,148 @@
+import Contracts
+import Foundation
+import Kafka
+import Postgres
+import Projection
+
+/// A source record that cannot be turned into channel events.
+struct InvalidRealtimeSource: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// One source record, decoded: the channel events it produces and the room facts it carries.
+public struct SequencerInput: Sendable, Hashable {
+    public struct Draft: Sendable, Hashable {
+        public var channel: ChannelName
+        public var event: String
+        public var payload: JSONValue
+        public var origin: String?
+    }
+
+    public struct RoomFacts: Sendable, Hashable {
+        public var roomID: String
+        public var ownerUserID: String
+        public var visibility: RoomVisibility?
+    }
+
+    public var drafts: [Draft]
+    public var room: RoomFacts?
+}
+
+/// The sequencer: numbers every channel event exactly once.
+///
+/// On the projection runner (consumer group `realtime-sequencer`), one transaction per batch
+/// reserves each channel's next sequences, inserts the history rows, trims the history to its
+/// count bound and advances the source offsets (the age bound is applied by the maintenance loop). After the commit the events go to `realtime.sequenced.v1`
+/// and their rows are marked published; rows whose publish failed are re-published by
+/// ``RealtimeMaintenance`` (the history is the outbox), so no event is lost.
+public struct ChannelSequencer: Projection {
+    public typealias Event = SequencerInput
+    public typealias Effects = [SequencedChannelEvent]
+
+    let configuration: RealtimeConfiguration
+    let publisher: SequencedPublisher
+
+    public init(configuration: RealtimeConfiguration, publisher: SequencedPublisher) {
+        self.configuration = configuration
+        self.publisher = publisher
+    }
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> SequencerInput {
+        switch record.topic {
+        case configuration.transcodeStatusTopic:
+            return try Self.input(status: ContractCoding.decode(RoomTranscodeStatus.self, from: record.value))
+        case configuration.progressTopic:
+            let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
+            guard !change.userId.isEmpty else { throw InvalidRealtimeSource(description: "userId is required") }
+            return SequencerInput(drafts: [.init(channel: .user(change.userId), event: "progress_updated",
+                                                 payload: try Self.json(change), origin: nil)], room: nil)
+        case configuration.broadcastsTopic:
+            let broadcast = try ContractCoding.decode(RealtimeBroadcast.self, from: record.value)
+            guard let channel = ChannelName(broadcast.channel) else { throw InvalidRealtimeSource(description: "channel is required") }
+            guard !broadcast.event.isEmpty else { throw InvalidRealtimeSource(description: "event is required") }
+            return SequencerInput(drafts: [.init(channel: channel, event: broadcast.event, payload: broadcast.payload,
+                                                 origin: broadcast.origin)], room: nil)
+        default:
+            throw InvalidRealtimeSource(description: "unexpected topic \(record.topic)")
+        }
+    }
+
+    /// `room:{roomId}` and `user:{ownerUserId}` get `transcode_progress`, `ready` or `failed`.
+    static func input(status: RoomTranscodeStatus) throws -> SequencerInput {
+        guard !status.roomId.isEmpty, !status.ownerUserId.isEmpty else {
+            throw InvalidRealtimeSource(description: "roomId and ownerUserId are required")
+        }
+        let event = switch status.status {
+        case .queued, .transcoding: "transcode_progress"
+        case .ready: "ready"
+        case .failed: "failed"
+        }
+        let payload = try json(status)
+        return SequencerInput(
+            drafts: [.init(channel: .room(status.roomId), event: event, payload: payload, origin: nil),
+                     .init(channel: .user(status.ownerUserId), event: event, payload: payload, origin: nil)],
+            room: .init(roomID: status.roomId, ownerUserID: status.ownerUserId, visibility: status.visibility))
+    }
+
+    static func json(_ value: some Encodable) throws -> JSONValue {
+        try ContractCoding.decoder.decode(JSONValue.self, from: ContractCoding.encoder.encode(value))
+    }
+
+    public func apply(_ events: [ProjectedEvent<SequencerInput>], in connection: PostgresConnection) async throws -> [SequencedChannelEvent] {
+        try await upsertRooms(events.compactMap(\.event.room), connection)
+        let drafts = events.flatMap { item in item.event.drafts.map { (draft: $0, source: item) } }
+        guard !drafts.isEmpty else { return [] }
+
+        // Reserve sequences per channel, in first-appearance order (one row lock per channel).
+        var counts: [String: Int64] = [:]
+        var order: [String] = []
+        for (draft, _) in drafts {
+            if counts[draft.channel.name] == nil { order.append(draft.channel.name) }
+            counts[draft.channel.name, default: 0] += 1
+        }
+        var next: [String: Int64] = [:]
+        for row in try await connection.query(RealtimeSQL.reserve, [order, order.map { counts[$0]! }]) {
+            let channel = try row.decode(String.self, "channel")
+            next[channel] = try row.decode(Int64.self, "last_seq") - counts[channel]! + 1
+        }
+
+        let now = Date()
+        var sequenced: [SequencedChannelEvent] = []
+        var payloads: [String] = []
+        for (draft, _) in drafts {
+            let seq = next[draft.channel.name]!
+            next[draft.channel.name] = seq + 1
+            sequenced.append(SequencedChannelEvent(channel: draft.channel.name, seq: seq, event: draft.event,
+                                                   payload: draft.payload, createdAt: now, origin: draft.origin))
+            payloads.append(PhoenixMessage.json(draft.payload))
+        }
+        let timestamp = ContractCoding.formatTimestamp(now)
+        _ = try await connection.execute(RealtimeSQL.insertHistory, [
+            sequenced.map(\.channel), sequenced.map(\.seq), sequenced.map(\.event), payloads,
+            sequenced.map { _ in timestamp }, drafts.map(\.source.topic), drafts.map { Int64($0.source.partition) },
+            drafts.map(\.source.offset),
+        ])
+        _ = try await connection.execute(RealtimeSQL.trimByCount, [order, Int64(configuration.historyMaxEvents)])
+        return sequenced
+    }
+
+    public func afterCommit(_ effects: [SequencedChannelEvent]) async throws {
+        try await publisher.publish(effects)
+    }
+
+    func upsertRooms(_ facts: [SequencerInput.RoomFacts], _ connection: PostgresConnection) async throws {
+        guard !facts.isEmpty else { return }
+        var latest: [String: SequencerInput.RoomFacts] = [:]
+        var order: [String] = []
+        for fact in facts {
+            if latest[fact.roomID] == nil { order.append(fact.roomID) }
+            var merged = fact
+            if merged.visibility == nil { merged.visibility = latest[fact.roomID]?.visibility }
+            latest[fact.roomID] = merged
+        }
+        let rooms = order.map { latest[$0]! }
+        _ = try await connection.execute(RealtimeSQL.upsertRoom, [
+            rooms.map(\.roomID), rooms.map(\.ownerUserID), rooms.map { $0.visibility?.rawValue ?? "" },
+        ])
+    }
+}

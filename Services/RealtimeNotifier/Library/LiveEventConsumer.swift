@@ -1,0 +1,61 @@
+import Contracts
+import Kafka
+import Logging
+
+/// Reads `realtime.sequenced.v1` in full (its own consumer group, starting at the end: a
+/// fresh subscription catches up from the history) and hands every event to the hub.
+struct LiveEventConsumer: Sendable {
+    /// Starts every assigned partition at its end, and tells the hub joins may proceed.
+    struct StartAtEnd: KafkaRebalanceListener {
+        let hub: SubscriptionHub
+
+        func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
+            defer { hub.markLive() }
+            return Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(-1)) })
+        }
+
+        func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {}
+    }
+
+    let bootstrapServers: String
+    let topic: String
+    let groupID: String
+    /// `fetch.wait.max.ms`.
+    let fetchWait: String
+    let hub: SubscriptionHub
+    let logger: Logger
+
+    func run() async throws {
+        let consumer = try KafkaConsumer(
+            configuration: KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic],
+                                                      clientID: groupID, sessionTimeout: .seconds(6),
+                                                      extra: ["fetch.wait.max.ms": fetchWait]),
+            rebalanceListener: StartAtEnd(hub: hub), logger: logger)
+        logger.info("live event consumer started", metadata: ["kafka.topic": topic, "kafka.group": groupID])
+        do {
+            while !Task.isCancelled {
+                var records = try await consumer.nextBatch(maxRecords: 2_000, maxWait: .zero)
+                if records.isEmpty {
+                    records = try await consumer.nextBatch(maxRecords: 1, maxWait: .milliseconds(100))
+                    if records.isEmpty { continue }
+                }
+                var events: [SequencedChannelEvent] = []
+                events.reserveCapacity(records.count)
+                for record in records {
+                    do {
+                        events.append(try ContractCoding.decode(SequencedChannelEvent.self, from: record.value))
+                    } catch {
+                        logger.warning("undecodable sequenced event skipped",
+                                       metadata: ["kafka.offset": "\(record.offset)", "error": "\(error)"])
+                    }
+                }
+                hub.deliver(events)
+            }
+        } catch {
+            await consumer.close()
+            if Task.isCancelled { return }
+            throw error
+        }
+        await consumer.close()
+    }
+}

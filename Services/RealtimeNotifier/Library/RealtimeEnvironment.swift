@@ -1,0 +1,13 @@
+import Kafka
+import Logging
+import Metrics
+
+/// What every socket session shares.
+struct RealtimeEnvironment: Sendable {
+    let configuration: RealtimeConfiguration
+    let authorizer: ChannelAuthorizer
+    let hub: SubscriptionHub
+    let producer: KafkaProducer
+    let metrics: MetricsRegistry
+    let logger: Logger
+}

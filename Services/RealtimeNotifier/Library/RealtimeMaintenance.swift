@@ -1,0 +1,65 @@
+import Contracts
+import Foundation
+import Logging
+import Postgres
+
+/// The outbox and janitor loop: re-publishes history rows whose after-commit publish never
+/// completed (a broker outage, a crash between commit and publish), trims rows past the age
+/// bound on channels that stopped receiving events, and probes local subscriptions against
+/// the channels' last sequences.
+struct RealtimeMaintenance: Sendable {
+    let database: PostgresClient
+    let publisher: SequencedPublisher
+    let hub: SubscriptionHub
+    let configuration: RealtimeConfiguration
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled {
+            // Each step on its own: a broker outage must not stop the probe, nor the trim.
+            await step("re-publish") { try await republish() }
+            await step("trim") { try await trimExpired() }
+            await step("probe") { try await probe() }
+            try? await Task.sleep(for: configuration.maintenanceInterval)
+        }
+    }
+
+    private func step(_ name: String, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch is CancellationError {
+        } catch {
+            logger.warning("realtime maintenance step failed; will retry", metadata: ["realtime.step": name, "error": "\(error)"])
+        }
+    }
+
+    /// Publishes unpublished rows older than the grace period, oldest first.
+    func republish(grace: Duration = .seconds(2)) async throws {
+        while !Task.isCancelled {
+            let rows = try await database.query(RealtimeSQL.unpublished, [Double(grace.components.seconds)])
+            guard !rows.isEmpty else { return }
+            let events = try rows.map(ChannelHistory.event)
+            logger.notice("re-publishing sequenced events", metadata: ["realtime.count": "\(events.count)"])
+            try await publisher.publish(events)
+            if rows.count < 1_000 { return }
+        }
+    }
+
+    /// Compares local subscriptions with the channels' last sequences (see `SubscriptionHub.probe`).
+    func probe() async throws {
+        let channels = hub.subscribedChannels
+        guard !channels.isEmpty else { return }
+        var latest: [String: Int64] = [:]
+        for row in try await database.query(RealtimeSQL.lastSeqs, [channels]) {
+            latest[try row.decode(String.self, "channel")] = try row.decode(Int64.self, "last_seq")
+        }
+        hub.probe(latest: latest)
+    }
+
+    func trimExpired() async throws {
+        let seconds = Double(configuration.historyMaxAge.components.seconds)
+        let channels = try await database.query(RealtimeSQL.expiredChannels, [seconds]).map { try $0.decode(String.self, "channel") }
+        guard !channels.isEmpty else { return }
+        _ = try await database.execute(RealtimeSQL.trimByAge, [channels, seconds])
+    }
+}

@@ -1,0 +1,119 @@
+import Contracts
+import Foundation
+import HTTPTypes
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import Projection
+import ServiceRuntime
+import Synchronization
+import WebSocketServer
+
+/// realtime-notifier: a Supabase-Realtime-compatible WebSocket fan-out on port 8084 that
+/// numbers every channel event and replays what a client missed.
+///
+/// Parts: the WebSocket server (which also answers the HTTP routes on the same port), the
+/// sequencer (a projection over the source topics), this instance's consumer of
+/// `realtime.sequenced.v1`, and the maintenance loop (outbox re-publish, age trimming,
+/// idle sockets, gauges).
+public struct RealtimeNotifierService: Sendable {
+    public static let migrations = ProjectionSchema.migrations + RealtimeSchema.migrations
+
+    let context: ServiceContext
+    let configuration: RealtimeConfiguration
+    let environment: RealtimeEnvironment
+    let delegate: RealtimeSocketDelegate
+    let history: ChannelHistory
+    let publisher: SequencedPublisher
+    let ownProducer: KafkaProducer?
+    /// Called with the bound port once the WebSocket server listens (tests bind port 0).
+    public var onListening: @Sendable (Int) -> Void = { _ in }
+
+    public init(context: ServiceContext, configuration: RealtimeConfiguration) {
+        self.context = context
+        self.configuration = configuration
+        let history = ChannelHistory(database: context.database)
+        let hub = SubscriptionHub(history: history, maxPending: configuration.maxCatchUpBuffer, logger: context.logger)
+        let environment = RealtimeEnvironment(
+            configuration: configuration, authorizer: ChannelAuthorizer(codec: context.authenticator.codec, database: context.database),
+            hub: hub, producer: context.producer, metrics: context.metrics, logger: context.logger)
+        self.history = history
+        self.environment = environment
+        self.delegate = RealtimeSocketDelegate(environment: environment)
+        // Sequenced events go out on a producer of their own with no linger: they are on every
+        // event's path to the sockets (the shared producer, which batches, is the fallback).
+        let sequencedProducer = try? KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: context.configuration.kafkaBrokers,
+                                                      clientID: "\(context.name)-sequenced", deliveryTimeout: .seconds(10),
+                                                      lingerMilliseconds: 0),
+            logger: context.logger)
+        self.ownProducer = sequencedProducer
+        self.publisher = SequencedPublisher(producer: sequencedProducer ?? context.producer, database: context.database,
+                                            topic: configuration.sequencedTopic)
+    }
+
+    /// The hub of this instance's sockets (metrics and tests).
+    public var hub: SubscriptionHub { environment.hub }
+
+    public func parts() -> ServiceParts {
+        let sequencer = makeSequencer()
+        let live = LiveEventConsumer(bootstrapServers: context.configuration.kafkaBrokers, topic: configuration.sequencedTopic,
+                                     groupID: "realtime-live-\(configuration.instanceID)",
+                                     fetchWait: configuration.fetchWaitProperty, hub: environment.hub, logger: context.logger)
+        let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, hub: environment.hub,
+                                              configuration: configuration, logger: context.logger)
+        let delegate = self.delegate
+        let metrics = context.metrics
+        metrics.describe("realtime_connections", type: "gauge", help: "Open WebSocket connections.")
+        metrics.describe("realtime_subscriptions", type: "gauge", help: "Channel subscriptions on this instance.")
+        metrics.describe("realtime_messages_delivered", type: "gauge", help: "Broadcasts queued to sockets since start.")
+        let hub = environment.hub
+        return ServiceParts(
+            router: CatchUpRoutes.router(authenticator: context.authenticator, authorizer: environment.authorizer, history: history),
+            background: [
+                ClosureService(name: "realtime-live") { try await live.run() },
+                ClosureService(name: "realtime-sequencer") { try await sequencer.run() },
+                ClosureService(name: "realtime-maintenance") { try await maintenance.run() },
+                ClosureService(name: "realtime-sockets") {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: .seconds(1))
+                        delegate.closeIdle()
+                        metrics.set("realtime_connections", Double(delegate.sessionCount))
+                        metrics.set("realtime_subscriptions", Double(hub.subscriptionCount))
+                        metrics.set("realtime_messages_delivered", Double(hub.deliveredCount))
+                    }
+                },
+            ],
+            onShutdown: { [ownProducer] in await ownProducer?.shutdown() },
+            httpServer: { router in makeServerService(router: router) })
+    }
+
+    public func makeSequencer() -> ProjectionRunner<ChannelSequencer> {
+        var runner = ProjectionRunnerConfiguration(
+            bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.sequencerGroupID,
+            topics: [configuration.transcodeStatusTopic, configuration.progressTopic, configuration.broadcastsTopic],
+            maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait)
+        runner.consumerProperties = ["fetch.wait.max.ms": configuration.fetchWaitProperty]
+        return ProjectionRunner(
+            projection: ChannelSequencer(configuration: configuration, publisher: publisher), configuration: runner,
+            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+    }
+
+    /// The WebSocket server (with `router` on the same port) as a service.
+    func makeServerService(router: Router) -> any Service {
+        let server = WebSocketServer(
+            configuration: WebSocketServerConfiguration(
+                host: context.configuration.httpHost, port: context.configuration.httpPort,
+                maxQueuedMessages: configuration.maxQueuedMessages, maxQueuedBytes: configuration.maxQueuedBytes),
+            delegate: delegate, httpRouter: router, logger: context.logger)
+        let onListening = self.onListening
+        let logger = context.logger
+        return ClosureService(name: "realtime-websocket") {
+            try server.start()
+            logger.info("listening", metadata: ["http.port": String(server.port)])
+            onListening(server.port)
+            try await server.run()
+        }
+    }
+}

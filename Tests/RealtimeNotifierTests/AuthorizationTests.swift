@@ -1,0 +1,82 @@
+import Contracts
+import Foundation
+import Postgres
+import Testing
+@testable import RealtimeNotifier
+
+@Suite("Authorization on join", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.enabled))
+struct AuthorizationTests {
+    func join(_ socket: RawSocket, _ channel: String, ref: String) async throws -> [String: Any] {
+        try await socket.send(json: ["topic": "realtime:\(channel)", "event": "phx_join", "payload": ["config": [String: Any]()],
+                                     "ref": ref, "join_ref": ref])
+        let frame = try #require(try await socket.frame() as? [String: Any])
+        return try #require(frame["payload"] as? [String: Any])
+    }
+
+    @Test("another user's channel and a private room are refused; a public room and one's own private room are allowed")
+    func joins() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "priv", versionId: "v", ownerUserId: "alice",
+                                                                  visibility: .private, status: .queued, at: Date()))
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "pub", versionId: "v", ownerUserId: "alice",
+                                                                  visibility: .public, status: .queued, at: Date()))
+            // A room only ingest knows about (the fallback read of `rooms`).
+            _ = try await harness.database.execute("INSERT INTO rooms (room_id, owner_user_id, visibility) VALUES ('ing', 'carol', 'public')")
+            try await harness.waitForSequence("room:pub", atLeast: 1)
+            try await harness.waitForSequence("room:priv", atLeast: 1)
+
+            let bob = try await RawSocket(url: harness.socketURL(user: "bob"))
+            defer { bob.close() }
+            let other = try await join(bob, "user:alice", ref: "1")
+            #expect(other["status"] as? String == "error")
+            #expect(((other["response"] as? [String: Any])?["reason"] as? String)?.contains("Unauthorized") == true)
+            let privateRoom = try await join(bob, "room:priv", ref: "2")
+            #expect(privateRoom["status"] as? String == "error")
+            #expect(try await join(bob, "room:pub", ref: "3")["status"] as? String == "ok")
+            #expect(try await join(bob, "room:ing", ref: "4")["status"] as? String == "ok")
+            #expect(try await join(bob, "room:unknown", ref: "5")["status"] as? String == "error")
+            #expect(try await join(bob, "user:bob", ref: "6")["status"] as? String == "ok")
+
+            let alice = try await RawSocket(url: harness.socketURL(user: "alice"))
+            defer { alice.close() }
+            #expect(try await join(alice, "room:priv", ref: "1")["status"] as? String == "ok")
+
+            let (forbidden, _) = try await harness.get("/realtime/v1/channels/room:priv/events?after=0", token: harness.token("bob"))
+            #expect(forbidden == 403)
+            let (unauthenticated, _) = try await harness.get("/realtime/v1/channels/room:priv/events?after=0", token: nil)
+            #expect(unauthenticated == 401)
+            let (allowed, _) = try await harness.get("/realtime/v1/channels/room:priv/events?after=0", token: harness.token("alice"))
+            #expect(allowed == 200)
+            let (health, _) = try await harness.get("/healthz", token: nil)
+            #expect(health == 200)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("a refreshed access_token that is invalid ends the channel with a system error")
+    func accessTokenRefresh() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let socket = try await RawSocket(url: harness.socketURL(user: "dave"))
+            defer { socket.close() }
+            #expect(try await join(socket, "user:dave", ref: "1")["status"] as? String == "ok")
+            try await socket.send(json: ["topic": "realtime:user:dave", "event": "access_token",
+                                         "payload": ["access_token": harness.token("dave")], "ref": "2", "join_ref": "1"])
+            try await socket.send(json: ["topic": "realtime:user:dave", "event": "access_token",
+                                         "payload": ["access_token": "bad"], "ref": "3", "join_ref": "1"])
+            let system = try #require(try await socket.frame() as? [String: Any])
+            #expect(system["event"] as? String == "system")
+            #expect((system["payload"] as? [String: Any])?["status"] as? String == "error")
+            let close = try #require(try await socket.frame() as? [String: Any])
+            #expect(close["event"] as? String == "phx_close")
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+}

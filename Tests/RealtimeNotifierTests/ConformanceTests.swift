@@ -1,0 +1,125 @@
+import Contracts
+import Foundation
+import Testing
+@testable import RealtimeNotifier
+
+/// Frames of the v2 serializer, as arrays.
+func v2(_ value: Any) throws -> (joinRef: Any, ref: Any, topic: String, event: String, payload: [String: Any]) {
+    let array = try #require(value as? [Any])
+    try #require(array.count == 5)
+    return (array[0], array[1], try #require(array[2] as? String), try #require(array[3] as? String),
+            try #require(array[4] as? [String: Any]))
+}
+
+func joinV2(_ socket: RawSocket, _ topic: String, ref: String, config: [String: Any] = [:]) async throws {
+    try await socket.send(json: [ref, ref, topic, "phx_join", ["config": config]])
+}
+
+@Suite("Conformance with real clients", .serialized, .timeLimit(.minutes(3)),
+       .enabled(if: Integration.enabled))
+struct ConformanceTests {
+    @Test("the Python realtime client (v1) subscribes to room:123 and receives a ready broadcast produced to Kafka")
+    func pythonClientReceivesReady() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            // The room becomes known (public) through its transcode status.
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "123", versionId: "v1", ownerUserId: "owner",
+                                                                  visibility: .public, status: .queued, at: Date()))
+            try await harness.waitForSequence("room:123", atLeast: 1)
+            let listener = try PythonClient(script: "supabase_listener.py", arguments: [
+                "http://127.0.0.1:\(harness.port())/realtime/v1", harness.token("viewer"), "room:123", "ready", "1"])
+            let status = try await listener.next()
+            #expect(status["status"] as? String == "SUBSCRIBED", "\(status)")
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "123", versionId: "v1", ownerUserId: "owner",
+                                                                  visibility: .public, status: .ready, manifestKey: "m.json", at: Date()))
+            let received = try await listener.next(timeout: .seconds(20))
+            let broadcast = try #require(received["broadcast"] as? [String: Any])
+            #expect(broadcast["event"] as? String == "ready")
+            #expect((broadcast["payload"] as? [String: Any])?["manifestKey"] as? String == "m.json")
+            #expect((broadcast["meta"] as? [String: Any])?["id"] as? String == "2")
+            #expect(await listener.waitForExit() == 0)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("v2 frames: join reply with postgres_changes, heartbeat with the same ref, null refs on broadcasts, re-join closes the old join, leave replies then closes")
+    func rawV2Protocol() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let socket = try await RawSocket(url: harness.socketURL(user: "u1", vsn: "2.0.0"))
+            defer { socket.close() }
+            try await joinV2(socket, "realtime:user:u1", ref: "1")
+            let reply = try v2(try await socket.frame())
+            #expect(reply.joinRef as? String == "1" && reply.ref as? String == "1" && reply.event == "phx_reply")
+            #expect(reply.payload["status"] as? String == "ok")
+            #expect((reply.payload["response"] as? [String: Any])?["postgres_changes"] is [Any])
+            try await harness.waitForSubscriptions(1)
+
+            try await socket.send(json: [NSNull(), "7", "phoenix", "heartbeat", [String: Any]()])
+            let beat = try v2(try await socket.frame())
+            #expect(beat.ref as? String == "7" && beat.topic == "phoenix" && beat.payload["status"] as? String == "ok")
+
+            try await harness.broadcast("user:u1", "comment_new", ["text": .string("hi")])
+            let pushed = try v2(try await socket.frame())
+            #expect(pushed.joinRef is NSNull && pushed.ref is NSNull && pushed.event == "broadcast")
+            #expect(pushed.payload["event"] as? String == "comment_new")
+            #expect((pushed.payload["meta"] as? [String: Any])?["id"] as? String == "1")
+
+            try await joinV2(socket, "realtime:user:u1", ref: "2")
+            let closeOld = try v2(try await socket.frame())
+            #expect(closeOld.event == "phx_close" && closeOld.joinRef as? String == "1")
+            let rejoined = try v2(try await socket.frame())
+            #expect(rejoined.event == "phx_reply" && rejoined.ref as? String == "2" && rejoined.payload["status"] as? String == "ok")
+
+            try await socket.send(json: ["2", "3", "realtime:user:u1", "phx_leave", [String: Any]()])
+            let leaveReply = try v2(try await socket.frame())
+            #expect(leaveReply.event == "phx_reply" && leaveReply.ref as? String == "3" && leaveReply.payload["status"] as? String == "ok")
+            let closed = try v2(try await socket.frame())
+            #expect(closed.event == "phx_close" && closed.joinRef as? String == "2" && closed.payload.isEmpty)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("v1 broadcasts carry ref: null; errors are clear for unmatched topics and malformed frames; bad apikeys are refused before the upgrade")
+    func rawV1AndErrors() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let missing = try await RawSocket.refusal(url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?vsn=1.0.0")
+            #expect(missing?.status == 401 && missing?.body.contains("apikey") == true)
+            let forged = try await RawSocket.refusal(url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=abc.def.ghi")
+            #expect(forged?.status == 401)
+
+            let socket = try await RawSocket(url: harness.socketURL(user: "u2"))
+            defer { socket.close() }
+            try await socket.send(json: ["topic": "realtime:", "event": "phx_join", "payload": [String: Any](), "ref": "1", "join_ref": "1"])
+            let unmatched = try #require(try await socket.frame() as? [String: Any])
+            let unmatchedPayload = try #require(unmatched["payload"] as? [String: Any])
+            #expect(unmatchedPayload["status"] as? String == "error")
+            #expect((unmatchedPayload["response"] as? [String: Any])?["reason"] as? String == "unmatched topic")
+
+            try await socket.send("{not json")
+            let malformed = try #require(try await socket.frame() as? [String: Any])
+            let reason = ((malformed["payload"] as? [String: Any])?["response"] as? [String: Any])?["reason"] as? String
+            #expect(reason?.hasPrefix("malformed frame") == true)
+
+            try await socket.send(json: ["topic": "realtime:user:u2", "event": "phx_join", "payload": ["config": [String: Any]()],
+                                         "ref": "2", "join_ref": "2"])
+            _ = try await socket.frame()
+            try await harness.waitForSubscriptions(1)
+            try await harness.broadcast("user:u2", "remix_created", ["remixId": .string("r9")])
+            let frame = try #require(try await socket.frame() as? [String: Any])
+            #expect(frame["event"] as? String == "broadcast")
+            #expect(frame.keys.contains("ref") && frame["ref"] is NSNull)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+}

@@ -1,0 +1,80 @@
+import Contracts
+import Foundation
+import Postgres
+import Testing
+@testable import RealtimeNotifier
+
+@Suite("Outbox and idle sockets", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.enabled))
+struct MaintenanceTests {
+    @Test("an event committed but never published (a crash after commit) is re-published and reaches the subscribers")
+    func outboxRepublishes() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let socket = try await RawSocket(url: harness.socketURL(user: "o"))
+            defer { socket.close() }
+            #expect(try await joinV1(socket, "user:o", ref: "1")["status"] as? String == "ok")
+            try await harness.waitForSubscriptions(1)
+            // What the sequencer commits, without its after-commit publish.
+            _ = try await harness.database.execute("INSERT INTO realtime_channels (channel, last_seq) VALUES ('user:o', 1)")
+            _ = try await harness.database.execute("""
+                INSERT INTO realtime_history (channel, seq, event, payload, created_at, source_topic, source_partition, source_offset)
+                VALUES ('user:o', 1, 'ready', '{"k":"v"}', now() - interval '10 seconds', 'test', 0, 0)
+                """)
+            let delivered = try await broadcasts(socket, count: 1)
+            #expect(delivered.events == [Pushed(event: "ready", seq: 1, replayed: false)])
+            let published = try await harness.database.query("SELECT published FROM realtime_history WHERE channel = 'user:o'")
+            #expect(try published.first?.decode(Bool.self, "published") == true)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("events older than the history age are trimmed; a replay since before them is told the history no longer reaches back")
+    func ageTrimming() async throws {
+        let harness = try await RealtimeHarness { $0.historyMaxAge = .seconds(1) }
+        do {
+            let since = Int64(Date().timeIntervalSince1970 * 1000) - 1_000
+            for i in 1...3 { try await harness.broadcast("user:aged", "e", ["i": .number(Double(i))]) }
+            try await harness.waitForSequence("user:aged", atLeast: 3)
+            let deadline = ContinuousClock.now + .seconds(15)
+            while try await harness.database.query("SELECT 1 FROM realtime_history WHERE channel = 'user:aged'").count > 0 {
+                guard ContinuousClock.now < deadline else { throw PythonClient.Failure(description: "history never trimmed") }
+                try await Task.sleep(for: .milliseconds(200))
+            }
+            let socket = try await RawSocket(url: harness.socketURL(user: "aged"))
+            defer { socket.close() }
+            #expect(try await joinV1(socket, "user:aged", ref: "1", replay: ["since": since])["status"] as? String == "ok")
+            let frame = try #require(try await socket.frame() as? [String: Any])
+            #expect(frame["event"] as? String == "system")
+            #expect(((frame["payload"] as? [String: Any])?["message"] as? String)?.contains("history no longer reaches back") == true)
+            try await harness.broadcast("user:aged", "e", ["i": .number(4)])
+            #expect(try await broadcasts(socket, count: 1).events == [Pushed(event: "e", seq: 4, replayed: false)])
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("a socket that sends no heartbeat within the idle timeout gets a system error and is closed")
+    func idleSocketsClose() async throws {
+        let harness = try await RealtimeHarness { $0.idleTimeout = .seconds(2) }
+        do {
+            let socket = try await RawSocket(url: harness.socketURL(user: "idle"))
+            defer { socket.close() }
+            let frame = try #require(try await socket.frame(timeout: 8) as? [String: Any])
+            #expect(frame["event"] as? String == "system")
+            #expect((frame["payload"] as? [String: Any])?["message"] as? String == "idle timeout: no heartbeat")
+            guard case .closed = try await socket.receive(timeout: 5) else {
+                Issue.record("the idle socket was not closed")
+                return
+            }
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+}

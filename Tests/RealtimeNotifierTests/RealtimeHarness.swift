@@ -1,0 +1,154 @@
+import Auth
+import Contracts
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import RealtimeNotifier
+import ServiceRuntime
+import Synchronization
+import Testing
+
+enum Integration {
+    static var enabled: Bool { ProcessInfo.processInfo.environment["BACKBONE_INTEGRATION"] == "1" }
+    static var adminURL: String {
+        ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
+    }
+}
+
+/// A fresh database, an embedded Kafka cluster with every topic, and N notifier instances
+/// on ephemeral ports, all in this process.
+final class RealtimeHarness: Sendable {
+    static let secret = "realtime-test-secret-0123456789"
+    let codec = JWTCodec(secret: RealtimeHarness.secret)
+    let cluster: EmbeddedKafkaCluster
+    let databaseName: String
+    let databaseURL: String
+    let database: PostgresClient
+    let producer: KafkaProducer
+    private let instances = Mutex<[(task: Task<Void, any Error>, port: Int, service: RealtimeNotifierService, context: ServiceContext)]>([])
+    let logger: Logger
+
+    init(instances count: Int = 1, configure: (inout RealtimeConfiguration) -> Void = { _ in }) async throws {
+        logger = ProcessInfo.processInfo.environment["REALTIME_TEST_LOG"] == "1" ? Logger(label: "realtime-test", level: .debug) : .disabled
+        cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+        for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+        databaseName = "rt_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminURL, maxConnections: 1), logger: .disabled)
+        _ = try await admin.execute("CREATE DATABASE \(databaseName)")
+        await admin.close()
+        var url = URLComponents(string: Integration.adminURL)!
+        url.path = "/" + databaseName
+        databaseURL = url.string!
+        database = PostgresClient(configuration: PostgresConfiguration(url: databaseURL, maxConnections: 4), logger: .disabled)
+        _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: .disabled).migrate(database)
+        // A table shaped like ingest's `rooms`, for the fallback lookup.
+        _ = try await database.execute("""
+            CREATE TABLE rooms (room_id text PRIMARY KEY, owner_user_id text NOT NULL, visibility text NOT NULL,
+                                updated_at timestamptz NOT NULL DEFAULT now())
+            """)
+        producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
+                                                                               clientID: "realtime-test"), logger: .disabled)
+        for index in 0..<count { try await startInstance(index, configure: configure) }
+    }
+
+    func startInstance(_ index: Int, configure: (inout RealtimeConfiguration) -> Void) async throws {
+        let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: Self.secret,
+                                         httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6)
+        let context = try await ServiceHost.makeContext(name: "realtime-notifier-\(index)", configuration: common,
+                                                        metrics: MetricsRegistry(), logger: logger)
+        var configuration = RealtimeConfiguration(maxBatchWait: .milliseconds(5), maintenanceInterval: .seconds(1),
+                                                  instanceID: "test-\(index)-\(UUID().uuidString.prefix(8))")
+        configure(&configuration)
+        var service = RealtimeNotifierService(context: context, configuration: configuration)
+        let port = Mutex<Int?>(nil)
+        service.onListening = { bound in port.withLock { $0 = bound } }
+        let parts = service.parts()
+        let task = Task { try await ServiceHost.run(context: context, parts: parts, handlesSignals: false) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while port.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        guard let bound = port.withLock({ $0 }) else { throw PythonClient.Failure(description: "instance \(index) did not listen") }
+        instances.withLock { $0.append((task, bound, service, context)) }
+        // Its consumer of sequenced events joins its group in the background; wait for it.
+        let liveDeadline = ContinuousClock.now + .seconds(60)
+        while !service.hub.isLive {
+            guard ContinuousClock.now < liveDeadline else { throw PythonClient.Failure(description: "instance \(index) never went live") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func port(_ index: Int = 0) -> Int { instances.withLock { $0[index].port } }
+    func hub(_ index: Int = 0) -> SubscriptionHub { instances.withLock { $0[index].service.hub } }
+
+    func socketURL(_ index: Int = 0, user: String, vsn: String = "1.0.0") -> String {
+        "ws://127.0.0.1:\(port(index))/realtime/v1/websocket?apikey=\(token(user))&vsn=\(vsn)"
+    }
+
+    func token(_ user: String) -> String { codec.issue(userID: user, ttl: 3600) }
+
+    /// Waits until instance `index` has `count` subscriptions.
+    func waitForSubscriptions(_ count: Int, instance index: Int = 0, timeout: Duration = .seconds(15)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while hub(index).subscriptionCount < count {
+            guard ContinuousClock.now < deadline else {
+                throw PythonClient.Failure(description: "only \(hub(index).subscriptionCount) of \(count) subscriptions")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func broadcast(_ channel: String, _ event: String, _ payload: [String: JSONValue]) async throws {
+        let value = RealtimeBroadcast(channel: channel, event: event, payload: .object(payload))
+        _ = try await producer.send(KafkaProducerRecord(topic: Topics.realtimeBroadcasts, key: Array(channel.utf8),
+                                                        value: try ContractCoding.encode(value)))
+    }
+
+    func transcodeStatus(_ status: RoomTranscodeStatus) async throws {
+        _ = try await producer.send(KafkaProducerRecord(topic: Topics.roomTranscodeStatus, key: Array(status.roomId.utf8),
+                                                        value: try ContractCoding.encode(status)))
+    }
+
+    /// Waits until channel `channel` has sequenced `seq` events.
+    func waitForSequence(_ channel: String, atLeast seq: Int64, timeout: Duration = .seconds(20)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let last = try await database.query("SELECT last_seq FROM realtime_channels WHERE channel = $1", [channel]).first?
+                .decode(Int64.self, "last_seq") ?? 0
+            if last >= seq { return }
+            guard ContinuousClock.now < deadline else { throw PythonClient.Failure(description: "\(channel) only at seq \(last)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// `GET` on instance `index`, returning status and body.
+    func get(_ path: String, token: String?, instance index: Int = 0) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port(index))\(path)")!)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        return try await withCheckedThrowingContinuation { continuation in
+            URLSession.shared.dataTask(with: request) { data, response, error in
+                if let error { continuation.resume(throwing: error); return }
+                continuation.resume(returning: ((response as? HTTPURLResponse)?.statusCode ?? 0, data ?? Data()))
+            }.resume()
+        }
+    }
+
+    func shutdown() async {
+        let all = instances.withLock { $0 }
+        for instance in all.reversed() {
+            instance.task.cancel()
+            _ = await instance.task.result
+            await instance.context.producer.shutdown()
+            await instance.context.database.close()
+        }
+        await producer.shutdown()
+        await database.close()
+        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminURL, maxConnections: 1), logger: .disabled)
+        _ = try? await admin.execute("DROP DATABASE IF EXISTS \(databaseName) WITH (FORCE)")
+        await admin.close()
+        cluster.shutdown()
+    }
+}
