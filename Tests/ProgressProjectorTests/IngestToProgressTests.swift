@@ -1,0 +1,80 @@
+import Auth
+import BackboneTestSupport
+import Contracts
+import Foundation
+import HTTPTypes
+import Ingest
+import Kafka
+import Logging
+import Postgres
+import ProgressProjector
+import Projection
+import ServiceRuntime
+import Testing
+
+@Suite("Ingest to progress, end to end", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
+struct IngestToProgressTests {
+    @Test("a batch POSTed to ingest is reflected by GET reading-progress; a resend changes nothing")
+    func postThenGet() async throws {
+        let harness = try await ProgressHarness(databasePrefix: "e2e_progress")
+        try harness.createTopics([Topics.readingEvents, Topics.readingProgress])
+        _ = try await PostgresMigrator(migrations: IngestSchema.migrations + ProgressProjectorService.migrations, logger: .disabled)
+            .migrate(harness.client)
+        let context = harness.context()
+        let ingest = IngestService(context: context, configuration: IngestConfiguration()).parts().router
+        let progress = ProgressProjectorService(context: context)
+        let runner = progress.makeRunner()
+        let consuming = Task { try await runner.run() }
+        defer { consuming.cancel() }
+
+        let codec = context.authenticator.codec
+        func request(_ method: HTTPMethod, _ path: String, token: String, body: String = "") -> HTTPRequest {
+            HTTPRequest(method: method, path: path, headers: ["Authorization": "Bearer " + token], body: Array(body.utf8))
+        }
+        let service = codec.issue(userID: "catalog", role: "service")
+        let put = await ingest.respond(to: request(.put, "/materials/lesson-42", token: service,
+                                                   body: #"{"readingTargetType":"knowledgeSource","knowledgeBaseId":"kb-1"}"#))
+        #expect(put.status == .ok || put.status == .created)
+
+        let alice = codec.issue(userID: "alice")
+        let now = Date()
+        let items = (1...3).map { n in
+            ReadingEventUploadItem(eventId: UUID().uuidString, clientSessionId: "s-1", readingTargetType: .knowledgeSource,
+                                   materialId: "lesson-42", knowledgeBaseId: "kb-1", eventType: .heartbeat,
+                                   position: .page(n * 3, of: 12), activeSecondsDelta: 15,
+                                   clientTimestamp: now.addingTimeInterval(Double(n)), clientTimezoneOffsetMinutes: 480,
+                                   sequence: n, platform: "iOS", appVersion: "2.3.0")
+        }
+        let body = String(decoding: try ContractCoding.encode(ReadingEventBatchRequest(events: items)), as: UTF8.self)
+        let posted = await ingest.respond(to: request(.post, "/learning/reading-events/batch", token: alice, body: body))
+        #expect(posted.status == .ok)
+        #expect(try ContractCoding.decode(ReadingEventBatchResponse.self, from: posted.body).accepted == 3)
+
+        let router = progress.router()
+        var reflected: ReadingProgressResponse?
+        let seen = await Integration.eventually(timeout: .seconds(30)) {
+            let response = await router.respond(to: request(.get, "/materials/lesson-42/reading-progress", token: alice))
+            reflected = try? ContractCoding.decode(ReadingProgressResponse.self, from: response.body)
+            return reflected?.totalActiveSeconds == 45
+        }
+        #expect(seen)
+        #expect(reflected?.status == .inProgress)
+        #expect(reflected?.lastPosition == .page(9, of: 12))
+        #expect(reflected?.progressPercent == 75)
+
+        // The client timed out and resends the whole batch: answered duplicate, counted once.
+        let resent = await ingest.respond(to: request(.post, "/learning/reading-events/batch", token: alice, body: body))
+        #expect(try ContractCoding.decode(ReadingEventBatchResponse.self, from: resent.body).duplicates == 3)
+        try await Task.sleep(for: .seconds(1))
+        let after = await router.respond(to: request(.get, "/materials/lesson-42/reading-progress", token: alice))
+        #expect(try ContractCoding.decode(ReadingProgressResponse.self, from: after.body).totalActiveSeconds == 45)
+
+        // Bob has read nothing of it.
+        let bob = await router.respond(to: request(.get, "/materials/lesson-42/reading-progress", token: codec.issue(userID: "bob")))
+        #expect(try ContractCoding.decode(ReadingProgressResponse.self, from: bob.body).status == .notStarted)
+
+        consuming.cancel()
+        _ = await consuming.result
+        await harness.close()
+    }
+}
