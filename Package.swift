@@ -80,6 +80,10 @@ let services: [Target] =
 let benchmarks: [Target] = [
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "AnalyticsBench",
+                      dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
+                                     "HTTPTypes", "Auth", "Logging", "Metrics"],
+                      path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -97,6 +101,10 @@ let testTargets: [Target] = [
     .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
                 exclude: ["Fixtures"], swiftSettings: swiftSettings),
     tests("USDTests", ["USD"]),
+    tests("AnalyticsAggregatorTests", [
+        "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
+        "Logging", "Metrics",
+    ]),
 ]
 
 let package = Package(
@@ -108,6 +116,7 @@ let package = Package(
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )
