@@ -1,0 +1,1 @@
+print("analytics-bench: not implemented yet")
