@@ -54,11 +54,12 @@ struct LearningFiguresTests {
         #expect(s.lastActiveDay == "2026-11-30")
         #expect(s.today == "2026-11-30")
         #expect(s.materialsReadToday == 2 && s.materialsCompleted == 5)
-        let sunday = LearningFigures.summary(days([(0, 120), (1, 500), (6, 7)]), today: today + 6, thresholdSeconds: 60,
+        // Sunday 6 December: Monday 30 November and Wednesday 2 December count, Sunday 29 November does not
+        let sunday = LearningFigures.summary(days([(0, 120), (-2, 500), (1, 7)]), today: today + 6, thresholdSeconds: 60,
                                              materialsReadToday: 0, materialsCompleted: 0)
-        #expect(sunday.weekActiveSeconds == 627)
+        #expect(sunday.weekActiveSeconds == 620)
         #expect(sunday.todayActiveSeconds == 0)
-        #expect(sunday.lastActiveDay == "2026-11-30")
+        #expect(sunday.lastActiveDay == "2026-12-02")
         let empty = LearningFigures.summary([], today: today, thresholdSeconds: 60, materialsReadToday: 0, materialsCompleted: 0)
         #expect(empty.lastActiveDay == nil)
     }
