@@ -93,6 +93,10 @@ func tests(_ name: String, _ deps: [Target.Dependency]) -> Target {
 }
 
 let testTargets: [Target] = [
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging"], path: "Tests/Support",
+            swiftSettings: swiftSettings),
+    tests("ProgressProjectorTests", ["ProgressProjector", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
+                                     "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
     tests("KafkaTests", ["Kafka", "Logging"]),
     tests("PostgresTests", ["Postgres", "Logging"]),

@@ -36,9 +36,16 @@ public enum ContractCoding {
         try decoder.decode(T.self, from: Data(bytes))
     }
 
-    /// `2026-11-30T08:15:30.123Z`
+    /// `2026-11-30T08:15:30.123Z`, rounded to the nearest millisecond (so a timestamp that
+    /// came in as epoch milliseconds goes out as the same milliseconds).
     public static func formatTimestamp(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let (seconds, fraction) = millis.quotientAndRemainder(dividingBy: 1000)
+        let whole = fraction < 0 ? seconds - 1 : seconds
+        let ms = fraction < 0 ? fraction + 1000 : fraction
+        let base = Date(timeIntervalSince1970: Double(whole)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        let digits = String(ms)
+        return String(base.dropLast()) + "." + String(repeating: "0", count: 3 - digits.count) + digits + "Z"
     }
 
     /// ISO-8601 with or without fractional seconds, with `Z` or a numeric offset.

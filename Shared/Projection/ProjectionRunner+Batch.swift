@@ -1,6 +1,8 @@
 import Contracts
 import Foundation
 import Kafka
+import Logging
+import Metrics
 import Postgres
 
 /// A partition was claimed by another member (its generation moved on): this member's

@@ -12,16 +12,19 @@ public struct ServiceContext: Sendable {
     public let configuration: CommonConfiguration
     public let database: PostgresClient
     public let producer: KafkaProducer
+    /// Metadata client for readiness checks and operator commands.
+    public let admin: KafkaAdmin
     public let authenticator: RequestAuthenticator
     public let metrics: MetricsRegistry
     public let logger: Logger
 
     public init(name: String, configuration: CommonConfiguration, database: PostgresClient, producer: KafkaProducer,
-                metrics: MetricsRegistry, logger: Logger) {
+                admin: KafkaAdmin, metrics: MetricsRegistry, logger: Logger) {
         self.name = name
         self.configuration = configuration
         self.database = database
         self.producer = producer
+        self.admin = admin
         self.authenticator = RequestAuthenticator(secret: configuration.jwtSecret)
         self.metrics = metrics
         var logger = logger
@@ -32,10 +35,10 @@ public struct ServiceContext: Sendable {
     /// Readiness: Postgres answers `SELECT 1` and the Kafka cluster answers a metadata request.
     public var readinessChecks: [ReadinessCheck] {
         let database = self.database
-        let brokers = configuration.kafkaBrokers
+        let admin = self.admin
         return [
             ReadinessCheck(name: "postgres") { await database.ping() },
-            ReadinessCheck(name: "kafka") { await KafkaAdmin.isReachable(bootstrapServers: brokers) },
+            ReadinessCheck(name: "kafka") { (try? await admin.listTopics()) != nil },
         ]
     }
 }

@@ -41,10 +41,7 @@ public struct HTTPService: Service {
             metrics.observe("http_request_seconds", seconds, labels: ["service": service])
         }
         try server.start()
-        if let port = server.port {
-            logger.info("listening", metadata: ["http.port": String(port)])
-            onListening(port)
-        }
+        onListening(server.port)
         try await server.run()
     }
 }
@@ -89,8 +86,9 @@ public enum ServiceHost {
             configuration: KafkaProducerConfiguration(bootstrapServers: configuration.kafkaBrokers, clientID: name,
                                                       deliveryTimeout: .seconds(10)),
             logger: logger)
+        let admin = try KafkaAdmin(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-admin", timeout: .seconds(3), logger: logger)
         return ServiceContext(name: name, configuration: configuration, database: database, producer: producer,
-                              metrics: metrics, logger: logger)
+                              admin: admin, metrics: metrics, logger: logger)
     }
 
     /// Runs a built service: its HTTP server first, then its background loops; stops them

@@ -84,3 +84,17 @@ struct GoldenFixtureTests {
         #expect(ReadingPosition.scroll(1250, of: 5000).percent == 25)
     }
 }
+
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test("epoch milliseconds survive a round trip exactly")
+    func millisecondsRoundTrip() throws {
+        for millis: Int64 in [1_796_026_545_123, 0, 999, 1_000, -1, -1_001, 1_796_026_545_999] {
+            let date = Date(timeIntervalSince1970: Double(millis) / 1000)
+            let text = ContractCoding.formatTimestamp(date)
+            let back = try #require(ContractCoding.parseTimestamp(text))
+            #expect(Int64((back.timeIntervalSince1970 * 1000).rounded()) == millis, "\(text)")
+        }
+        #expect(ContractCoding.formatTimestamp(Date(timeIntervalSince1970: 1_796_026_545.123)) == "2026-11-30T08:15:45.123Z")
+    }
+}

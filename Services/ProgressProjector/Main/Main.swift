@@ -1,6 +1,13 @@
+import Foundation
+import ProgressProjector
+import ServiceRuntime
+
 @main
-struct Main {
+struct ProgressProjectorMain {
     static func main() async {
-        print("not yet built")
+        exit(await ServiceHost.main(name: "progress-projector", defaultPort: 8081,
+                                    migrations: ProgressProjectorService.migrations) { context, env in
+            ProgressProjectorService(context: context, configuration: .read(from: &env)).parts()
+        })
     }
 }

@@ -1,0 +1,122 @@
+import Auth
+import Contracts
+import Foundation
+import HTTPServer
+import Hashing
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import ServiceRuntime
+
+/// `backbone dev [--infra-only] [--port-offset N]`: the whole system on one machine with no
+/// Docker — an embedded Kafka broker (librdkafka's mock cluster on loopback TCP), a private
+/// PostgreSQL cluster under `.backbone/` unless `DATABASE_URL` is given, migrations, and
+/// every service in this process on its default port. Ctrl-C stops everything.
+enum DevCommand {
+    static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
+        let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers"])
+        try args.only(["infra-only", "port-offset", "brokers"])
+        let portOffset = try args.int("port-offset") ?? 0
+        let home = DevEnvironment.directory
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let environment = ProcessInfo.processInfo.environment
+
+        // Kafka: the embedded broker, with every topic created.
+        let cluster = try EmbeddedKafkaCluster(brokers: try args.int("brokers") ?? 1, logger: logger)
+        for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+        logger.info("embedded Kafka broker started", metadata: ["kafka.brokers": cluster.bootstrapServers])
+
+        // PostgreSQL: DATABASE_URL, or a private cluster from Debian's binaries.
+        var privateCluster: PrivatePostgresCluster?
+        let databaseURL: String
+        if let url = environment["DATABASE_URL"], !url.isEmpty {
+            databaseURL = url
+        } else {
+            let pg = PrivatePostgresCluster(directory: home + "/postgres", logger: logger)
+            databaseURL = try await pg.start()
+            privateCluster = pg
+            logger.info("private PostgreSQL started", metadata: ["pg.directory": home + "/postgres"])
+        }
+
+        let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
+        let metrics = MetricsRegistry()
+        let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
+                                                jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
+        let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics, logger: logger)
+        let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
+        if !applied.isEmpty { logger.info("migrations applied", metadata: ["pg.versions": applied.map(String.init).joined(separator: ",")]) }
+
+        let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
+        var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
+        var services: [any Service] = []
+        var parts: [ServiceParts] = []
+        for entry in entries {
+            let port = entry.defaultPort + portOffset
+            var serviceConfiguration = configuration
+            serviceConfiguration.httpPort = port
+            serviceConfiguration.httpHost = "0.0.0.0"
+            let serviceContext = ServiceContext(name: entry.name, configuration: serviceConfiguration, database: context.database,
+                                                producer: context.producer, admin: context.admin, metrics: metrics, logger: logger)
+            let built = entry.build(serviceContext)
+            parts.append(built)
+            services.append(HTTPService(name: entry.name, configuration: HTTPServerConfiguration(host: "0.0.0.0", port: port),
+                                        router: built.router, readiness: serviceContext.readinessChecks, metrics: metrics,
+                                        logger: serviceContext.logger))
+            services.append(contentsOf: built.background)
+            values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
+        }
+        try DevEnvironment.write(values)
+        printBanner(values: values, secret: secret, infraOnly: entries.isEmpty)
+
+        if services.isEmpty {
+            services.append(ClosureService(name: "infrastructure") {
+                while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            })
+        }
+        var failure: (any Error)?
+        do {
+            try await ServiceGroup(services: services, logger: logger).run()
+        } catch {
+            failure = error
+        }
+        for part in parts { await part.onShutdown() }
+        await context.producer.shutdown()
+        await context.database.close()
+        await privateCluster?.stop()
+        cluster.shutdown()
+        logger.info("dev stack stopped")
+        if let failure { throw failure }
+        return 0
+    }
+
+    /// A random secret kept in `.backbone/jwt-secret`, so tokens survive restarts.
+    static func persistentSecret(in home: String) throws -> String {
+        let path = home + "/jwt-secret"
+        if let existing = try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+           existing.utf8.count >= 16 {
+            return existing
+        }
+        let secret = Digest.hex(Digest.randomBytes(32))
+        try secret.write(toFile: path, atomically: true, encoding: .utf8)
+        return secret
+    }
+
+    static func printBanner(values: [(String, String)], secret: String, infraOnly: Bool) {
+        let codec = JWTCodec(secret: secret)
+        var lines = ["", "Zhixi Backbone dev stack is up\(infraOnly ? " (infrastructure only)" : "")", ""]
+        for (key, value) in values where key != "JWT_SECRET" { lines.append("  \(key.padding(toLength: 14, withPad: " ", startingAt: 0)) \(value)") }
+        lines += [
+            "",
+            "  settings written to \(DevEnvironment.path) (set -a; . \(DevEnvironment.path); set +a)",
+            "  user token (dev-user, 24 h):",
+            "    \(codec.issue(userID: "dev-user", ttl: 86_400))",
+            "  service token (catalog maintenance, 24 h):",
+            "    \(codec.issue(userID: "dev-service", ttl: 86_400, role: "service"))",
+            "",
+            "  Ctrl-C stops everything.",
+            "",
+        ]
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+}

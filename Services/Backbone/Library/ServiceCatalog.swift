@@ -1,0 +1,30 @@
+import Postgres
+import ProgressProjector
+import Projection
+import ServiceRuntime
+
+/// Every service `backbone dev` runs and `backbone migrate` migrates, with its default port.
+struct ServiceCatalog {
+    struct Entry: Sendable {
+        let name: String
+        let defaultPort: Int
+        let urlKey: String
+        let migrations: [PostgresMigration]
+        let build: @Sendable (ServiceContext) -> ServiceParts
+    }
+
+    static let entries: [Entry] = [
+        Entry(name: "progress-projector", defaultPort: 8081, urlKey: "PROGRESS_URL",
+              migrations: ProgressProjectorService.migrations) { context in
+            var env = EnvironmentReader()
+            return ProgressProjectorService(context: context, configuration: .read(from: &env)).parts()
+        },
+    ]
+
+    /// Every migration of every service, each version once, in order.
+    static var allMigrations: [PostgresMigration] {
+        var byVersion: [Int: PostgresMigration] = [:]
+        for entry in entries { for m in entry.migrations { byVersion[m.version] = m } }
+        return byVersion.values.sorted { $0.version < $1.version }
+    }
+}

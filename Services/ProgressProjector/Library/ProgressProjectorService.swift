@@ -1,0 +1,110 @@
+import Contracts
+import Foundation
+import HTTPTypes
+import Kafka
+import Postgres
+import Projection
+import ServiceRuntime
+
+/// Settings of the progress projector beyond the common ones.
+public struct ProgressConfiguration: Sendable {
+    public var eventsTopic: String
+    public var progressTopic: String
+    public var groupID: String
+    public var maxBatchRecords: Int
+    public var maxBatchWait: Duration
+
+    public init(eventsTopic: String = Topics.readingEvents, progressTopic: String = Topics.readingProgress,
+                groupID: String = "progress-projector", maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(20)) {
+        self.eventsTopic = eventsTopic
+        self.progressTopic = progressTopic
+        self.groupID = groupID
+        self.maxBatchRecords = maxBatchRecords
+        self.maxBatchWait = maxBatchWait
+    }
+
+    /// `READING_EVENTS_TOPIC`, `READING_PROGRESS_TOPIC`, `PROGRESS_GROUP_ID`,
+    /// `PROGRESS_BATCH_RECORDS`, `PROGRESS_BATCH_WAIT_MS`.
+    public static func read(from env: inout EnvironmentReader) -> ProgressConfiguration {
+        ProgressConfiguration(
+            eventsTopic: env.string("READING_EVENTS_TOPIC", default: Topics.readingEvents),
+            progressTopic: env.string("READING_PROGRESS_TOPIC", default: Topics.readingProgress),
+            groupID: env.string("PROGRESS_GROUP_ID", default: "progress-projector"),
+            maxBatchRecords: env.int("PROGRESS_BATCH_RECORDS", default: 500, range: 1...10_000),
+            maxBatchWait: env.milliseconds("PROGRESS_BATCH_WAIT_MS", default: .milliseconds(20)))
+    }
+}
+
+/// progress-projector: consumes `reading.events.v2` into `reading_progress` and serves
+/// `GET /materials/{id}/reading-progress` and `GET /learning/continue` for the token's user.
+public struct ProgressProjectorService: Sendable {
+    public static let migrations = ProjectionSchema.migrations + ProgressSchema.migrations
+
+    let context: ServiceContext
+    let configuration: ProgressConfiguration
+
+    public init(context: ServiceContext, configuration: ProgressConfiguration = ProgressConfiguration()) {
+        self.context = context
+        self.configuration = configuration
+    }
+
+    public func parts() -> ServiceParts {
+        let runner = makeRunner()
+        return ServiceParts(router: router(), background: [ClosureService(name: "progress-projection") { try await runner.run() }])
+    }
+
+    public func makeRunner() -> ProjectionRunner<ReadingProgressProjection> {
+        ProjectionRunner(
+            projection: ReadingProgressProjection(producer: context.producer, progressTopic: configuration.progressTopic),
+            configuration: ProjectionRunnerConfiguration(
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
+                topics: [configuration.eventsTopic], maxBatchRecords: configuration.maxBatchRecords,
+                maxBatchWait: configuration.maxBatchWait),
+            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+    }
+
+    public func router() -> Router {
+        var router = Router()
+        let database = context.database
+        let auth = context.authenticator
+        router.get("/materials/:id/reading-progress") { request in
+            let user = try auth.userID(request)
+            let material = request.pathParameters["id"] ?? ""
+            let rows = try await database.query(ProgressSQL.progress, [user, material])
+            guard let row = rows.first else {
+                return .json(ReadingProgressResponse.notStarted(material), encoder: ContractCoding.encoder)
+            }
+            return .json(try Self.progress(row), encoder: ContractCoding.encoder)
+        }
+        router.get("/learning/continue") { request in
+            let user = try auth.userID(request)
+            guard let row = try await database.query(ProgressSQL.continueLearning, [user]).first else {
+                return .json(ContinueLearningResponse.none, encoder: ContractCoding.encoder)
+            }
+            let response = ContinueLearningResponse(
+                type: .material, materialId: try row.decode(String.self, "material_id"),
+                readingTargetType: ReadingTargetType(rawValue: try row.decode(String.self, "reading_target_type")),
+                knowledgeBaseId: try row.decode(String?.self, "knowledge_base_id"),
+                lastPosition: try Self.position(row), progressPercent: try row.decode(Double.self, "progress_percent"),
+                lastReadAt: try row.decode(Date.self, "last_read_at"))
+            return .json(response, encoder: ContractCoding.encoder)
+        }
+        return router
+    }
+
+    static func position(_ row: PostgresRow) throws -> ReadingPosition? {
+        try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+    }
+
+    static func progress(_ row: PostgresRow) throws -> ReadingProgressResponse {
+        ReadingProgressResponse(
+            materialId: try row.decode(String.self, "material_id"),
+            status: ReadingStatus(rawValue: try row.decode(String.self, "status")) ?? .inProgress,
+            lastPosition: try position(row), progressPercent: try row.decode(Double.self, "progress_percent"),
+            totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
+            firstReadAt: try row.decode(Date?.self, "first_read_at"), lastReadAt: try row.decode(Date?.self, "last_read_at"),
+            completedAt: try row.decode(Date?.self, "completed_at"), lastSessionId: try row.decode(String?.self, "last_session_id"),
+            readingTargetType: ReadingTargetType(rawValue: try row.decode(String.self, "reading_target_type")),
+            knowledgeBaseId: try row.decode(String?.self, "knowledge_base_id"))
+    }
+}

@@ -1,0 +1,73 @@
+/// SQL of the progress read model.
+enum ProgressSQL {
+    /// Merges one delta per (user, material) into `reading_progress`. Every column follows
+    /// an order-independent rule: sums, LEAST/GREATEST, and "the row of the greater ordering
+    /// key wins" for the position and for the latest session.
+    static let upsert = """
+        WITH d AS (
+            SELECT u, m, delta, first_ts::timestamptz AS first_ts, last_ts::timestamptz AS last_ts,
+                   NULLIF(completed_ts, '')::timestamptz AS completed_ts,
+                   NULLIF(pos, '')::jsonb AS pos, NULLIF(pct, '')::float8 AS pct,
+                   NULLIF(pos_ts, '')::timestamptz AS pos_ts, pos_seq, NULLIF(pos_id, '') AS pos_id,
+                   session, target, NULLIF(kb, '') AS kb, latest_ts::timestamptz AS latest_ts, latest_seq, latest_id
+            FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                        $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
+                        $16::bigint[], $17::text[])
+                 AS t(u, m, delta, first_ts, last_ts, completed_ts, pos, pct, pos_ts, pos_seq, pos_id,
+                      session, target, kb, latest_ts, latest_seq, latest_id)
+        )
+        INSERT INTO reading_progress AS p (
+            user_id, material_id, status, last_position, position_percent, progress_percent, total_active_seconds,
+            first_read_at, last_read_at, completed_at, last_session_id, reading_target_type, knowledge_base_id,
+            position_ts, position_seq, position_event_id, latest_ts, latest_seq, latest_event_id, updated_at)
+        SELECT u, m, CASE WHEN completed_ts IS NULL THEN 'in_progress' ELSE 'completed' END,
+               pos, pct, CASE WHEN completed_ts IS NULL THEN COALESCE(pct, 0) ELSE 100 END, delta,
+               first_ts, last_ts, completed_ts, session, target, kb,
+               pos_ts, CASE WHEN pos_ts IS NULL THEN NULL ELSE pos_seq END, pos_id, latest_ts, latest_seq, latest_id, now()
+        FROM d
+        ON CONFLICT (user_id, material_id) DO UPDATE SET
+            total_active_seconds = p.total_active_seconds + EXCLUDED.total_active_seconds,
+            first_read_at = LEAST(p.first_read_at, EXCLUDED.first_read_at),
+            last_read_at = GREATEST(p.last_read_at, EXCLUDED.last_read_at),
+            completed_at = LEAST(p.completed_at, EXCLUDED.completed_at),
+            status = CASE WHEN p.completed_at IS NOT NULL OR EXCLUDED.completed_at IS NOT NULL THEN 'completed' ELSE 'in_progress' END,
+            last_position = CASE WHEN \(newerPosition) THEN EXCLUDED.last_position ELSE p.last_position END,
+            position_percent = CASE WHEN \(newerPosition) THEN EXCLUDED.position_percent ELSE p.position_percent END,
+            position_ts = CASE WHEN \(newerPosition) THEN EXCLUDED.position_ts ELSE p.position_ts END,
+            position_seq = CASE WHEN \(newerPosition) THEN EXCLUDED.position_seq ELSE p.position_seq END,
+            position_event_id = CASE WHEN \(newerPosition) THEN EXCLUDED.position_event_id ELSE p.position_event_id END,
+            progress_percent = CASE
+                WHEN p.completed_at IS NOT NULL OR EXCLUDED.completed_at IS NOT NULL THEN 100
+                WHEN \(newerPosition) THEN COALESCE(EXCLUDED.position_percent, 0)
+                ELSE COALESCE(p.position_percent, 0) END,
+            last_session_id = CASE WHEN \(newerLatest) THEN EXCLUDED.last_session_id ELSE p.last_session_id END,
+            reading_target_type = CASE WHEN \(newerLatest) THEN EXCLUDED.reading_target_type ELSE p.reading_target_type END,
+            knowledge_base_id = CASE WHEN \(newerLatest) THEN EXCLUDED.knowledge_base_id ELSE p.knowledge_base_id END,
+            latest_ts = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_ts ELSE p.latest_ts END,
+            latest_seq = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_seq ELSE p.latest_seq END,
+            latest_event_id = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_event_id ELSE p.latest_event_id END,
+            updated_at = now()
+        RETURNING user_id, material_id, status, last_position, progress_percent, total_active_seconds, last_read_at, last_session_id
+        """
+
+    static let newerPosition = """
+        (EXCLUDED.position_ts IS NOT NULL AND (p.position_ts IS NULL OR \
+        (EXCLUDED.position_ts, EXCLUDED.position_seq, EXCLUDED.position_event_id) > (p.position_ts, p.position_seq, p.position_event_id)))
+        """
+
+    static let newerLatest = """
+        ((EXCLUDED.latest_ts, EXCLUDED.latest_seq, EXCLUDED.latest_event_id) > (p.latest_ts, p.latest_seq, p.latest_event_id))
+        """
+
+    static let progress = """
+        SELECT material_id, status, last_position, progress_percent, total_active_seconds, first_read_at, last_read_at,
+               completed_at, last_session_id, reading_target_type, knowledge_base_id
+        FROM reading_progress WHERE user_id = $1 AND material_id = $2
+        """
+
+    static let continueLearning = """
+        SELECT material_id, last_position, progress_percent, last_read_at, reading_target_type, knowledge_base_id
+        FROM reading_progress WHERE user_id = $1 AND status = 'in_progress'
+        ORDER BY last_read_at DESC, material_id LIMIT 1
+        """
+}

@@ -1,1 +1,0 @@
-// HTTPServer — placeholder, replaced by the module's implementation.

@@ -1,0 +1,158 @@
+import CMicroHTTPD
+import Foundation
+import HTTPTypes
+import Logging
+
+/// The libmicrohttpd access-handler protocol, on the daemon's single polling thread.
+///
+/// For each request MHD calls the handler (1) once the headers are parsed, with `*con_cls == NULL`;
+/// (2) once per chunk of body, with `*upload_data_size > 0`; (3) when the request is complete, with
+/// `*upload_data_size == 0` — and again after `MHD_resume_connection`. A response can only be queued
+/// in calls (1) and (3); queuing in (1) makes MHD skip the body and close the connection.
+extension ServerCore {
+    func access(connection: OpaquePointer, url: String, method: String,
+                uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
+                contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
+        guard let raw = contextSlot.pointee else {
+            let context = RequestContext(connection: connection, methodName: method, path: url)
+            contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+            return headersReceived(context)
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        if uploadDataSize.pointee > 0 {
+            let count = uploadDataSize.pointee
+            uploadDataSize.pointee = 0
+            return bodyReceived(context, bytes: UnsafeRawBufferPointer(start: uploadData, count: count))
+        }
+        return requestComplete(context)
+    }
+
+    /// Call (1): the request line and headers are known.
+    private func headersReceived(_ context: RequestContext) -> MHD_Result {
+        let mode = requestStarted()
+        context.request.headers = Self.values(of: context.connection, kind: .HEADER_KIND)
+        context.request.query = Self.values(of: context.connection, kind: .GET_ARGUMENT_KIND).dictionary
+        context.request.remoteAddress = zx_mhd_client_address(context.connection).flatMap(SocketAddress.describe)
+        if mode != .serving {
+            return respondEarly(context, with: Self.shuttingDown)
+        }
+        guard context.method != nil else {
+            return respondEarly(context, with: HTTPError(.init(501), code: "NOT_IMPLEMENTED",
+                                                         message: "method \(context.methodName) is not supported"))
+        }
+        if let declared = context.request.headers["Content-Length"].flatMap({ Int($0) }) {
+            if declared > configuration.maxBodyBytes {
+                context.isTooLarge = true
+                return respondEarly(context, with: tooLarge)
+            }
+            // Bounded so that clients announcing bodies they never send cannot pin memory.
+            context.request.body.reserveCapacity(min(declared, 1 << 20))
+        }
+        return .YES
+    }
+
+    /// Call (2): a piece of the body. Past the limit the body is dropped and the rest discarded;
+    /// a client that keeps sending far beyond it is disconnected.
+    private func bodyReceived(_ context: RequestContext, bytes: UnsafeRawBufferPointer) -> MHD_Result {
+        if context.isTooLarge {
+            context.overflowBytes += bytes.count
+            return context.overflowBytes > max(configuration.maxBodyBytes, 1 << 20) ? MHD_Result.NO : MHD_Result.YES
+        }
+        context.receivedBytes += bytes.count
+        if context.receivedBytes > configuration.maxBodyBytes {
+            context.isTooLarge = true
+            context.request.body = []
+            return .YES
+        }
+        context.request.body.append(contentsOf: bytes)
+        return .YES
+    }
+
+    /// Call (3): the request is complete — dispatch it, or queue the response a handler left.
+    private func requestComplete(_ context: RequestContext) -> MHD_Result {
+        if let response = context.takeResponse() {
+            return queue(response, on: context.connection)
+        }
+        guard context.isAwaitingResponse else { return .YES }  // spurious wake-up while handling
+        if context.isTooLarge {
+            return respondEarly(context, with: tooLarge)
+        }
+        guard registerSuspended(context) else {
+            return respondEarly(context, with: Self.shuttingDown)
+        }
+        context.beginHandling()
+        MHD_suspend_connection(context.connection)
+        let request = context.request
+        Task { await self.handle(request, context: context) }
+        return .YES
+    }
+
+    private var tooLarge: HTTPError {
+        HTTPError(.payloadTooLarge, code: "PAYLOAD_TOO_LARGE",
+                  message: "request body exceeds \(configuration.maxBodyBytes) bytes")
+    }
+
+    /// Queues a response the server produced itself (never ran a handler).
+    private func respondEarly(_ context: RequestContext, with error: HTTPError) -> MHD_Result {
+        context.markQueued()
+        var response = error.response
+        if context.isTooLarge { response.headers.replaceOrAdd(name: "Connection", value: "close") }
+        let result = queue(response, on: context.connection)
+        if context.method != nil {
+            onResponse?(context.request, response, context.startedAt.duration(to: .now))
+        }
+        return result
+    }
+
+    /// Hands a response to MHD (which copies the body). Headers MHD manages itself are skipped.
+    func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
+        var response = response
+        if !(200...599).contains(response.status.rawValue) {
+            logger.error("handler returned an invalid status", metadata: ["http.status": response.status.description])
+            response = HTTPError.internalError.response
+        }
+        let created = response.body.withUnsafeBytes { body in
+            MHD_create_response_from_buffer(body.count, UnsafeMutableRawPointer(mutating: body.baseAddress),
+                                            .RESPMEM_MUST_COPY)
+        }
+        guard let mhdResponse = created else {
+            logger.error("could not allocate a response", metadata: ["http.status": response.status.description])
+            return .NO
+        }
+        defer { MHD_destroy_response(mhdResponse) }
+        for (name, value) in response.headers {
+            let lowered = name.lowercased()
+            if lowered == "content-length" || lowered == "transfer-encoding" { continue }
+            if MHD_add_response_header(mhdResponse, name, value) == MHD_Result.NO {
+                logger.warning("dropped an invalid response header", metadata: ["http.header": name])
+            }
+        }
+        if mode != .serving {
+            _ = MHD_add_response_header(mhdResponse, "Connection", "close")
+        }
+        return MHD_queue_response(connection, UInt32(response.status.rawValue), mhdResponse)
+    }
+
+    /// Collects the key/value pairs of one kind (headers, query arguments) in arrival order.
+    private static func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> HTTPHeaders {
+        var collected = HTTPHeaders()
+        withUnsafeMutablePointer(to: &collected) { pointer in
+            _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+                guard let cls, let key else { return .YES }
+                let fields = cls.assumingMemoryBound(to: HTTPHeaders.self)
+                fields.pointee.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+                return .YES
+            }, pointer)
+        }
+        return collected
+    }
+}
+
+extension HTTPHeaders {
+    /// Query arguments as a dictionary: the last value of a repeated key wins.
+    fileprivate var dictionary: [String: String] {
+        var result: [String: String] = [:]
+        for (name, value) in self { result[name] = value }
+        return result
+    }
+}

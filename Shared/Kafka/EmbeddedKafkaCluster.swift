@@ -1,0 +1,104 @@
+import CRdKafka
+import Logging
+import Synchronization
+
+/// An in-process Kafka cluster: librdkafka's mock cluster, listening on loopback TCP, that
+/// any Kafka client (ours, `kcat`, another process) can connect to via `bootstrapServers`.
+///
+/// Topics: the mock auto-creates an unknown topic (with 4 partitions) when a client's
+/// metadata request allows auto-creation (producers do by default); consumers and admin
+/// requests do not create topics. Use `createTopic` to create topics with a chosen partition
+/// count up front. The mock keeps everything in memory; it disappears with `shutdown()`.
+public final class EmbeddedKafkaCluster: Sendable {
+    /// Comma-separated `host:port` list of the mock brokers.
+    public let bootstrapServers: String
+    /// Broker ids are 1...brokerCount.
+    public let brokerCount: Int
+    private let handle: MockClusterHandle
+
+    /// Starts a mock cluster with `brokers` brokers.
+    public init(brokers: Int = 1, logger: Logger = .disabled) throws(KafkaError) {
+        guard brokers >= 1 else { throw KafkaError(code: .invalidArgument, message: "a cluster needs at least one broker") }
+        let context = EmbeddedClusterContext(logger: logger)
+        // The mock cluster needs a dedicated rd_kafka_t for its bookkeeping; it sends nothing.
+        let client = try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: [("client.id", "embedded-kafka-cluster")], context: context)
+        guard let cluster = rd_kafka_mock_cluster_new(client.pointer, Int32(brokers)) else {
+            throw KafkaError(code: .other, message: "could not start the mock Kafka cluster")
+        }
+        self.handle = MockClusterHandle(cluster: cluster, client: client)
+        self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
+        self.brokerCount = brokers
+        logger.info("embedded Kafka cluster started", metadata: ["kafka.bootstrap": bootstrapServers, "kafka.brokers": String(brokers)])
+    }
+
+    deinit { handle.destroy() }
+
+    /// Creates `name` with `partitions` partitions (replication: min(3, brokers) unless given).
+    public func createTopic(_ name: String, partitions: Int32, replicationFactor: Int32? = nil) throws(KafkaError) {
+        let replicas = replicationFactor ?? Int32(min(3, brokerCount))
+        let err = try handle.withCluster { cluster in rd_kafka_mock_topic_create(cluster, name, partitions, replicas) }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(rdKafka: err, context: "create topic \(name)") }
+    }
+
+    /// Disconnects broker `id` (1-based) and refuses new connections; no leader change.
+    public func setBrokerDown(_ id: Int32) throws(KafkaError) {
+        try check(try handle.withCluster { rd_kafka_mock_broker_set_down($0, id) }, "broker \(id) down")
+    }
+
+    /// Lets broker `id` accept connections again.
+    public func setBrokerUp(_ id: Int32) throws(KafkaError) {
+        try check(try handle.withCluster { rd_kafka_mock_broker_set_up($0, id) }, "broker \(id) up")
+    }
+
+    /// Takes every broker down (clients then see the cluster as unavailable).
+    public func setAllBrokersDown() throws(KafkaError) {
+        for id in 1...Int32(brokerCount) { try setBrokerDown(id) }
+    }
+
+    /// Brings every broker back up.
+    public func setAllBrokersUp() throws(KafkaError) {
+        for id in 1...Int32(brokerCount) { try setBrokerUp(id) }
+    }
+
+    /// Stops the brokers; clients still connected see transport errors. Idempotent.
+    public func shutdown() { handle.destroy() }
+
+    private func check(_ err: rd_kafka_resp_err_t, _ what: String) throws(KafkaError) {
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(rdKafka: err, context: what) }
+    }
+}
+
+private final class EmbeddedClusterContext: RdKafkaCallbackContext {
+    let logger: Logger
+    init(logger: Logger) { self.logger = logger }
+}
+
+/// Owns the mock cluster and its rd_kafka_t, destroying them once.
+///
+/// `@unchecked Sendable`: the mock API posts every operation to the cluster's own thread, so
+/// calls from any thread are safe; `destroyed` (under the mutex) guarantees no call runs
+/// after or concurrently with `rd_kafka_mock_cluster_destroy`.
+private final class MockClusterHandle: @unchecked Sendable {
+    private let cluster: OpaquePointer
+    private let client: RdKafkaClient
+    private let destroyed = Mutex(false)
+
+    init(cluster: OpaquePointer, client: RdKafkaClient) {
+        self.cluster = cluster
+        self.client = client
+    }
+
+    func withCluster<R>(_ body: (OpaquePointer) -> R) throws(KafkaError) -> R {
+        let result: R? = destroyed.withLock { destroyed in destroyed ? nil : body(cluster) }
+        guard let result else { throw .shutdown("embedded cluster") }
+        return result
+    }
+
+    func destroy() {
+        destroyed.withLock { destroyed in
+            guard !destroyed else { return }
+            destroyed = true
+            rd_kafka_mock_cluster_destroy(cluster)
+        }
+    }
+}

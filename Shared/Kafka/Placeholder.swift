@@ -1,1 +1,0 @@
-// Kafka — placeholder, replaced by the module's implementation.

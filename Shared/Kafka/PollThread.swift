@@ -1,0 +1,70 @@
+import Foundation
+import Synchronization
+
+/// A dedicated thread that runs a librdkafka poll loop until asked to stop, so blocking
+/// `rd_kafka_poll`/`rd_kafka_consumer_poll` calls never run on the cooperative pool.
+final class PollThread: Sendable {
+    private let stopFlag = Atomic<Bool>(false)
+    private let exit = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    /// Starts the thread. `body` should loop while `!thread.isStopRequested` and return when done.
+    init(name: String, body: @escaping @Sendable (PollThread) -> Void) {
+        let thread = Thread { [self] in
+            body(self)
+            let waiters = exit.withLock { state in
+                state.done = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    var isStopRequested: Bool { stopFlag.load(ordering: .acquiring) }
+
+    /// Asks the loop to stop without waiting (it notices within one poll timeout).
+    func requestStop() { stopFlag.store(true, ordering: .releasing) }
+
+    /// Asks the loop to stop and suspends until the thread's body has returned.
+    func stop() async {
+        requestStop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = exit.withLock { state in
+                if !state.done { state.waiters.append(continuation) }
+                return state.done
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
+
+/// Runs blocking C calls on a dedicated dispatch queue, off the cooperative pool.
+enum Blocking {
+    private static let queue = DispatchQueue(label: "kafka.blocking", attributes: .concurrent)
+
+    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// Runs an async closure from a dedicated (non-cooperative) thread and blocks that thread
+    /// until it finishes. Only for poll threads, e.g. to run a rebalance listener.
+    static func wait<T: Sendable>(for body: @escaping @Sendable () async -> T) -> T {
+        let box = ResultBox<T>()
+        let semaphore = DispatchSemaphore(value: 0)
+        Task {
+            let result = await body()
+            box.value.withLock { $0 = result }
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return box.value.withLock { $0! }
+    }
+}
+
+private final class ResultBox<T: Sendable>: Sendable {
+    let value = Mutex<T?>(nil)
+}

@@ -1,1 +1,0 @@
-// Postgres — placeholder, replaced by the module's implementation.

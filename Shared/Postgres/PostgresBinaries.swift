@@ -1,0 +1,53 @@
+import Foundation
+
+/// Paths of the server binaries: `$PG_BIN`, else `/usr/lib/postgresql/<highest>/bin`.
+struct PostgresBinaries: Sendable {
+    let directory: String
+    var initdb: String { directory + "/initdb" }
+    var pgCtl: String { directory + "/pg_ctl" }
+
+    static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws(PostgresError) -> PostgresBinaries {
+        if let explicit = environment["PG_BIN"], !explicit.isEmpty {
+            return try validated(explicit)
+        }
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [])
+            .compactMap { Int($0) }
+            .sorted(by: >)
+        for version in versions {
+            let candidate = "\(root)/\(version)/bin"
+            if FileManager.default.isExecutableFile(atPath: candidate + "/initdb") { return PostgresBinaries(directory: candidate) }
+        }
+        throw PostgresError(code: .clusterFailed, message: "no PostgreSQL server binaries under \(root) (set PG_BIN)")
+    }
+
+    private static func validated(_ directory: String) throws(PostgresError) -> PostgresBinaries {
+        let binaries = PostgresBinaries(directory: directory)
+        guard FileManager.default.isExecutableFile(atPath: binaries.initdb),
+              FileManager.default.isExecutableFile(atPath: binaries.pgCtl) else {
+            throw PostgresError(code: .clusterFailed, message: "PG_BIN has no initdb/pg_ctl", context: ["pg.bin": directory])
+        }
+        return binaries
+    }
+}
+
+/// Asks the kernel for a free TCP port on 127.0.0.1.
+enum FreePort {
+    static func find() throws(PostgresError) -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw PostgresError(code: .clusterFailed, message: "cannot open a socket") }
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
+            }
+        }
+        guard bound else { throw PostgresError(code: .clusterFailed, message: "cannot find a free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

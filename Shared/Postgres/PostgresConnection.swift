@@ -1,0 +1,232 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+internal import CLibPQ
+
+/// One libpq connection. Every libpq call for it runs on its own serial `DispatchQueue`,
+/// never on the cooperative thread pool; callers await the result through a continuation.
+///
+/// Usually leased from a `PostgresClient`; `connect(configuration:logger:)` opens a
+/// standalone one (the caller then owns it and calls `close()`).
+// @unchecked Sendable: `handle` is read and written only on `queue` (serial) and in
+// `deinit`, when no other reference exists; the remaining mutable state is in a Mutex.
+public final class PostgresConnection: @unchecked Sendable {
+    struct Status {
+        var broken = false
+        var closed = false
+        var transactionIdle = true
+        var savepoints = 0
+    }
+
+    private static let counter = Atomic<Int>(0)
+
+    /// A process-unique number, used in logs (`pg.connection`).
+    public let id: Int
+    let logger: Logger
+    private let queue: DispatchQueue
+    private var handle: OpaquePointer?
+    private let secret: String?
+    private let status = Mutex(Status())
+
+    private init(handle: OpaquePointer, queue: DispatchQueue, id: Int, secret: String?, logger: Logger) {
+        self.handle = handle
+        self.queue = queue
+        self.id = id
+        self.secret = secret
+        self.logger = logger
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    /// Opens a connection (blocking work runs on the connection's own queue).
+    public static func connect(configuration: PostgresConfiguration, logger: Logger) async throws(PostgresError) -> PostgresConnection {
+        let id = counter.wrappingAdd(1, ordering: .relaxed).newValue
+        let logger = {
+            var logger = logger
+            logger[metadataKey: "pg.connection"] = String(id)
+            return logger
+        }()
+        let queue = DispatchQueue(label: "postgres.connection.\(id)")
+        let secret = configuration.password
+        let result: Result<PostgresConnection, PostgresError> = await withCheckedContinuation { continuation in
+            queue.async {
+                continuation.resume(returning: Result { () throws(PostgresError) -> PostgresConnection in
+                    let handle = try openHandle(configuration)
+                    return PostgresConnection(handle: handle, queue: queue, id: id, secret: secret, logger: logger)
+                })
+            }
+        }
+        switch result {
+        case .success(let connection):
+            logger.debug("postgres connection opened", metadata: ["pg.url": configuration.redactedURL])
+            return connection
+        case .failure(let error):
+            logger.warning("postgres connection failed",
+                           metadata: ["pg.url": configuration.redactedURL, "pg.error": error.description])
+            throw error
+        }
+    }
+
+    private static func openHandle(_ configuration: PostgresConfiguration) throws(PostgresError) -> OpaquePointer {
+        let keywords = ["dbname", "application_name", "connect_timeout", "client_encoding"]
+        let values = [configuration.url, configuration.applicationName,
+                      String(configuration.connectTimeoutSeconds), "UTF8"]
+        let handle = CStringArray(keywords).withPointers { keywordPointers in
+            CStringArray(values).withPointers { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let handle else {
+            throw PostgresError(code: .connectionFailed, message: "out of memory opening a connection")
+        }
+        guard backbone_pq_connection_ok(handle) != 0 else {
+            let message = ConnectionStringRedactor.scrub(
+                Self.trimmed(String(cString: PQerrorMessage(handle))), secret: configuration.password)
+            PQfinish(handle)
+            throw PostgresError(code: .connectionFailed, message: message)
+        }
+        // Fixed session settings the text decoders rely on.
+        let setup = PQexec(handle, "SET DateStyle = 'ISO'; SET TimeZone = 'UTC'; SET bytea_output = 'hex'")
+        defer { PQclear(setup) }
+        guard let setup, PQresultStatus(setup) == PGRES_COMMAND_OK else {
+            PQfinish(handle)
+            throw PostgresError(code: .connectionFailed, message: "could not apply session settings")
+        }
+        return handle
+    }
+
+    // MARK: - Queries
+
+    /// Runs one parameterized statement (`$1`, `$2`, … bound from `binds`, text format).
+    public func query(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> PostgresRows {
+        let parameters = binds.map(\.postgresText)
+        let result = try await run { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) in
+            let raw = CStringArray(parameters).withPointers { pointers in
+                PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
+            }
+            return try connection.check(raw, handle: handle)
+        }
+        return PostgresRows(result: result)
+    }
+
+    /// Runs one parameterized statement and returns the number of affected rows.
+    @discardableResult
+    public func execute(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> Int {
+        try await query(sql, binds).affectedRows
+    }
+
+    /// Closes the connection. Further calls fail with `.closed`.
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.finish()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Closes without waiting (used by the pool when discarding a connection).
+    func closeInBackground() {
+        queue.async { self.finish() }
+    }
+
+    private func finish() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        status.withLock { $0.closed = true }
+        logger.debug("postgres connection closed")
+    }
+
+    /// Whether the pool may hand this connection to someone else: open, healthy and idle.
+    var isReusable: Bool {
+        status.withLock { !$0.broken && !$0.closed && $0.transactionIdle }
+    }
+
+    func markBroken() { status.withLock { $0.broken = true } }
+
+    func nextSavepoint() -> Int { status.withLock { $0.savepoints += 1; return $0.savepoints } }
+
+    // MARK: - Running work on the queue
+
+    /// Runs `work` on the connection's queue with the live handle, then records health.
+    func run<T: Sendable>(
+        _ work: @escaping @Sendable (PostgresConnection, OpaquePointer) throws(PostgresError) -> T
+    ) async throws(PostgresError) -> T {
+        let result: Result<T, PostgresError> = await withCheckedContinuation { continuation in
+            queue.async {
+                guard let handle = self.handle else {
+                    continuation.resume(returning: .failure(.closed("the connection is closed")))
+                    return
+                }
+                let result = Result { () throws(PostgresError) -> T in try work(self, handle) }
+                let healthy = backbone_pq_connection_ok(handle) != 0
+                let idle = backbone_pq_transaction_idle(handle) != 0
+                self.status.withLock { status in
+                    if !healthy { status.broken = true }
+                    status.transactionIdle = idle
+                }
+                continuation.resume(returning: result)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Converts a `PGresult` into rows or a typed error; clears it on failure.
+    func check(_ raw: OpaquePointer?, handle: OpaquePointer, accepting accepted: [ExecStatusType] = []) throws(PostgresError) -> QueryResult {
+        guard let raw else { throw connectionError(handle) }
+        let state = PQresultStatus(raw)
+        if state == PGRES_COMMAND_OK || state == PGRES_TUPLES_OK || accepted.contains(state) {
+            return QueryResult(raw)
+        }
+        defer { PQclear(raw) }
+        let sqlState = backbone_pq_sqlstate(raw).map { String(cString: $0) }
+        var message = backbone_pq_primary_message(raw).map { String(cString: $0) }
+            ?? Self.trimmed(String(cString: PQresultErrorMessage(raw)))
+        message = ConnectionStringRedactor.scrub(message, secret: secret)
+        let lost = backbone_pq_connection_ok(handle) == 0
+        return try { () throws(PostgresError) -> QueryResult in
+            throw PostgresError(code: lost ? .connectionLost : .queryFailed, sqlState: sqlState, message: message)
+        }()
+    }
+
+    func connectionError(_ handle: OpaquePointer) -> PostgresError {
+        let message = ConnectionStringRedactor.scrub(Self.trimmed(String(cString: PQerrorMessage(handle))), secret: secret)
+        let lost = backbone_pq_connection_ok(handle) == 0
+        return PostgresError(code: lost ? .connectionLost : .queryFailed, message: message.isEmpty ? "no result" : message)
+    }
+
+    /// Quotes an identifier with libpq (`"my table"`); dotted names are quoted per part.
+    func quoteIdentifier(_ name: String, handle: OpaquePointer) throws(PostgresError) -> String {
+        var parts: [String] = []
+        for part in name.split(separator: ".", omittingEmptySubsequences: false) {
+            let utf8 = Array(part.utf8)
+            guard let escaped = utf8.withUnsafeBufferPointer({ buffer in
+                buffer.withMemoryRebound(to: CChar.self) { PQescapeIdentifier(handle, $0.baseAddress, $0.count) }
+            }) else {
+                throw PostgresError(code: .queryFailed, message: "invalid identifier")
+            }
+            parts.append(String(cString: escaped))
+            PQfreemem(escaped)
+        }
+        return parts.joined(separator: ".")
+    }
+
+    static func trimmed(_ text: String) -> String {
+        text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+extension PostgresConnection {
+    /// Runs SQL text that may hold several statements and no parameters (simple query
+    /// protocol), e.g. a migration script. Never put values into such text.
+    public func runScript(_ sql: String) async throws(PostgresError) {
+        _ = try await run { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> Int in
+            // PQexec returns the last statement's result; an error stops the script there.
+            let result = try connection.check(PQexec(handle, sql), handle: handle)
+            return result.affectedRows
+        }
+    }
+}

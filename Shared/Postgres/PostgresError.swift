@@ -1,0 +1,85 @@
+/// An error from the Postgres module.
+///
+/// `description` carries the code, the SQLSTATE and the server's primary message only:
+/// never the SQL text, bound values, or connection secrets.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. Extensible: new codes are new static members.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// Could not open a connection (server down, authentication, bad URL).
+        public static let connectionFailed = Code("connectionFailed")
+        /// An open connection broke while in use.
+        public static let connectionLost = Code("connectionLost")
+        /// The server rejected a statement; see `sqlState`.
+        public static let queryFailed = Code("queryFailed")
+        /// No pooled connection became free within `acquireTimeout`.
+        public static let poolTimeout = Code("poolTimeout")
+        /// A column value could not be decoded into the requested Swift type.
+        public static let decoding = Code("decoding")
+        /// The client or connection was closed.
+        public static let closed = Code("closed")
+        /// A COPY FROM STDIN stream failed.
+        public static let copyFailed = Code("copyFailed")
+        /// A transaction ended in ROLLBACK although COMMIT was requested.
+        public static let transactionAborted = Code("transactionAborted")
+        /// The migration list is invalid (e.g. duplicate versions).
+        public static let invalidMigrations = Code("invalidMigrations")
+        /// The private cluster could not be initialised, started or stopped.
+        public static let clusterFailed = Code("clusterFailed")
+        /// The waiting task was cancelled.
+        public static let cancelled = Code("cancelled")
+    }
+
+    public var code: Code
+    /// The five-character SQLSTATE reported by the server (`23505` unique_violation, …).
+    public var sqlState: String?
+    /// The server's primary message, or a module-written explanation.
+    public var message: String
+    /// Extra non-secret context (`pg.column`, `pg.table`, `pg.migration`, …).
+    public var context: [String: String]
+
+    public init(code: Code, sqlState: String? = nil, message: String, context: [String: String] = [:]) {
+        self.code = code
+        self.sqlState = sqlState
+        self.message = message
+        self.context = context
+    }
+
+    /// Whether retrying the whole unit of work may succeed: lost connections, pool
+    /// exhaustion, serialization failures, deadlocks and administrator shutdowns.
+    public var isRetriable: Bool {
+        switch code {
+        case .connectionLost, .connectionFailed, .poolTimeout:
+            return true
+        default:
+            guard let sqlState else { return false }
+            return Self.retriableStates.contains(sqlState) || sqlState.hasPrefix("08")
+        }
+    }
+
+    static let retriableStates: Set<String> = ["40001", "40P01", "57P01", "57P02", "57P03"]
+
+    public var description: String {
+        var text = "PostgresError(\(code)"
+        if let sqlState { text += ", sqlState: \(sqlState)" }
+        text += "): \(message)"
+        for key in context.keys.sorted() { text += " [\(key)=\(context[key]!)]" }
+        return text
+    }
+
+    /// Unique violation (`23505`).
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+}
+
+extension PostgresError {
+    static func closed(_ what: String = "the client is closed") -> PostgresError {
+        PostgresError(code: .closed, message: what)
+    }
+
+    static func decoding(column: String, type: Any.Type, reason: String) -> PostgresError {
+        PostgresError(code: .decoding, message: "cannot decode \(type): \(reason)", context: ["pg.column": column])
+    }
+}

@@ -1,0 +1,113 @@
+internal import CLibPQ
+
+/// Owns one `PGresult`, cleared in `deinit`.
+// @unchecked Sendable: a PGresult is immutable once returned by libpq and its accessors
+// only read it, so concurrent reads from any thread are safe; the pointer never escapes.
+final class QueryResult: @unchecked Sendable {
+    private let pointer: OpaquePointer
+    let columns: [String]
+    let columnIndex: [String: Int]
+    let rowCount: Int
+    let commandTag: String
+    let affectedRows: Int
+
+    init(_ pointer: OpaquePointer) {
+        self.pointer = pointer
+        let columnCount = Int(PQnfields(pointer))
+        var columns: [String] = []
+        var index: [String: Int] = [:]
+        for column in 0..<columnCount {
+            let name = PQfname(pointer, Int32(column)).map { String(cString: $0) } ?? "?column?"
+            columns.append(name)
+            if index[name] == nil { index[name] = column }
+        }
+        self.columns = columns
+        self.columnIndex = index
+        self.rowCount = Int(PQntuples(pointer))
+        self.commandTag = String(cString: PQcmdStatus(pointer))
+        self.affectedRows = Int(String(cString: PQcmdTuples(pointer))) ?? 0
+    }
+
+    deinit { PQclear(pointer) }
+
+    func value(row: Int, column: Int) -> String? {
+        if PQgetisnull(pointer, Int32(row), Int32(column)) != 0 { return nil }
+        return String(cString: PQgetvalue(pointer, Int32(row), Int32(column)))
+    }
+}
+
+/// The rows a statement returned, in order. Values are decoded lazily from text.
+public struct PostgresRows: Sequence, Sendable {
+    let result: QueryResult
+
+    /// Column names in result order.
+    public var columns: [String] { result.columns }
+    public var count: Int { result.rowCount }
+    public var isEmpty: Bool { result.rowCount == 0 }
+    /// Rows inserted/updated/deleted/copied (`PQcmdTuples`), 0 for statements without a count.
+    public var affectedRows: Int { result.affectedRows }
+    /// The command tag, e.g. `INSERT 0 1`, `COMMIT`.
+    public var commandTag: String { result.commandTag }
+
+    public var first: PostgresRow? { isEmpty ? nil : self[0] }
+
+    public subscript(index: Int) -> PostgresRow {
+        precondition(index >= 0 && index < count, "row index out of range")
+        return PostgresRow(result: result, index: index)
+    }
+
+    public func makeIterator() -> Iterator { Iterator(rows: self) }
+
+    public struct Iterator: IteratorProtocol {
+        let rows: PostgresRows
+        var position = 0
+        public mutating func next() -> PostgresRow? {
+            guard position < rows.count else { return nil }
+            defer { position += 1 }
+            return rows[position]
+        }
+    }
+}
+
+/// One result row. `decode` converts a column's text into a `PostgresDecodable` type.
+public struct PostgresRow: Sendable {
+    let result: QueryResult
+    /// The row's position in its result.
+    public let index: Int
+
+    public var columns: [String] { result.columns }
+
+    /// Decodes the column named `column` (the first one, if the name repeats).
+    public func decode<T: PostgresDecodable>(_ type: T.Type, _ column: String) throws(PostgresError) -> T {
+        guard let position = result.columnIndex[column] else {
+            throw PostgresError.decoding(column: column, type: T.self, reason: "no such column in the result")
+        }
+        return try decode(type, at: position, name: column)
+    }
+
+    /// Decodes the column at zero-based `column` position.
+    public func decode<T: PostgresDecodable>(_ type: T.Type, _ column: Int) throws(PostgresError) -> T {
+        guard column >= 0 && column < result.columns.count else {
+            throw PostgresError.decoding(column: "#\(column)", type: T.self, reason: "column index out of range")
+        }
+        return try decode(type, at: column, name: result.columns[column])
+    }
+
+    /// The raw text of a column, `nil` for NULL.
+    public func text(_ column: String) -> String? {
+        result.columnIndex[column].flatMap { result.value(row: index, column: $0) }
+    }
+
+    private func decode<T: PostgresDecodable>(_ type: T.Type, at column: Int, name: String) throws(PostgresError) -> T {
+        guard let text = result.value(row: index, column: column) else {
+            guard let null = T.postgresNull else {
+                throw PostgresError.decoding(column: name, type: T.self, reason: "value is NULL")
+            }
+            return null
+        }
+        guard let value = T.decode(postgresText: text) else {
+            throw PostgresError.decoding(column: name, type: T.self, reason: "malformed value")
+        }
+        return value
+    }
+}

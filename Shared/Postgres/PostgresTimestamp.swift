@@ -1,0 +1,127 @@
+import Foundation
+
+/// Text conversion between `Date` and Postgres timestamps, with microsecond precision.
+///
+/// Connections run with `DateStyle = ISO` and `TimeZone = UTC`, but offsets in the text
+/// (`+05:30`, `-08`) are honoured either way.
+enum PostgresTimestamp {
+    /// `2026-01-02T03:04:05.123456Z`.
+    static func format(_ date: Date) -> String {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let (seconds, fraction) = floorDivide(micros, 1_000_000)
+        let (days, secondOfDay) = floorDivide(seconds, 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        let hour = secondOfDay / 3600, minute = secondOfDay % 3600 / 60, second = secondOfDay % 60
+        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(hour, 2) + ":" + pad(minute, 2)
+            + ":" + pad(second, 2) + "." + pad(fraction, 6) + "Z"
+    }
+
+    /// Parses `YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH[:MM[:SS]]]`, `infinity`, `-infinity`.
+    static func parse(_ text: String) -> Date? {
+        if text == "infinity" { return .distantFuture }
+        if text == "-infinity" { return .distantPast }
+        var scanner = DigitScanner(Array(text.utf8))
+        guard let year = scanner.number(digits: 4...9), scanner.skip("-"),
+              let month = scanner.number(digits: 2...2), scanner.skip("-"),
+              let day = scanner.number(digits: 2...2),
+              (1...12).contains(month), (1...31).contains(day) else { return nil }
+        var seconds = days(fromCivil: year, month, day) * 86_400
+        var micros: Int64 = 0
+        if scanner.skip(" ") || scanner.skip("T") {
+            guard let hour = scanner.number(digits: 2...2), scanner.skip(":"),
+                  let minute = scanner.number(digits: 2...2), scanner.skip(":"),
+                  let second = scanner.number(digits: 2...2) else { return nil }
+            seconds += hour * 3600 + minute * 60 + second
+            if scanner.skip(".") {
+                let start = scanner.index
+                guard let fraction = scanner.number(digits: 1...9) else { return nil }
+                let count = scanner.index - start
+                var scaled = fraction
+                if count < 6 { for _ in count..<6 { scaled *= 10 } }
+                if count > 6 { for _ in 6..<count { scaled /= 10 } }
+                micros = scaled
+            }
+            if let sign = scanner.sign() {
+                guard let offsetHours = scanner.number(digits: 2...2) else { return nil }
+                var offset = offsetHours * 3600
+                if scanner.skip(":") {
+                    guard let offsetMinutes = scanner.number(digits: 2...2) else { return nil }
+                    offset += offsetMinutes * 60
+                    if scanner.skip(":") {
+                        guard let offsetSeconds = scanner.number(digits: 2...2) else { return nil }
+                        offset += offsetSeconds
+                    }
+                }
+                seconds -= sign * offset
+            } else {
+                _ = scanner.skip("Z")
+            }
+        }
+        guard scanner.atEnd else { return nil }
+        return Date(timeIntervalSince1970: Double(seconds) + Double(micros) / 1_000_000)
+    }
+
+    private static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
+        let q = a / b, r = a % b
+        return r < 0 ? (q - 1, r + b) : (q, r)
+    }
+
+    /// Days since 1970-01-01 for a proleptic Gregorian date.
+    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    private static func pad(_ value: Int64, _ width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+}
+
+/// A tiny cursor over ASCII digits and punctuation.
+private struct DigitScanner {
+    let bytes: [UInt8]
+    var index = 0
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var atEnd: Bool { index == bytes.count }
+
+    mutating func skip(_ character: Unicode.Scalar) -> Bool {
+        guard index < bytes.count, bytes[index] == UInt8(character.value) else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func sign() -> Int64? {
+        if skip("+") { return 1 }
+        if skip("-") { return -1 }
+        return nil
+    }
+
+    mutating func number(digits allowed: ClosedRange<Int>) -> Int64? {
+        var value: Int64 = 0
+        let start = index
+        while index < bytes.count, index - start < allowed.upperBound,
+              (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            value = value * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        return allowed.contains(index - start) ? value : nil
+    }
+}

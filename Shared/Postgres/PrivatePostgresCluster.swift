@@ -1,0 +1,161 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// A throwaway PostgreSQL cluster run from the distribution's binaries (`backbone dev`,
+/// tests): `initdb` on first use, `pg_ctl start` listening on 127.0.0.1 only, with its
+/// unix socket in the data directory. As root, the binaries run as the `postgres` system
+/// user (created if missing), because initdb refuses to run as root.
+public final class PrivatePostgresCluster: Sendable {
+    /// The directory given at init; the cluster lives in `<directory>/data`.
+    public let directory: String
+    /// The database `start()` creates and points its URL at.
+    public let database: String
+    private let requestedPort: Int?
+    private let logger: Logger
+    private let runningPort = Mutex<Int?>(nil)
+
+    static let systemUser = "postgres"
+
+    public init(directory: String, port: Int? = nil, database: String = "backbone", logger: Logger) {
+        self.directory = directory
+        self.requestedPort = port
+        self.database = database
+        var logger = logger
+        logger[metadataKey: "pg.cluster"] = directory
+        self.logger = logger
+    }
+
+    public var dataDirectory: String { directory + "/data" }
+
+    /// The port the cluster listens on once started.
+    public var port: Int? { runningPort.withLock { $0 } }
+
+    /// Initialises (if needed) and starts the cluster, creates the database if missing,
+    /// and returns `postgres://postgres@127.0.0.1:PORT/DATABASE`.
+    public func start() async throws -> String {
+        guard database.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), !database.isEmpty else {
+            throw failure("database name must be letters, digits and underscores")
+        }
+        let binaries = try PostgresBinaries.locate()
+        try await prepareDirectory()
+        if !FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") {
+            try await initialise(binaries)
+        }
+        let port = try await startServer(binaries)
+        runningPort.withLock { $0 = port }
+        try await createDatabaseIfMissing(port: port)
+        let url = "postgres://postgres@127.0.0.1:\(port)/\(database)"
+        logger.info("private postgres cluster ready", metadata: ["pg.url": url])
+        return url
+    }
+
+    /// Stops the cluster (`pg_ctl stop -m fast`); errors are logged, not thrown.
+    public func stop() async {
+        guard let binaries = try? PostgresBinaries.locate() else { return }
+        let outcome = await ProcessRunner.run(binaries.pgCtl, ["-D", dataDirectory, "-m", "fast", "-w", "stop"],
+                                              as: Self.systemUser)
+        runningPort.withLock { $0 = nil }
+        if outcome.succeeded {
+            logger.info("private postgres cluster stopped")
+        } else {
+            logger.warning("private postgres cluster stop failed", metadata: ["pg.output": Self.tail(outcome.output)])
+        }
+    }
+
+    // MARK: - Steps
+
+    private func prepareDirectory() async throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        guard geteuid() == 0 else { return }
+        if getpwnam(Self.systemUser) == nil {
+            let created = await ProcessRunner.run("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home",
+                                                                        "--shell", "/usr/sbin/nologin", Self.systemUser])
+            guard created.succeeded else { throw failure("cannot create the postgres user", output: created.output) }
+        }
+        guard let entry = getpwnam(Self.systemUser) else { throw failure("the postgres user does not exist") }
+        guard chown(directory, entry.pointee.pw_uid, entry.pointee.pw_gid) == 0 else {
+            throw failure("cannot hand \(directory) to the postgres user")
+        }
+    }
+
+    private func initialise(_ binaries: PostgresBinaries) async throws {
+        logger.info("initialising private postgres cluster")
+        let outcome = await ProcessRunner.run(binaries.initdb, [
+            "-D", dataDirectory, "--auth=trust", "-U", "postgres", "--encoding=UTF8", "--no-locale",
+        ], as: Self.systemUser)
+        guard outcome.succeeded else { throw failure("initdb failed", output: outcome.output) }
+    }
+
+    /// Starts the server, reusing one already running for this data directory when it
+    /// listens on an acceptable port; removes a stale `postmaster.pid` after a crash.
+    private func startServer(_ binaries: PostgresBinaries) async throws -> Int {
+        let pidFile = dataDirectory + "/postmaster.pid"
+        if FileManager.default.fileExists(atPath: pidFile) {
+            let status = await ProcessRunner.run(binaries.pgCtl, ["-D", dataDirectory, "status"], as: Self.systemUser)
+            if status.succeeded, let running = Self.portInPIDFile(pidFile), requestedPort == nil || requestedPort == running {
+                logger.info("reusing running private postgres cluster", metadata: ["pg.port": String(running)])
+                return running
+            } else if status.succeeded {
+                await stop()
+            } else {
+                logger.warning("removing stale postmaster.pid")
+                try? FileManager.default.removeItem(atPath: pidFile)
+            }
+        }
+        let port = try requestedPort ?? FreePort.find()
+        let socket = dataDirectory + "/.s.PGSQL.\(port)"
+        // Unix socket paths are limited to 107 bytes; a deeper directory gets TCP only.
+        let socketDirectory = socket.utf8.count < 100 ? dataDirectory : ""
+        let options = "-p \(port) -k '\(socketDirectory)' -c listen_addresses=127.0.0.1"
+        let outcome = await ProcessRunner.run(binaries.pgCtl, [
+            "-D", dataDirectory, "-l", directory + "/postgres.log", "-w", "-t", "60", "-o", options, "start",
+        ], as: Self.systemUser)
+        guard outcome.succeeded else {
+            let log = (try? String(contentsOfFile: directory + "/postgres.log", encoding: .utf8)) ?? ""
+            throw failure("pg_ctl start failed", output: outcome.output + "\n" + Self.tail(log))
+        }
+        logger.info("private postgres cluster started", metadata: ["pg.port": String(port)])
+        return port
+    }
+
+    private func createDatabaseIfMissing(port: Int) async throws {
+        let configuration = PostgresConfiguration(url: "postgres://postgres@127.0.0.1:\(port)/postgres",
+                                                  applicationName: "backbone-cluster")
+        let connection = try await PostgresConnection.connect(configuration: configuration, logger: logger)
+        do {
+            let existing = try await connection.query("SELECT 1 FROM pg_database WHERE datname = $1", [database])
+            if existing.isEmpty {
+                // The name was validated as [A-Za-z0-9_]+ in start().
+                do {
+                    try await connection.runScript("CREATE DATABASE \"\(database)\"")
+                } catch where error.sqlState == "42P04" {
+                    // Created concurrently by another starter: fine.
+                }
+            }
+        } catch {
+            await connection.close()
+            throw error
+        }
+        await connection.close()
+    }
+
+    // MARK: - Helpers
+
+    private func failure(_ message: String, output: String = "") -> PostgresError {
+        var context: [String: String] = ["pg.cluster": directory]
+        if !output.isEmpty { context["pg.output"] = Self.tail(output) }
+        return PostgresError(code: .clusterFailed, message: message, context: context)
+    }
+
+    static func tail(_ text: String, lines: Int = 8) -> String {
+        text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+    }
+
+    /// Line 4 of postmaster.pid is the port.
+    static func portInPIDFile(_ path: String) -> Int? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        return lines.count > 3 ? Int(lines[3].trimmingCharacters(in: .whitespaces)) : nil
+    }
+}

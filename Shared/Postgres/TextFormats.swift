@@ -1,0 +1,114 @@
+/// `bytea` hex form: `\x0a0b…`.
+enum ByteaHex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func decode(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"),
+              utf8.count % 2 == 0 else { return nil }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity((utf8.count - 2) / 2)
+        var index = 2
+        while index < utf8.count {
+            guard let high = nibble(utf8[index]), let low = nibble(utf8[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// One-dimensional Postgres array literals (`{a,"b c",NULL}`).
+enum ArrayLiteral {
+    static func quote(_ element: String) -> String {
+        var item = "\""
+        for scalar in element.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { item += "\\" }
+            item.unicodeScalars.append(scalar)
+        }
+        return item + "\""
+    }
+
+    static func format(_ items: [String]) -> String { "{" + items.joined(separator: ",") + "}" }
+
+    /// Parses a one-dimensional literal; `nil` elements are SQL NULLs.
+    static func parse(_ text: String) -> [String?]? {
+        var scalars = text.unicodeScalars[...]
+        guard scalars.popFirst() == "{", scalars.popLast() == "}" else { return nil }
+        var items: [String?] = []
+        if scalars.isEmpty { return items }
+        while true {
+            var item = ""
+            var quoted = false
+            if scalars.first == "\"" {
+                quoted = true
+                scalars.removeFirst()
+                while let scalar = scalars.popFirst(), scalar != "\"" {
+                    if scalar == "\\" {
+                        guard let escaped = scalars.popFirst() else { return nil }
+                        item.unicodeScalars.append(escaped)
+                    } else {
+                        item.unicodeScalars.append(scalar)
+                    }
+                }
+            } else {
+                while let scalar = scalars.first, scalar != "," {
+                    if scalar == "{" || scalar == "\"" { return nil }
+                    item.unicodeScalars.append(scalar)
+                    scalars.removeFirst()
+                }
+            }
+            items.append(!quoted && item == "NULL" ? nil : item)
+            guard let separator = scalars.popFirst() else { return items }
+            guard separator == "," else { return nil }
+        }
+    }
+}
+
+/// COPY FROM STDIN text-format escaping.
+enum CopyText {
+    /// Appends one field: `\N` for NULL, otherwise the value with `\`, tab, LF and CR escaped.
+    static func appendField(_ value: String?, to buffer: inout [UInt8]) {
+        guard let value else {
+            buffer.append(UInt8(ascii: "\\"))
+            buffer.append(UInt8(ascii: "N"))
+            return
+        }
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\\"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case UInt8(ascii: "\t"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case UInt8(ascii: "\n"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case UInt8(ascii: "\r"): buffer.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            default: buffer.append(byte)
+            }
+        }
+    }
+
+    static func appendRow(_ row: [any PostgresBindable], to buffer: inout [UInt8]) {
+        for (index, value) in row.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: "\t")) }
+            appendField(value.postgresText, to: &buffer)
+        }
+        buffer.append(UInt8(ascii: "\n"))
+    }
+}

@@ -1,1 +1,0 @@
-// WebSocketServer — placeholder, replaced by the module's implementation.

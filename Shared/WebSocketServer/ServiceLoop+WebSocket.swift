@@ -1,0 +1,132 @@
+import CWebSockets
+import HTTPTypes
+import Logging
+import Synchronization
+
+/// Service-thread bookkeeping of one upgraded connection.
+final class LiveConnection {
+    let connection: WebSocketConnection
+    /// The message being reassembled from fragments.
+    var inbound: [UInt8] = []
+
+    init(connection: WebSocketConnection) { self.connection = connection }
+}
+
+extension ServiceLoop {
+    /// Most messages one writable callback sends before yielding to other connections.
+    static let writesPerCallback = 32
+
+    /// Upgrade requested: asks the delegate, and answers a refusal as a plain HTTP response.
+    func confirmUpgrade(_ wsi: OpaquePointer, protocol upgrade: String) -> Int32 {
+        guard upgrade.lowercased() == "websocket" else { return -1 }
+        let (_, path) = LWSRequestReader.target(wsi)
+        let request = WebSocketUpgradeRequest(
+            path: path, query: LWSRequestReader.query(wsi), headers: LWSRequestReader.headers(wsi),
+            remoteAddress: LWSRequestReader.remoteAddress(wsi))
+        let decision: WebSocketAcceptDecision
+        if draining {
+            decision = .reject(.serviceUnavailable, error: "server is shutting down")
+        } else if path != configuration.path {
+            decision = .reject(.notFound, error: "no websocket endpoint at \(path)")
+        } else {
+            decision = delegate.shouldAccept(request)
+        }
+        switch decision {
+        case .accept:
+            pendingUpgrades[wsi] = request
+            return 0
+        case .reject(let status, let body):
+            logger.debug("websocket upgrade refused", metadata: ["http.path": path, "http.status": String(status.rawValue)])
+            let response = HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+            // An upgrade is always HTTP/1.1, but lws 4.1 has not recorded the request version
+            // yet at this point (its status helper would say HTTP/1.0), so name it explicitly.
+            guard writeHTTPHeaders(wsi, response, contentLength: response.body.count, statusLine: "HTTP/1.1") else { return -1 }
+            guard writeBytes(wsi, response.body, LWS_WRITE_HTTP_FINAL) else { return -1 }
+            return 1
+        }
+    }
+
+    func connectionEstablished(_ wsi: OpaquePointer) {
+        let request = pendingUpgrades.removeValue(forKey: wsi) ?? WebSocketUpgradeRequest(path: configuration.path)
+        nextID += 1
+        let connection = WebSocketConnection(
+            id: nextID, request: request, maxQueuedMessages: configuration.maxQueuedMessages,
+            maxQueuedBytes: configuration.maxQueuedBytes, waker: waker)
+        connections[wsi] = LiveConnection(connection: connection)
+        wsiByConnection[connection.id] = wsi
+        logger.debug("websocket opened", metadata: ["ws.connection": String(connection.id), "http.path": request.path])
+        delegate.connectionOpened(connection)
+        if draining {
+            connection.outbox.withLock { $0.forceClose(code: 1001, reason: "server shutting down") }
+            lws_callback_on_writable(wsi)
+        }
+    }
+
+    func receive(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        guard let live = connections[wsi] else { return 0 }
+        if live.inbound.count + length > configuration.maxMessageBytes {
+            logger.warning("websocket message too large", metadata: [
+                "ws.connection": String(live.connection.id), "ws.limit": String(configuration.maxMessageBytes),
+            ])
+            live.inbound = []
+            sendCloseReason(wsi, code: UInt16(LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE.rawValue), reason: "message too large")
+            return -1
+        }
+        if let input, length > 0 {
+            live.inbound.append(contentsOf: UnsafeRawBufferPointer(start: input, count: length))
+        }
+        guard lws_is_final_fragment(wsi) != 0 else { return 0 }
+        let message = live.inbound
+        live.inbound = []
+        if lws_frame_is_binary(wsi) != 0 {
+            delegate.connection(live.connection, didReceiveBinary: message)
+        } else {
+            delegate.connection(live.connection, didReceiveText: String(decoding: message, as: UTF8.self))
+        }
+        return 0
+    }
+
+    /// Writes queued messages while the socket takes them, then the close frame if one is due.
+    func writeWebSocket(_ wsi: OpaquePointer) -> Int32 {
+        guard let live = connections[wsi] else { return 0 }
+        let connection = live.connection
+        for _ in 0..<Self.writesPerCallback {
+            switch connection.outbox.withLock({ $0.next() }) {
+            case .idle:
+                return 0
+            case .close(let code, let reason):
+                sendCloseReason(wsi, code: code, reason: reason)
+                return -1
+            case .message(let bytes):
+                guard writeBytes(wsi, bytes, LWS_WRITE_TEXT) else { return -1 }
+            }
+            if lws_send_pipe_choked(wsi) != 0 { break }
+        }
+        if connection.outbox.withLock({ $0.finishBatch() }) { lws_callback_on_writable(wsi) }
+        return 0
+    }
+
+    func connectionDidClose(_ live: LiveConnection) {
+        let id = live.connection.id
+        guard let wsi = wsiByConnection.removeValue(forKey: id) else { return }
+        connections[wsi] = nil
+        live.connection.outbox.withLock { $0.markClosed() }
+        logger.debug("websocket closed", metadata: ["ws.connection": String(id)])
+        delegate.connectionClosed(live.connection)
+    }
+
+    /// Sets the code and reason of the close frame lws sends when the callback returns -1.
+    func sendCloseReason(_ wsi: OpaquePointer, code: UInt16, reason: String) {
+        var bytes = Array(reason.utf8.prefix(123))
+        lws_close_reason(wsi, lws_close_status(rawValue: UInt32(code)), &bytes, bytes.count)
+    }
+
+    /// `lws_write` through the scratch buffer (lws needs `LWS_PRE` writable bytes before the payload).
+    func writeBytes<Bytes: Collection<UInt8>>(_ wsi: OpaquePointer, _ bytes: Bytes, _ kind: lws_write_protocol) -> Bool {
+        let count = bytes.count
+        reserveScratch(count)
+        let payload = scratch + pre
+        _ = UnsafeMutableBufferPointer(start: payload, count: count).initialize(from: bytes)
+        return lws_write(wsi, payload, count, kind) >= count
+    }
+}

@@ -1,0 +1,246 @@
+import CWebSockets
+import Foundation
+import HTTPTypes
+import Logging
+import Synchronization
+
+/// The service thread: owns the lws context, runs `lws_service`, and is the only code that
+/// touches a wsi. Other threads reach it only through ``ServiceWaker``.
+///
+/// `@unchecked Sendable`: the stored `var`s are read and written only on the service thread
+/// (inside `run` and the lws callbacks it triggers); everything shared with other threads is
+/// either immutable or behind a `Mutex` (`waker`, `lifecycle`, each connection's outbox).
+final class ServiceLoop: @unchecked Sendable {
+    let configuration: WebSocketServerConfiguration
+    let delegate: any WebSocketServerDelegate
+    let router: Router?
+    let logger: Logger
+    let waker = ServiceWaker()
+
+    /// Completion of the thread, for `shutdown()`/`run()` waiters.
+    let lifecycle = Mutex(Lifecycle())
+
+    struct Lifecycle: ~Copyable {
+        var finished = false
+        var failure: WebSocketServerError?
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    // MARK: Service-thread state
+
+    var context: OpaquePointer?
+    var connections: [OpaquePointer: LiveConnection] = [:]
+    var wsiByConnection: [UInt64: OpaquePointer] = [:]
+    var pendingUpgrades: [OpaquePointer: WebSocketUpgradeRequest] = [:]
+    var httpExchanges: [OpaquePointer: HTTPExchange] = [:]
+    var wsiByExchange: [UInt64: OpaquePointer] = [:]
+    var nextID: UInt64 = 0
+    var draining = false
+    var drainDeadline = ContinuousClock.now
+
+    /// Write buffer with `LWS_PRE` bytes of headroom, grown on demand.
+    private(set) var scratch: UnsafeMutablePointer<UInt8>
+    private(set) var scratchCapacity: Int
+    let pre = Int(cws_pre())
+
+    // MARK: C-owned memory that must outlive the context
+
+    private let protocols: UnsafeMutablePointer<lws_protocols>
+    private let protocolName: UnsafeMutablePointer<CChar>
+    private let retryPolicy: UnsafeMutablePointer<lws_retry_bo_t>
+    private let hostName: UnsafeMutablePointer<CChar>?
+    private let vhostName: UnsafeMutablePointer<CChar>
+
+    init(configuration: WebSocketServerConfiguration, delegate: any WebSocketServerDelegate, router: Router?, logger: Logger) {
+        self.configuration = configuration
+        self.delegate = delegate
+        self.router = router
+        self.logger = logger
+        scratchCapacity = 64 * 1024
+        scratch = .allocate(capacity: scratchCapacity)
+        protocolName = strdup("zhixi-websocket")
+        vhostName = strdup("websocket-server")
+        let host = configuration.host.flatMap { $0.isEmpty || $0 == "0.0.0.0" || $0 == "::" ? nil : $0 }
+        hostName = host.map { strdup($0) }
+        protocols = .allocate(capacity: 2)
+        protocols.initialize(repeating: lws_protocols(), count: 2)
+        protocols[0].name = UnsafePointer(protocolName)
+        protocols[0].callback = serviceLoopCallback
+        protocols[0].per_session_data_size = 0
+        protocols[0].rx_buffer_size = 64 * 1024
+        retryPolicy = .allocate(capacity: 1)
+        retryPolicy.initialize(to: lws_retry_bo_t())
+        retryPolicy.pointee.secs_since_valid_ping = UInt16(clamping: max(1, configuration.pingInterval))
+        retryPolicy.pointee.secs_since_valid_hangup = UInt16(clamping: max(configuration.pingInterval + 1, configuration.idleTimeout))
+    }
+
+    deinit {
+        scratch.deallocate()
+        protocols.deallocate()
+        retryPolicy.deallocate()
+        free(protocolName)
+        free(vhostName)
+        if let hostName { free(hostName) }
+    }
+
+    /// Makes sure `scratch` holds `LWS_PRE + count` bytes.
+    func reserveScratch(_ count: Int) {
+        guard pre + count > scratchCapacity else { return }
+        scratch.deallocate()
+        scratchCapacity = max(pre + count, scratchCapacity * 2)
+        scratch = .allocate(capacity: scratchCapacity)
+    }
+
+    // MARK: Thread body
+
+    /// Creates the context and vhost, reports the bound port (or the failure), then services
+    /// until shutdown has drained every connection, and destroys the context on this thread.
+    func run(ready: (Result<Int, WebSocketServerError>) -> Void) {
+        var info = lws_context_creation_info()
+        info.options = cws_server_options(hostName.map { strchr($0, 0x3A) == nil ? 1 : 0 } ?? 0)
+        info.gid = -1
+        info.uid = -1
+        info.user = Unmanaged.passUnretained(self).toOpaque()
+        guard let context = lws_create_context(&info) else {
+            ready(.failure(WebSocketServerError(.contextCreationFailed)))
+            finish(failure: nil)
+            return
+        }
+        var vhostInfo = lws_context_creation_info()
+        vhostInfo.port = Int32(configuration.port)
+        vhostInfo.iface = hostName.map { UnsafePointer($0) }
+        vhostInfo.vhost_name = UnsafePointer(vhostName)
+        vhostInfo.protocols = UnsafePointer(protocols)
+        vhostInfo.retry_and_idle_policy = UnsafePointer(retryPolicy)
+        vhostInfo.max_http_header_data = 8 * 1024
+        vhostInfo.options = info.options
+        guard let vhost = lws_create_vhost(context, &vhostInfo) else {
+            lws_context_destroy(context)
+            ready(.failure(WebSocketServerError(.listenFailed, context: [
+                "ws.host": configuration.host ?? "*", "ws.port": String(configuration.port),
+            ], isRetriable: true)))
+            finish(failure: nil)
+            return
+        }
+        self.context = context
+        waker.attach(context: context)
+        let port = Int(lws_get_vhost_listen_port(vhost))
+        ready(.success(port))
+
+        var failure: WebSocketServerError?
+        while true {
+            if lws_service(context, 0) < 0 {
+                failure = WebSocketServerError(.serviceFailed, context: ["ws.reason": "lws_service failed"], isRetriable: true)
+                break
+            }
+            if draining && (connections.isEmpty || ContinuousClock.now >= drainDeadline) { break }
+        }
+        waker.attach(context: nil)
+        lws_context_destroy(context)
+        self.context = nil
+        // Anything lws did not report as closed while being destroyed is closed now.
+        for live in connections.values { connectionDidClose(live) }
+        connections = [:]
+        wsiByConnection = [:]
+        pendingUpgrades = [:]
+        httpExchanges = [:]
+        wsiByExchange = [:]
+        finish(failure: failure)
+    }
+
+    private func finish(failure: WebSocketServerError?) {
+        let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.finished = true
+            state.failure = failure
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Suspends until the service thread has finished (returns at once if it has).
+    func waitUntilFinished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = lifecycle.withLock { state -> Bool in
+                if state.finished { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    // MARK: Callback dispatch
+
+    func handle(_ wsi: OpaquePointer, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+                _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+        switch reason {
+        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE:
+            return confirmUpgrade(wsi, protocol: input.map { String(cString: $0.assumingMemoryBound(to: CChar.self)) } ?? "")
+        case LWS_CALLBACK_ESTABLISHED:
+            connectionEstablished(wsi)
+        case LWS_CALLBACK_RECEIVE:
+            return receive(wsi, input, length)
+        case LWS_CALLBACK_SERVER_WRITEABLE:
+            return writeWebSocket(wsi)
+        case LWS_CALLBACK_CLOSED:
+            if let live = connections[wsi] { connectionDidClose(live) }
+        case LWS_CALLBACK_HTTP:
+            return beginHTTP(wsi)
+        case LWS_CALLBACK_HTTP_BODY:
+            return receiveHTTPBody(wsi, input, length)
+        case LWS_CALLBACK_HTTP_BODY_COMPLETION:
+            return completeHTTPBody(wsi)
+        case LWS_CALLBACK_HTTP_WRITEABLE:
+            return writeHTTP(wsi)
+        case LWS_CALLBACK_CLOSED_HTTP:
+            forgetExchange(wsi)
+        case LWS_CALLBACK_WSI_DESTROY:
+            forgetExchange(wsi)
+            pendingUpgrades[wsi] = nil
+            if let live = connections[wsi] { connectionDidClose(live) }
+        case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
+            drainInbox()
+        default:
+            return lws_callback_http_dummy(wsi, reason, user, input, length)
+        }
+        return 0
+    }
+
+    /// Runs on the service thread after `lws_cancel_service`: acts on what other threads queued.
+    private func drainInbox() {
+        let work = waker.takeWork()
+        for id in work.writable {
+            if let wsi = wsiByConnection[id] { lws_callback_on_writable(wsi) }
+        }
+        for (id, response) in work.httpResponses {
+            guard let wsi = wsiByExchange[id], let exchange = httpExchanges[wsi], exchange.id == id else { continue }
+            exchange.response = response
+            lws_callback_on_writable(wsi)
+        }
+        if work.shutdownRequested && !draining { beginDrain() }
+    }
+
+    /// Closes every connection with 1001 and lets `run` leave its loop once they are gone.
+    private func beginDrain() {
+        draining = true
+        drainDeadline = ContinuousClock.now + .seconds(configuration.shutdownGracePeriod)
+        logger.info("websocket server shutting down", metadata: ["ws.connections": String(connections.count)])
+        for (wsi, live) in connections {
+            live.connection.outbox.withLock { $0.forceClose(code: 1001, reason: "server shutting down") }
+            lws_callback_on_writable(wsi)
+        }
+        // lws sleeps until the next event; make sure the loop re-checks the deadline.
+        let waker = self.waker
+        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.shutdownGracePeriod + 0.05) {
+            waker.poke()
+        }
+    }
+}
+
+/// The protocol callback lws calls for every event; the loop comes from the context's user pointer.
+private func serviceLoopCallback(_ wsi: OpaquePointer?, _ reason: lws_callback_reasons, _ user: UnsafeMutableRawPointer?,
+                                 _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
+    guard let wsi, let context = lws_get_context(wsi), let loop = lws_context_user(context) else { return 0 }
+    return Unmanaged<ServiceLoop>.fromOpaque(loop).takeUnretainedValue().handle(wsi, reason, user, input, length)
+}

@@ -1,0 +1,104 @@
+import Foundation
+import HTTPTypes
+import Logging
+import Synchronization
+
+/// A WebSocket server, with plain HTTP on the same port, over libwebsockets.
+///
+/// One dedicated service thread owns the lws context: it accepts, upgrades, reads, writes and
+/// closes every socket, and calls the delegate. Other threads only queue outgoing messages
+/// (``WebSocketConnection/send(_:)``) and wake it. Requests that are not upgrades go to the
+/// `httpRouter` (run in a task; the response is written back by the service thread), or get a
+/// 404 JSON error when there is no router.
+public final class WebSocketServer: Sendable {
+    public let configuration: WebSocketServerConfiguration
+    private let loop: ServiceLoop
+    private let logger: Logger
+    private let state = Mutex(State.idle)
+
+    private enum State {
+        case idle
+        case running(port: Int)
+        case stopped(started: Bool)
+    }
+
+    public init(configuration: WebSocketServerConfiguration, delegate: any WebSocketServerDelegate,
+                httpRouter: Router?, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        self.loop = ServiceLoop(configuration: configuration, delegate: delegate, router: httpRouter, logger: logger)
+    }
+
+    /// The bound port (the ephemeral one when configured with `0`), or `configuration.port` before `start()`.
+    public var port: Int {
+        state.withLock { state in
+            if case .running(let port) = state { return port }
+            return configuration.port
+        }
+    }
+
+    /// Binds the port and starts the service thread; returns once the server accepts connections.
+    public func start() throws(WebSocketServerError) {
+        try state.withLock { state throws(WebSocketServerError) in
+            guard case .idle = state else { throw WebSocketServerError(.invalidState, context: ["ws.reason": "already started"]) }
+            LWSLog.install(logger)
+            let ready = Mutex<Result<Int, WebSocketServerError>?>(nil)
+            let started = DispatchSemaphore(value: 0)
+            let loop = self.loop
+            let thread = Thread {
+                loop.run { result in
+                    ready.withLock { $0 = result }
+                    started.signal()
+                }
+            }
+            thread.name = "websocket-service"
+            thread.start()
+            started.wait()
+            switch ready.withLock({ $0 }) {
+            case .success(let port):
+                state = .running(port: port)
+            case .failure(let error):
+                state = .stopped(started: false)
+                throw error
+            case nil:
+                state = .stopped(started: false)
+                throw WebSocketServerError(.contextCreationFailed)
+            }
+        }
+        logger.info("websocket server listening", metadata: [
+            "ws.port": String(port), "ws.path": configuration.path, "ws.host": configuration.host ?? "*",
+        ])
+    }
+
+    /// Starts if needed and serves until the task is cancelled (then shuts down), or until
+    /// `shutdown()` is called elsewhere. Throws if the service loop failed.
+    public func run() async throws {
+        if case .idle = state.withLock({ $0 }) { try start() }
+        await withTaskCancellationHandler {
+            await loop.waitUntilFinished()
+        } onCancel: {
+            loop.waker.requestShutdown()
+        }
+        state.withLock { $0 = .stopped(started: true) }
+        if let failure = loop.lifecycle.withLock({ $0.failure }) { throw failure }
+    }
+
+    /// Closes every WebSocket with 1001 (going away), waits for the close handshakes up to the
+    /// grace period, stops the service thread and destroys the lws context. Idempotent.
+    public func shutdown() async {
+        let started = state.withLock { state -> Bool in
+            switch state {
+            case .idle, .stopped(started: false):
+                state = .stopped(started: false)
+                return false
+            case .running, .stopped(started: true):
+                state = .stopped(started: true)
+                return true
+            }
+        }
+        guard started else { return }
+        loop.waker.requestShutdown()
+        await loop.waitUntilFinished()
+        logger.info("websocket server stopped")
+    }
+}

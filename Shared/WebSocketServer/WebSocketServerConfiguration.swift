@@ -1,0 +1,74 @@
+/// Settings of a ``WebSocketServer``. Every limit is per connection.
+public struct WebSocketServerConfiguration: Sendable {
+    /// Address to listen on: an IPv4/IPv6 literal or interface name; `nil` or `0.0.0.0` means every address.
+    public var host: String?
+    /// TCP port; `0` picks an ephemeral port, readable from ``WebSocketServer/port`` after `start()`.
+    public var port: Int
+    /// The only path on which WebSocket upgrades are accepted, e.g. `/realtime/v1/websocket`.
+    public var path: String
+    /// Outgoing messages a connection may have waiting before ``WebSocketConnection/send(_:)`` reports overflow.
+    public var maxQueuedMessages: Int
+    /// Outgoing bytes a connection may have waiting before ``WebSocketConnection/send(_:)`` reports overflow.
+    public var maxQueuedBytes: Int
+    /// Largest inbound message (after reassembling fragments); bigger ones close the socket with 1009.
+    public var maxMessageBytes: Int
+    /// Seconds without proof of life after which the server sends a WebSocket PING (lws validity policy).
+    public var pingInterval: Int
+    /// Seconds without proof of life after which the TCP connection is dropped.
+    public var idleTimeout: Int
+    /// Largest HTTP request body accepted on the plain HTTP side; bigger ones get 413.
+    public var maxHTTPBodyBytes: Int
+    /// Seconds an HTTP request may wait for the router before lws drops it.
+    public var httpResponseTimeout: Int
+    /// Seconds `shutdown()` waits for close handshakes before destroying the context.
+    public var shutdownGracePeriod: Double
+
+    public init(host: String? = "0.0.0.0", port: Int = 8084, path: String = "/realtime/v1/websocket",
+                maxQueuedMessages: Int = 1_024, maxQueuedBytes: Int = 8 << 20, maxMessageBytes: Int = 1 << 20,
+                pingInterval: Int = 30, idleTimeout: Int = 75, maxHTTPBodyBytes: Int = 1 << 20,
+                httpResponseTimeout: Int = 30, shutdownGracePeriod: Double = 2) {
+        self.host = host
+        self.port = port
+        self.path = path
+        self.maxQueuedMessages = maxQueuedMessages
+        self.maxQueuedBytes = maxQueuedBytes
+        self.maxMessageBytes = maxMessageBytes
+        self.pingInterval = pingInterval
+        self.idleTimeout = idleTimeout
+        self.maxHTTPBodyBytes = maxHTTPBodyBytes
+        self.httpResponseTimeout = httpResponseTimeout
+        self.shutdownGracePeriod = shutdownGracePeriod
+    }
+}
+
+/// Why the server could not start or run.
+public struct WebSocketServerError: Error, Sendable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Sendable, Hashable {
+        public var rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        /// `lws_create_context` failed (bad options, out of memory).
+        public static let contextCreationFailed = Code(rawValue: "CONTEXT_CREATION_FAILED")
+        /// The listening socket could not be created (port in use, bad host).
+        public static let listenFailed = Code(rawValue: "LISTEN_FAILED")
+        /// `lws_service` failed while running.
+        public static let serviceFailed = Code(rawValue: "SERVICE_FAILED")
+        /// `start()` was called twice, or after `shutdown()`.
+        public static let invalidState = Code(rawValue: "INVALID_STATE")
+    }
+
+    public var code: Code
+    public var context: [String: String]
+    public var isRetriable: Bool
+
+    public init(_ code: Code, context: [String: String] = [:], isRetriable: Bool = false) {
+        self.code = code
+        self.context = context
+        self.isRetriable = isRetriable
+    }
+
+    public var description: String {
+        let details = context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        return details.isEmpty ? "WebSocketServerError(\(code.rawValue))" : "WebSocketServerError(\(code.rawValue) \(details))"
+    }
+}

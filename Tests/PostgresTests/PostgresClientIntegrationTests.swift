@@ -1,0 +1,259 @@
+import Foundation
+import Logging
+import Postgres
+import Synchronization
+import Testing
+
+@Suite("PostgresClient against a real database", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))
+struct PostgresClientIntegrationTests {
+    static let tricky = "it's \"quoted\" \\ back\\slash\ttab\nnewline\r\n 中文 ✓ émoji 🎉 \\N"
+
+    @Test("every bindable type round-trips, including NULLs, unicode and escape characters")
+    func roundTrip() async throws {
+        let client = Integration.client()
+        let table = Integration.uniqueName("types")
+        try await client.execute("""
+            CREATE TABLE \(table) (id int, s text, i bigint, i32 int, d double precision, n numeric, b boolean,
+            ts timestamptz, u uuid, bytes bytea, j jsonb, tags text[], nums bigint[])
+            """)
+        let date = Date(timeIntervalSince1970: 1_767_225_845.123456)
+        let uuid = UUID()
+        let bytes: [UInt8] = [0, 1, 0x5C, 0x09, 0xFF]
+        let tags = [Self.tricky, "b,c", "{}"]
+        try await client.execute(
+            "INSERT INTO \(table) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            [1, Self.tricky, Int64.max, Int32.min, 3.25, 12.5, true, date, uuid, bytes,
+             PostgresJSON(#"{"k": "v\"q", "n": [1, 2]}"#), tags, [Int64(1), -2]])
+        try await client.execute("INSERT INTO \(table) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            [2, nil as String?, nil as Int64?, nil as Int32?, nil as Double?, nil as Double?, nil as Bool?, nil as Date?,
+             nil as UUID?, nil as [UInt8]?, nil as PostgresJSON?, nil as [String]?, nil as [Int64]?])
+
+        let rows = try await client.query("SELECT * FROM \(table) ORDER BY id")
+        #expect(rows.count == 2)
+        let row = rows[0]
+        #expect(try row.decode(String.self, "s") == Self.tricky)
+        #expect(try row.decode(Int64.self, "i") == Int64.max)
+        #expect(try row.decode(Int32.self, "i32") == Int32.min)
+        #expect(try row.decode(Double.self, "d") == 3.25)
+        #expect(try row.decode(Double.self, "n") == 12.5)
+        #expect(try row.decode(Bool.self, "b") == true)
+        #expect(abs(try row.decode(Date.self, "ts").timeIntervalSince(date)) < 0.000_002)
+        #expect(try row.decode(UUID.self, "u") == uuid)
+        #expect(try row.decode([UInt8].self, "bytes") == bytes)
+        let json = try row.decode(PostgresJSON.self, "j").decode([String: AnyCodableValue].self)
+        #expect(json["k"] == .string("v\"q"))
+        #expect(try row.decode([String].self, "tags") == tags)
+        #expect(try row.decode([Int64].self, "nums") == [1, -2])
+        #expect(try row.decode(Int.self, 0) == 1)
+
+        let nulls = rows[1]
+        #expect(try nulls.decode(String?.self, "s") == nil)
+        #expect(try nulls.decode(Date?.self, "ts") == nil)
+        #expect(try nulls.decode([UInt8]?.self, "bytes") == nil)
+        do {
+            _ = try nulls.decode(Int64.self, "i")
+            Issue.record("NULL decoded into a non-optional")
+        } catch {
+            #expect(error.code == .decoding)
+            #expect(error.context["pg.column"] == "i")
+        }
+        do {
+            _ = try row.decode(Int64.self, "s")
+            Issue.record("text decoded as Int64")
+        } catch {
+            #expect(error.code == .decoding)
+            #expect(error.description.contains("s"))
+        }
+        try await client.execute("DROP TABLE \(table)")
+        await client.close()
+    }
+
+    @Test("COPY loads tricky strings, NULLs and every type exactly as plain inserts do")
+    func copy() async throws {
+        let client = Integration.client()
+        let table = Integration.uniqueName("copy")
+        try await client.execute("CREATE TABLE \(table) (id bigint, s text, ts timestamptz, bytes bytea, j jsonb, ok boolean)")
+        let date = Date(timeIntervalSince1970: 1_700_000_000.5)
+        var rows: [[any PostgresBindable]] = []
+        for index in 0..<5000 {
+            let text: String? = index % 10 == 0 ? nil : Self.tricky + String(index)
+            let bytes: [UInt8] = [UInt8(index % 256), 0x5C]
+            let json = PostgresJSON(#"{"i": \#(index)}"#)
+            rows.append([Int64(index), text, date, bytes, json, index % 2 == 0])
+        }
+        let copied = try await client.withConnection { connection in
+            try await connection.copy(into: table, columns: ["id", "s", "ts", "bytes", "j", "ok"], rows: rows)
+        }
+        #expect(copied == 5000)
+        let check = try await client.query("SELECT s, ts, bytes, j->>'i' AS i, ok FROM \(table) WHERE id = $1", [Int64(7)])
+        let row = try #require(check.first)
+        #expect(try row.decode(String.self, "s") == Self.tricky + "7")
+        #expect(try row.decode(Date.self, "ts") == date)
+        #expect(try row.decode([UInt8].self, "bytes") == [7, 0x5C])
+        #expect(try row.decode(String.self, "i") == "7")
+        #expect(try row.decode(Bool.self, "ok") == false)
+        let nulls = try await client.query("SELECT count(*) AS n FROM \(table) WHERE s IS NULL")
+        #expect(try nulls[0].decode(Int64.self, "n") == 500)
+        try await client.execute("DROP TABLE \(table)")
+        await client.close()
+    }
+
+    @Test("a throwing transaction body rolls back and rethrows the original error")
+    func rollback() async throws {
+        let client = Integration.client()
+        let table = Integration.uniqueName("tx")
+        try await client.execute("CREATE TABLE \(table) (id int)")
+        do {
+            _ = try await client.withTransaction { connection -> Int in
+                try await connection.execute("INSERT INTO \(table) VALUES (1)")
+                throw MarkerError(tag: "boom")
+            }
+            Issue.record("transaction body error was swallowed")
+        } catch let error as MarkerError {
+            #expect(error == MarkerError(tag: "boom"))
+        }
+        #expect(try await client.query("SELECT id FROM \(table)").count == 0)
+
+        let committed = try await client.withTransaction(isolation: .serializable) { connection in
+            try await connection.execute("INSERT INTO \(table) VALUES (2)")
+        }
+        #expect(committed == 1)
+        #expect(try await client.query("SELECT id FROM \(table)").count == 1)
+
+        // A failed statement swallowed inside the body: COMMIT turns into ROLLBACK → typed error.
+        await #expect(throws: PostgresError.self) {
+            try await client.withTransaction { connection in
+                try await connection.execute("INSERT INTO \(table) VALUES (3)")
+                _ = try? await connection.execute("SELECT 1/0")
+            }
+        }
+        // A savepoint keeps the outer transaction alive.
+        try await client.withTransaction { connection in
+            try await connection.execute("INSERT INTO \(table) VALUES (4)")
+            _ = try? await connection.withSavepoint { inner in try await inner.execute("SELECT 1/0") }
+            try await connection.execute("INSERT INTO \(table) VALUES (5)")
+        }
+        let ids = try await client.query("SELECT id FROM \(table) ORDER BY id").map { try $0.decode(Int.self, "id") }
+        #expect(ids == [2, 4, 5])
+        try await client.execute("DROP TABLE \(table)")
+        await client.close()
+    }
+
+    @Test("a unique violation reports SQLSTATE 23505 without SQL or values, and the connection stays usable")
+    func uniqueViolation() async throws {
+        let client = Integration.client(maxConnections: 1)
+        let table = Integration.uniqueName("uniq")
+        try await client.execute("CREATE TABLE \(table) (k text PRIMARY KEY)")
+        try await client.execute("INSERT INTO \(table) VALUES ($1)", ["secret-value"])
+        do {
+            try await client.execute("INSERT INTO \(table) /* marker-sql-text */ VALUES ($1)", ["secret-value"])
+            Issue.record("duplicate insert succeeded")
+        } catch {
+            #expect(error.sqlState == "23505")
+            #expect(error.isUniqueViolation)
+            #expect(!error.isRetriable)
+            #expect(!error.description.contains("marker-sql-text"))
+            #expect(!error.description.contains("INSERT"))
+            #expect(!error.description.contains("secret-value"))
+        }
+        #expect(client.openConnections == 1)
+        #expect(try await client.query("SELECT count(*) AS n FROM \(table)")[0].decode(Int64.self, "n") == 1)
+        #expect(await client.ping())
+        try await client.execute("DROP TABLE \(table)")
+        await client.close()
+    }
+
+    @Test("50 concurrent tasks share 4 connections: the server never sees more than 4 and all finish")
+    func poolLimit() async throws {
+        let application = Integration.uniqueName("pool")
+        let client = Integration.client(maxConnections: 4, acquireTimeout: .seconds(60), applicationName: application)
+        let observer = Integration.client(maxConnections: 1)
+        let progress = PoolProgress()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<50 {
+                group.addTask {
+                    let rows = try await client.query("SELECT $1::int AS n, pg_sleep(0.05)", [index])
+                    #expect(try rows[0].decode(Int.self, "n") == index)
+                    progress.finished.add(1, ordering: .relaxed)
+                }
+            }
+            group.addTask {
+                while progress.finished.load(ordering: .relaxed) < 50 {
+                    let rows = try await observer.query(
+                        "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1", [application])
+                    let seen = try rows[0].decode(Int.self, "n")
+                    progress.maxSeen.withLock { $0 = max($0, seen) }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(progress.finished.load(ordering: .relaxed) == 50)
+        let peak = progress.maxSeen.withLock { $0 }
+        #expect(peak <= 4)
+        #expect(peak >= 2)
+        #expect(client.openConnections <= 4)
+        await client.close()
+        await observer.close()
+    }
+
+    @Test("waiting longer than acquireTimeout for a connection fails with poolTimeout")
+    func acquireTimeout() async throws {
+        let client = Integration.client(maxConnections: 1, acquireTimeout: .milliseconds(200))
+        let clock = ContinuousClock()
+        try await client.withConnection { _ in
+            let start = clock.now
+            do throws(PostgresError) {
+                _ = try await client.query("SELECT 1")
+                Issue.record("second acquire succeeded beyond maxConnections")
+            } catch {
+                #expect(error.code == .poolTimeout)
+                #expect(error.isRetriable)
+            }
+            #expect(clock.now - start >= .milliseconds(150))
+        }
+        #expect(try await client.query("SELECT 1").count == 1)
+        await client.close()
+        await #expect(throws: PostgresError.self) { try await client.query("SELECT 1") }
+    }
+
+    @Test("a connection killed by the server is discarded and the pool recovers")
+    func brokenConnection() async throws {
+        let client = Integration.client(maxConnections: 1)
+        let admin = Integration.client(maxConnections: 1)
+        let pid = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
+        _ = try await admin.query("SELECT pg_terminate_backend($1)", [pid])
+        try await Task.sleep(for: .milliseconds(100))
+        do {
+            _ = try await client.query("SELECT 1")
+        } catch {
+            #expect(error.isRetriable)
+        }
+        let newPID = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
+        #expect(newPID != pid)
+        #expect(client.openConnections == 1)
+        await client.close()
+        await admin.close()
+    }
+}
+
+/// Counters shared by the pool-limit test's tasks.
+final class PoolProgress: Sendable {
+    let maxSeen = Mutex(0)
+    let finished = Atomic<Int>(0)
+}
+
+/// Minimal JSON value for checking decoded jsonb.
+enum AnyCodableValue: Codable, Equatable {
+    case string(String), number(Double), array([AnyCodableValue]), other
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let string = try? container.decode(String.self) { self = .string(string) }
+        else if let number = try? container.decode(Double.self) { self = .number(number) }
+        else if let array = try? container.decode([AnyCodableValue].self) { self = .array(array) }
+        else { self = .other }
+    }
+
+    func encode(to encoder: any Encoder) throws {}
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+import Postgres
+
+/// Shared by the integration suites: the switch that enables them, a fresh database per
+/// suite, free ports, polling and child processes of the project's executables.
+public enum Integration {
+    /// `deploy/test.sh` (and so CI) sets `BACKBONE_INTEGRATION=1` and `TEST_DATABASE_URL`.
+    public static var isEnabled: Bool { ProcessInfo.processInfo.environment["BACKBONE_INTEGRATION"] == "1" }
+
+    public static var adminDatabaseURL: String {
+        ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
+    }
+
+    /// The repository root (where Package.swift is).
+    public static let packageRoot: URL = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent("Package.swift").path) { return url }
+        }
+        return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+    }()
+
+    /// A built executable of this package (`swift build` puts them beside the test bundle).
+    public static func executable(_ name: String) -> String {
+        let bundle = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: bundle) { return bundle }
+        for configuration in ["debug", "release"] {
+            let path = packageRoot.appendingPathComponent(".build/\(configuration)/\(name)").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return packageRoot.appendingPathComponent(".build/debug/\(name)").path
+    }
+
+    /// A free TCP port on loopback.
+    public static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Polls `condition` until it holds or `timeout` passes.
+    public static func eventually(timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(100),
+                                  _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: interval)
+        }
+        return try await condition()
+    }
+}
+
+/// A database of its own for one suite, created from `TEST_DATABASE_URL` and dropped by `drop()`.
+public struct TestDatabase: Sendable {
+    public let name: String
+    public let url: String
+
+    public static func create(_ prefix: String) async throws -> TestDatabase {
+        let name = "\(prefix)_\(UInt32.random(in: 0...UInt32.max))".lowercased()
+        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminDatabaseURL, maxConnections: 1), logger: .disabled)
+        _ = try await admin.execute("CREATE DATABASE \(name)")
+        await admin.close()
+        return TestDatabase(name: name, url: replacingDatabase(in: Integration.adminDatabaseURL, with: name))
+    }
+
+    public func client(maxConnections: Int = 8) -> PostgresClient {
+        PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: maxConnections), logger: .disabled)
+    }
+
+    public func drop() async {
+        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminDatabaseURL, maxConnections: 1), logger: .disabled)
+        _ = try? await admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        await admin.close()
+    }
+
+    static func replacingDatabase(in url: String, with name: String) -> String {
+        guard var components = URLComponents(string: url) else { return url }
+        components.path = "/" + name
+        return components.string ?? url
+    }
+}
+
+/// A child process of one of the project's executables, killable with SIGKILL.
+public final class ServiceProcess: @unchecked Sendable {
+    // @unchecked: `process` is only touched by the test that owns this object, sequentially.
+    public let process: Process
+    public let logPath: String
+
+    public init(executable name: String, environment: [String: String]) throws {
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Integration.executable(name))
+        var env = ProcessInfo.processInfo.environment
+        env["LOG_LEVEL"] = env["TEST_SERVICE_LOG_LEVEL"] ?? "warning"
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        logPath = NSTemporaryDirectory() + "backbone-\(name)-\(UInt32.random(in: 0...UInt32.max)).log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = FileHandle(forWritingAtPath: logPath)
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    public var isRunning: Bool { process.isRunning }
+
+    /// SIGKILL: no shutdown code runs.
+    public func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM and wait.
+    public func terminate() {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    public var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    deinit { if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) } }
+}
