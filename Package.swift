@@ -107,7 +107,7 @@ let testTargets: [Target] = [
     tests("USDTests", ["USD"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
-        "Logging", "Metrics",
+        "Logging", "Metrics", "BackboneTestSupport",
     ]),
 ]
 

@@ -1,5 +1,6 @@
 import AnalyticsAggregator
 import Auth
+import BackboneTestSupport
 import Contracts
 import Foundation
 import HTTPTypes
@@ -12,11 +13,11 @@ import Testing
 /// The aggregator as a separate OS process, SIGKILLed at random points while events flow,
 /// restarted, and compared figure by figure with a clean run.
 @Suite("Analytics aggregator killed mid-stream", .serialized, .timeLimit(.minutes(8)),
-       .enabled(if: Integration.enabled, "needs BACKBONE_INTEGRATION=1, TEST_DATABASE_URL and a built analytics-aggregator"))
+       .enabled(if: Integration.isEnabled, "needs BACKBONE_INTEGRATION=1, TEST_DATABASE_URL and a built analytics-aggregator"))
 struct CrashRecoveryTests {
     @Test("SIGKILL at random points, duplicates and shuffled delivery leave every figure identical to a clean run")
     func killAndRestart() async throws {
-        try #require(FileManager.default.isExecutableFile(atPath: AggregatorProcess.binary.path),
+        try #require(FileManager.default.isExecutableFile(atPath: Integration.executable("analytics-aggregator")),
                      "build the product first: swift build --product analytics-aggregator")
         let cluster = try EmbeddedKafkaCluster(brokers: 1)
         defer { cluster.shutdown() }
@@ -40,11 +41,11 @@ struct CrashRecoveryTests {
         let waveSize = (records.count + waves - 1) / waves
         var expectedPositions: [Int32: Int64] = [:]
 
-        let port = AggregatorProcess.freePort()
-        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(crashed.name).log")
-        let environment = ["KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": crashed.url, "JWT_SECRET": Integration.jwtSecret,
-                           "ANALYTICS_BATCH_SIZE": "25", "ANALYTICS_BATCH_WAIT_MS": "20", "LOG_LEVEL": "warning"]
-        var aggregator = try AggregatorProcess(environment: environment, port: port, log: log)
+        let port = Integration.freePort()
+        let environment = ["KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": crashed.url, "JWT_SECRET": TestSecrets.jwt,
+                           "HTTP_HOST": "127.0.0.1", "HTTP_PORT": String(port),
+                           "ANALYTICS_BATCH_SIZE": "25", "ANALYTICS_BATCH_WAIT_MS": "20"]
+        var aggregator = try ServiceProcess(executable: "analytics-aggregator", environment: environment)
         var kills = 0
         for wave in 0..<waves {
             let before = await committed(crashed)
@@ -59,7 +60,7 @@ struct CrashRecoveryTests {
             try await Task.sleep(for: .milliseconds(Int.random(in: 0...200)))
             aggregator.kill()
             kills += 1
-            aggregator = try AggregatorProcess(environment: environment, port: port, log: log)
+            aggregator = try ServiceProcess(executable: "analytics-aggregator", environment: environment)
         }
         let total = expectedPositions.values.reduce(0, +)
         try await waitFor("every record committed", seconds: 120) { await committed(crashed) == total }
@@ -71,14 +72,14 @@ struct CrashRecoveryTests {
         #expect(try await crashed.snapshot() == expected)
 
         // The figures the app sees, through the real process's HTTP port.
-        let codec = JWTCodec(secret: Integration.jwtSecret)
+        let codec = JWTCodec(secret: TestSecrets.jwt)
         let reference = AnalyticsRoutes(readModel: AnalyticsReadModel(database: clean.client),
-                                        authenticator: RequestAuthenticator(secret: Integration.jwtSecret),
+                                        authenticator: RequestAuthenticator(secret: TestSecrets.jwt),
                                         configuration: AnalyticsConfiguration()).router()
         for user in ["history-user-0", "history-user-7"] {
             let token = codec.issue(userID: user)
             for path in ["/learning/summary", "/learning/trend?days=30", "/learning/history?limit=100"] {
-                let served = try AggregatorProcess.get(port: port, path: path, token: token)
+                let served = try RawHTTP.get(port: port, path: path, token: token)
                 let pathOnly = String(path.split(separator: "?")[0])
                 let query = path.contains("?") ? HTTPRequest.parseQuery(path.split(separator: "?")[1]) : [:]
                 let local = await reference.respond(to: HTTPRequest(method: .get, path: pathOnly, query: query,
@@ -87,7 +88,8 @@ struct CrashRecoveryTests {
                 #expect(served.body == local.body, "\(path) for \(user)")
             }
         }
-        #expect(aggregator.terminate() == 0)
+        aggregator.terminate()
+        #expect(aggregator.process.terminationStatus == 0, "a clean shutdown on SIGTERM")
         await producer.shutdown()
     }
 

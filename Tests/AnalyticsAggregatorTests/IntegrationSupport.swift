@@ -1,53 +1,36 @@
 import AnalyticsAggregator
+import BackboneTestSupport
 import Contracts
 import Foundation
 import Logging
 import Postgres
 import Projection
 
-enum Integration {
-    static let enabled = ProcessInfo.processInfo.environment["BACKBONE_INTEGRATION"] == "1"
-    static let jwtSecret = "analytics-test-secret-0123456789"
-
-    static var adminURL: String {
-        ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
-    }
+enum TestSecrets {
+    static let jwt = "analytics-test-secret-0123456789"
 }
 
-/// A database of its own for one suite or test (`CREATE DATABASE` from the admin URL),
-/// migrated like the service does it, dropped by `drop()`.
+/// A database of its own for one test (the shared `TestDatabase`), migrated like the
+/// service does it unless asked not to, dropped by `drop()`.
 struct ScratchDatabase {
-    let name: String
-    let url: String
+    let database: TestDatabase
     let client: PostgresClient
+    var name: String { database.name }
+    var url: String { database.url }
 
     static func create(_ label: String, migrate: Bool = true) async throws -> ScratchDatabase {
-        let name = "analytics_\(label)_\(UInt32.random(in: 0...UInt32.max))"
-        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminURL, maxConnections: 1), logger: .disabled)
-        try await admin.execute("CREATE DATABASE \(name)")
-        await admin.close()
-        let url = replacingDatabase(in: Integration.adminURL, with: name)
-        let client = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 8), logger: .disabled)
+        let database = try await TestDatabase.create("analytics_\(label)")
+        let client = database.client()
         if migrate {
             _ = try await PostgresMigrator(migrations: ProjectionSchema.migrations + AnalyticsSchema.migrations, logger: .disabled)
                 .migrate(client)
         }
-        return ScratchDatabase(name: name, url: url, client: client)
+        return ScratchDatabase(database: database, client: client)
     }
 
     func drop() async {
         await client.close()
-        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminURL, maxConnections: 1), logger: .disabled)
-        _ = try? await admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        await admin.close()
-    }
-
-    /// `postgres://u@h:p/db?x` → the same with another database name.
-    static func replacingDatabase(in url: String, with name: String) -> String {
-        let (base, query) = url.firstIndex(of: "?").map { (String(url[..<$0]), String(url[$0...])) } ?? (url, "")
-        let schemeEnd = base.range(of: "://").map(\.upperBound) ?? base.startIndex
-        guard let slash = base[schemeEnd...].firstIndex(of: "/") else { return base + "/" + name + query }
-        return String(base[..<slash]) + "/" + name + query
+        await database.drop()
     }
 
     /// Applies events the way the runner does: one transaction per batch.

@@ -1,5 +1,6 @@
 import AnalyticsAggregator
 import Auth
+import BackboneTestSupport
 import Contracts
 import Foundation
 import HTTPTypes
@@ -10,12 +11,12 @@ import Testing
 /// The read model against a real PostgreSQL: events applied as the runner applies them,
 /// figures read through the HTTP routes.
 @Suite("Analytics read model (PostgreSQL)", .serialized, .timeLimit(.minutes(3)),
-       .enabled(if: Integration.enabled, "needs BACKBONE_INTEGRATION=1 and TEST_DATABASE_URL"))
+       .enabled(if: Integration.isEnabled, "needs BACKBONE_INTEGRATION=1 and TEST_DATABASE_URL"))
 struct ReadModelIntegrationTests {
-    let codec = JWTCodec(secret: Integration.jwtSecret)
+    let codec = JWTCodec(secret: TestSecrets.jwt)
 
     func routes(_ db: ScratchDatabase, now: Date, threshold: Int = 60) -> Router {
-        AnalyticsRoutes(readModel: AnalyticsReadModel(database: db.client), authenticator: RequestAuthenticator(secret: Integration.jwtSecret),
+        AnalyticsRoutes(readModel: AnalyticsReadModel(database: db.client), authenticator: RequestAuthenticator(secret: TestSecrets.jwt),
                         configuration: AnalyticsConfiguration(streakThresholdSeconds: threshold), clock: { now }).router()
     }
 

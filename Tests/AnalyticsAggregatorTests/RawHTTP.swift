@@ -3,62 +3,8 @@ import Foundation
 import Glibc
 #endif
 
-/// The `analytics-aggregator` executable run as a child process, to be killed for real.
-final class AggregatorProcess {
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    }
-
-    static var binary: URL { packageRoot.appendingPathComponent(".build/debug/analytics-aggregator") }
-
-    let process = Process()
-    let port: Int
-
-    init(environment: [String: String], port: Int, log: URL) throws {
-        self.port = port
-        process.executableURL = Self.binary
-        var env = ProcessInfo.processInfo.environment
-        for (key, value) in environment { env[key] = value }
-        env["HTTP_PORT"] = String(port)
-        env["HTTP_HOST"] = "127.0.0.1"
-        process.environment = env
-        if !FileManager.default.fileExists(atPath: log.path) { _ = FileManager.default.createFile(atPath: log.path, contents: nil) }
-        let handle = try FileHandle(forWritingTo: log)
-        handle.seekToEndOfFile()
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-    }
-
-    var isRunning: Bool { process.isRunning }
-
-    /// SIGKILL: no shutdown work at all, whatever the process was doing.
-    func kill() {
-        _ = Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
-
-    /// SIGTERM and wait for a clean exit.
-    func terminate() -> Int32 {
-        process.terminate()
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-
-    /// A port nobody listens on right now.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
+/// Just enough HTTP/1.1 client to read the real process's answers byte for byte.
+enum RawHTTP {
     /// A plain HTTP/1.1 GET over a socket; returns status and body.
     static func get(port: Int, path: String, token: String) throws -> (status: Int, body: [UInt8]) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
