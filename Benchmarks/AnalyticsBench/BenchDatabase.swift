@@ -46,3 +46,8 @@ struct LatencySample {
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
+
+/// Progress on stderr, unbuffered.
+func log(_ message: String) {
+    FileHandle.standardError.write(Data("  · \(message)\n".utf8))
+}

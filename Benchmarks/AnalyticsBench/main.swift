@@ -26,11 +26,16 @@ let database = try await BenchDatabase.create(adminURL: adminURL)
 let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: .disabled)
 _ = try await PostgresMigrator(migrations: ProjectionSchema.migrations + AnalyticsSchema.migrations, logger: .disabled).migrate(client)
 
-print("analytics-bench: \(eventCount) events, database \(database.name)")
+say("analytics-bench: \(eventCount) events, database \(database.name)")
 let throughput = try await ThroughputBench(events: eventCount, database: client).run()
-print(throughput.report)
+say(throughput.report)
 let latency = try await LatencyBench(database: client).run()
-print(latency.report)
+say(latency.report)
 
 await client.close()
 await database.drop()
+
+/// A report line on stdout, written at once (stdout is block-buffered when piped).
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
