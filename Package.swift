@@ -78,8 +78,14 @@ let services: [Target] =
 // MARK: - Benchmarks (swift run -c release <name>)
 
 let benchmarks: [Target] = [
+    .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Projection", "ServiceRuntime", "Contracts",
+                                                            "Kafka", "Postgres", "Logging", "Metrics"],
+                      path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
+                                                          "HTTPServer", "Auth", "Logging", "Metrics"],
+                      path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
                                      "HTTPTypes", "Auth", "Logging", "Metrics"],
@@ -88,8 +94,8 @@ let benchmarks: [Target] = [
 
 // MARK: - Tests
 
-func tests(_ name: String, _ deps: [Target.Dependency]) -> Target {
-    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", swiftSettings: swiftSettings)
+func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) -> Target {
+    .testTarget(name: name, dependencies: deps, path: "Tests/\(name)", exclude: exclude, swiftSettings: swiftSettings)
 }
 
 let testTargets: [Target] = [
@@ -102,9 +108,10 @@ let testTargets: [Target] = [
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
-    .testTarget(name: "ContractsTests", dependencies: ["Contracts"], path: "Tests/ContractsTests",
-                exclude: ["Fixtures"], swiftSettings: swiftSettings),
-    tests("USDTests", ["USD"]),
+    tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
+    tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
+                          "Logging", "Metrics", "Hashing"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport",
@@ -120,6 +127,7 @@ let package = Package(
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "progress-bench", targets: ["ProgressBench"]),
         .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets

@@ -12,6 +12,10 @@ static inline const char *backbone_pq_primary_message(const PGresult *result) {
     return PQresultErrorField(result, PG_DIAG_MESSAGE_PRIMARY);
 }
 
+static inline const char *backbone_pq_severity(const PGresult *result) {
+    return PQresultErrorField(result, PG_DIAG_SEVERITY_NONLOCALIZED);
+}
+
 static inline int backbone_pq_connection_ok(const PGconn *conn) {
     return conn != NULL && PQstatus(conn) == CONNECTION_OK;
 }

@@ -18,10 +18,11 @@ public enum ContractCoding {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let c = try decoder.singleValueContainer()
-            if let millis = try? c.decode(Double.self) {
-                return Date(timeIntervalSince1970: millis / 1000)
+            // Strings first: they are what every service writes, and a failed attempt costs
+            // far more than the parse.
+            guard let text = try? c.decode(String.self) else {
+                return Date(timeIntervalSince1970: try c.decode(Double.self) / 1000)
             }
-            let text = try c.decode(String.self)
             guard let date = parseTimestamp(text) else {
                 throw DecodingError.dataCorruptedError(in: c, debugDescription: "not an ISO-8601 timestamp or epoch milliseconds")
             }
@@ -50,8 +51,10 @@ public enum ContractCoding {
 
     /// ISO-8601 with or without fractional seconds, with `Z` or a numeric offset.
     public static func parseTimestamp(_ text: String) -> Date? {
-        if let d = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return d }
-        if let d = try? Date.ISO8601FormatStyle().parse(text) { return d }
-        return nil
+        if text.utf8.contains(UInt8(ascii: ".")), let d = try? withFraction.parse(text) { return d }
+        return try? withoutFraction.parse(text)
     }
+
+    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+    private static let withoutFraction = Date.ISO8601FormatStyle()
 }

@@ -97,17 +97,18 @@ final class ConsumerCore: RdKafkaCallbackContext {
         Self.resume(ready)
     }
 
-    func backpressureAction() -> BackpressureAction {
+    /// What the poll thread should do about the buffer level, and whether fetching is paused after it.
+    func backpressureAction() -> (action: BackpressureAction, paused: Bool) {
         state.withLock { state in
             if !state.isPaused && state.count >= capacity {
                 state.isPaused = true
-                return .pause
+                return (.pause, true)
             }
             if state.isPaused && state.count <= capacity / 2 {
                 state.isPaused = false
-                return .resume
+                return (.resume, false)
             }
-            return .none
+            return (.none, state.isPaused)
         }
     }
 

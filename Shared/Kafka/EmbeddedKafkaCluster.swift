@@ -5,10 +5,13 @@ import Synchronization
 /// An in-process Kafka cluster: librdkafka's mock cluster, listening on loopback TCP, that
 /// any Kafka client (ours, `kcat`, another process) can connect to via `bootstrapServers`.
 ///
-/// Topics: the mock auto-creates an unknown topic (with 4 partitions) when a client's
-/// metadata request allows auto-creation (producers do by default); consumers and admin
-/// requests do not create topics. Use `createTopic` to create topics with a chosen partition
-/// count up front. The mock keeps everything in memory; it disappears with `shutdown()`.
+/// Topics: the mock auto-creates any unknown topic a client asks metadata for by name, with
+/// 4 partitions: a producer's first record or a consumer's subscription creates it (an admin
+/// "list all topics" does not). Use `createTopic` to create topics with a chosen partition
+/// count before clients use them. The Admin API's CreateTopics does not work against the
+/// mock (it has no controller); `KafkaAdmin.createTopic` therefore uses this cluster's mock
+/// API when the cluster runs in the same process. Timestamp lookups (`offsetsForTimes`)
+/// return -1 on the mock. Everything is in memory and disappears with `shutdown()`.
 public final class EmbeddedKafkaCluster: Sendable {
     /// Comma-separated `host:port` list of the mock brokers.
     public let bootstrapServers: String
@@ -28,16 +31,27 @@ public final class EmbeddedKafkaCluster: Sendable {
         self.handle = MockClusterHandle(cluster: cluster, client: client)
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
         self.brokerCount = brokers
+        Self.registry.withLock { $0[bootstrapServers] = WeakCluster(cluster: self) }
         logger.info("embedded Kafka cluster started", metadata: ["kafka.bootstrap": bootstrapServers, "kafka.brokers": String(brokers)])
     }
 
-    deinit { handle.destroy() }
+    deinit { shutdown() }
+
+    private static let registry = Mutex<[String: WeakCluster]>([:])
+
+    /// The live embedded cluster of this process with these bootstrap servers, if any.
+    static func inProcess(bootstrapServers: String) -> EmbeddedKafkaCluster? {
+        registry.withLock { $0[bootstrapServers]?.cluster }
+    }
 
     /// Creates `name` with `partitions` partitions (replication: min(3, brokers) unless given).
+    /// A topic that already exists (e.g. auto-created) counts as success and keeps its partitions.
     public func createTopic(_ name: String, partitions: Int32, replicationFactor: Int32? = nil) throws(KafkaError) {
-        let replicas = replicationFactor ?? Int32(min(3, brokerCount))
+        let replicas = min(replicationFactor ?? 3, Int32(brokerCount))
         let err = try handle.withCluster { cluster in rd_kafka_mock_topic_create(cluster, name, partitions, replicas) }
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(rdKafka: err, context: "create topic \(name)") }
+        guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS else {
+            throw KafkaError(rdKafka: err, context: "create topic \(name)")
+        }
     }
 
     /// Disconnects broker `id` (1-based) and refuses new connections; no leader change.
@@ -61,11 +75,22 @@ public final class EmbeddedKafkaCluster: Sendable {
     }
 
     /// Stops the brokers; clients still connected see transport errors. Idempotent.
-    public func shutdown() { handle.destroy() }
+    public func shutdown() {
+        Self.registry.withLock { registry in
+            if registry[bootstrapServers]?.cluster === self || registry[bootstrapServers]?.cluster == nil {
+                registry[bootstrapServers] = nil
+            }
+        }
+        handle.destroy()
+    }
 
     private func check(_ err: rd_kafka_resp_err_t, _ what: String) throws(KafkaError) {
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(rdKafka: err, context: what) }
     }
+}
+
+private struct WeakCluster {
+    weak var cluster: EmbeddedKafkaCluster?
 }
 
 private final class EmbeddedClusterContext: RdKafkaCallbackContext {

@@ -7,6 +7,7 @@ import Logging
 public final class KafkaAdmin: Sendable {
     private let client: RdKafkaClient
     private let timeout: Duration
+    private let bootstrapServers: String
 
     public init(bootstrapServers: String, clientID: String = "zhixi-backbone-admin", timeout: Duration = .seconds(10),
                 extra: [String: String] = [:], logger: Logger) throws(KafkaError) {
@@ -14,6 +15,7 @@ public final class KafkaAdmin: Sendable {
             + extra.sorted { $0.key < $1.key }
         self.client = try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: properties, context: AdminContext(logger: logger))
         self.timeout = timeout
+        self.bootstrapServers = bootstrapServers
     }
 
     private var timeoutMilliseconds: Int32 { Int32(clamping: timeout.milliseconds) }
@@ -88,8 +90,13 @@ public final class KafkaAdmin: Sendable {
     }
 
     /// Creates a topic through the Admin API. A topic that already exists counts as success.
+    /// Against an `EmbeddedKafkaCluster` running in this process (whose mock brokers do not
+    /// serve CreateTopics) the mock API is used instead, and `config` is ignored.
     public func createTopic(name: String, partitions: Int32, replicationFactor: Int32,
                             config: [String: String] = [:]) async throws(KafkaError) {
+        if let cluster = EmbeddedKafkaCluster.inProcess(bootstrapServers: bootstrapServers) {
+            return try cluster.createTopic(name, partitions: partitions, replicationFactor: replicationFactor)
+        }
         let client = self.client
         let ms = timeoutMilliseconds
         try await Blocking.run { () -> Result<Void, KafkaError> in

@@ -34,6 +34,9 @@ extension ConsumerCore {
                 let assignErr = rd_kafka_assign(rk, partitions)
                 if assignErr != RD_KAFKA_RESP_ERR_NO_ERROR {
                     fail(KafkaError(rdKafka: assignErr, context: "assign \(names)"))
+                } else if let partitions {
+                    // A partition paused for backpressure before a revoke must not stay paused.
+                    rd_kafka_resume_partitions(rk, partitions)
                 }
             case .failure(let error):
                 logger.error("Kafka rebalance listener failed: \(error.message)", metadata: ["kafka.partitions": names])

@@ -1,6 +1,7 @@
 import CRdKafka
 import Foundation
 import Logging
+import Synchronization
 
 /// A consumer-group member. Offsets are not committed to Kafka: the
 /// `KafkaRebalanceListener` supplies each assigned partition's start offset (the caller keeps
@@ -77,6 +78,9 @@ public final class KafkaConsumer: Sendable {
         return lags
     }
 
+    /// Records buffered and not yet handed out (for metrics).
+    public var bufferedCount: Int { core.state.withLock { $0.count } }
+
     /// Leaves the group (the listener sees the revoke), then stops. Idempotent.
     public func close() async {
         await pollThread.stop()
@@ -93,8 +97,8 @@ struct ConsumerPollLoop {
         var batch: [KafkaConsumerRecord] = []
         var batchGeneration = core.generation
         while !thread.isStopRequested {
-            applyBackpressure()
-            var timeout: Int32 = 100
+            // While paused, wake often so fetching resumes soon after the buffer drained.
+            var timeout: Int32 = applyBackpressure() ? 10 : 100
             while batch.count < maxBatch, let message = rd_kafka_consumer_poll(client.pointer, timeout) {
                 timeout = 0
                 // A rebalance may have run inside this poll: the message belongs to the new generation.
@@ -156,11 +160,12 @@ struct ConsumerPollLoop {
         return headers
     }
 
-    private func applyBackpressure() {
-        let action = core.backpressureAction()
-        guard action != .none else { return }
+    /// Pauses or resumes fetching as the buffer fills and drains; returns whether it is paused.
+    private func applyBackpressure() -> Bool {
+        let (action, paused) = core.backpressureAction()
+        guard action != .none else { return paused }
         var assignment: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-        guard rd_kafka_assignment(client.pointer, &assignment) == RD_KAFKA_RESP_ERR_NO_ERROR, let assignment else { return }
+        guard rd_kafka_assignment(client.pointer, &assignment) == RD_KAFKA_RESP_ERR_NO_ERROR, let assignment else { return paused }
         defer { rd_kafka_topic_partition_list_destroy(assignment) }
         if action == .pause {
             rd_kafka_pause_partitions(client.pointer, assignment)
@@ -169,5 +174,6 @@ struct ConsumerPollLoop {
             rd_kafka_resume_partitions(client.pointer, assignment)
             core.logger.debug("Kafka consumer buffer drained: fetching resumed")
         }
+        return paused
     }
 }

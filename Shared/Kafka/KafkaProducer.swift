@@ -1,5 +1,6 @@
 import CRdKafka
 import Logging
+import Synchronization
 
 /// A Kafka producer: `send` returns once the broker acknowledged the record.
 ///
@@ -29,13 +30,13 @@ public final class KafkaProducer: Sendable {
                 rd_kafka_poll(client.pointer, 100)
                 core.wakeBackpressureWaiters()
             }
-            // Nothing may stay pending: purge what is left so every waiting send completes.
+            // Nothing may stay pending: purge what is left (a blocking purge enqueues the purged
+            // messages' delivery reports before it returns), then serve those reports.
             rd_kafka_purge(client.pointer, crdkafka_purge_all_flags())
             var rounds = 0
-            repeat {
-                rd_kafka_poll(client.pointer, 50)
+            while rd_kafka_poll(client.pointer, rounds == 0 ? 50 : 0) > 0 || rounds == 0 {
                 rounds += 1
-            } while rd_kafka_outq_len(client.pointer) > 0 && rounds < 100
+            }
             core.wakeBackpressureWaiters()
         }
         logger.debug("Kafka producer started", metadata: ["kafka.bootstrap": configuration.bootstrapServers])
@@ -49,74 +50,100 @@ public final class KafkaProducer: Sendable {
     /// - Throws: `KafkaError` if the record could not be delivered (e.g. `.messageTimedOut` when
     ///   no broker acknowledged it within the delivery timeout, `.shutdown` after `shutdown()`).
     public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
-        let collector = DeliveryCollector(count: 1)
-        await enqueue(record, index: 0, collector: collector)
+        let collector = DeliveryCollector(records: [record])
+        await enqueue(collector)
         return try await collector.results()[0].get()
     }
 
     /// Produces all records, then waits for all acknowledgements. Results are in input order.
     public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
-        let collector = DeliveryCollector(count: records.count)
-        for (index, record) in records.enumerated() {
-            await enqueue(record, index: index, collector: collector)
-        }
+        let collector = DeliveryCollector(records: records)
+        await enqueue(collector)
         return await collector.results()
     }
 
+    /// How often a send waited for space in librdkafka's queue (backpressure events).
+    public var backpressureWaits: Int { core.backpressureWaits.load(ordering: .relaxed) }
+
     /// Waits until every queued record has been acknowledged or failed, or `timeout` elapsed.
+    /// Returns at once after `shutdown()`.
     public func flush(timeout: Duration) async {
+        guard core.beginCall() else { return }
+        await flushHandle(timeout: timeout)
+        core.endCall()
+    }
+
+    private func flushHandle(timeout: Duration) async {
         let client = self.client
         let milliseconds = Int32(clamping: timeout.milliseconds)
         _ = await Blocking.run { rd_kafka_flush(client.pointer, milliseconds) }
     }
 
-    /// Flushes (up to the delivery timeout), stops the poll thread and fails whatever is still
-    /// queued with `.shutdown`. Further sends throw `.shutdown`. Safe to call more than once.
+    /// Flushes (up to the delivery timeout + 1 s), stops the poll thread, fails whatever is
+    /// still queued with `.shutdown` and destroys the librdkafka handle. Sends during or after
+    /// it throw `.shutdown`. Safe to call more than once (later calls wait for the first).
     public func shutdown() async {
-        if core.beginShutdown() {
-            while core.hasActiveCalls {
-                try? await Task.sleep(for: .milliseconds(1))
-            }
-            await flush(timeout: shutdownFlushTimeout)
+        guard core.beginShutdown() else {
+            await core.waitUntilShutDown()
+            return
         }
+        while core.hasActiveCalls {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        await flushHandle(timeout: shutdownFlushTimeout)
         await pollThread.stop()
+        client.destroy()
+        core.finishShutdown()
         core.logger.debug("Kafka producer shut down")
     }
 
-    /// Hands one record to librdkafka, retrying on a full queue. Failures complete the slot.
-    private func enqueue(_ record: KafkaProducerRecord, index: Int, collector: DeliveryCollector) async {
-        let box = DeliveryBox(collector: collector, index: index, topic: record.topic)
-        let opaque = Unmanaged.passRetained(box).toOpaque()
-        while true {
+    /// Hands the records to librdkafka in order, suspending while the local queue is full.
+    /// Every record's slot in `collector` is completed exactly once (by the delivery report,
+    /// or here when producing fails).
+    private func enqueue(_ collector: DeliveryCollector) async {
+        let records = collector.records
+        var next = records.startIndex
+        var topicName = TopicNameCache()
+        while next < records.endIndex {
             guard core.beginCall() else {
-                Unmanaged<DeliveryBox>.fromOpaque(opaque).release()
-                collector.complete(index, with: .failure(.shutdown("send to \(record.topic)")))
+                for index in next..<records.endIndex {
+                    collector.complete(index, error: .shutdown("send to \(records[index].topic)"))
+                }
                 return
             }
-            let err = produce(record, opaque: opaque)
+            var queueFull = false
+            while next < records.endIndex {
+                let record = records[next]
+                let opaque = collector.retainedSlot(for: next)
+                let err = topicName.withCString(record.topic) { produce(record, topic: $0, opaque: opaque) }
+                if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    next += 1
+                    // Serve ready delivery reports here too (non-blocking), as librdkafka's own
+                    // produce loops do: it keeps allocation and release on one thread.
+                    rd_kafka_poll(client.pointer, 0)
+                    continue
+                }
+                collector.releaseSlot(next)
+                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL {
+                    if rd_kafka_poll(client.pointer, 0) > 0 { continue }
+                    queueFull = true
+                    break
+                }
+                collector.complete(next, error: KafkaError(rdKafka: err, context: "produce to \(record.topic)"))
+                next += 1
+            }
             core.endCall()
-            switch err {
-            case RD_KAFKA_RESP_ERR_NO_ERROR:
-                return
-            case RD_KAFKA_RESP_ERR__QUEUE_FULL:
-                await core.waitForQueueSpace()
-            default:
-                Unmanaged<DeliveryBox>.fromOpaque(opaque).release()
-                collector.complete(index, with: .failure(KafkaError(rdKafka: err, context: "produce to \(record.topic)")))
-                return
-            }
+            if queueFull { await core.waitForQueueSpace() }
         }
     }
 
-    private func produce(_ record: KafkaProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
+    private func produce(_ record: KafkaProducerRecord, topic: UnsafePointer<CChar>, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
         let headers = Self.makeHeaders(record.headers)
-        let err = record.topic.withCString { topic in
-            record.value.withUnsafeBytes { value in
-                withOptionalBytes(record.key) { key in
-                    crdkafka_produce(client.pointer, topic, record.partition ?? -1, key.baseAddress, key.count,
-                                     value.baseAddress, value.count, headers, opaque)
-                }
+        let err = record.value.withUnsafeBytes { value in
+            withOptionalBytes(record.key) { key in
+                crdkafka_produce(client.pointer, topic, record.partition ?? -1, key.baseAddress, key.count,
+                                 value.baseAddress, value.count, headers, opaque)
             }
         }
         if err != RD_KAFKA_RESP_ERR_NO_ERROR, let headers { rd_kafka_headers_destroy(headers) }
@@ -139,4 +166,18 @@ public final class KafkaProducer: Sendable {
 func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer) -> R) -> R {
     guard let bytes else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
     return bytes.withUnsafeBytes(body)
+}
+
+/// Keeps the C string of the last topic produced to, since batches usually share one topic.
+private struct TopicNameCache {
+    private var topic = ""
+    private var cString: [CChar] = [0]
+
+    mutating func withCString<R>(_ name: String, _ body: (UnsafePointer<CChar>) -> R) -> R {
+        if name != topic {
+            topic = name
+            cString = Array(name.utf8CString)
+        }
+        return cString.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
 }

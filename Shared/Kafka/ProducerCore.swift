@@ -11,9 +11,13 @@ final class ProducerCore: RdKafkaCallbackContext {
         var isShuttingDown = false
         var activeCalls = 0
         var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+        var isShutDown = false
+        var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
+    /// How often a send waited for queue space (for metrics and tests).
+    let backpressureWaits = Atomic<Int>(0)
 
     init(logger: Logger) { self.logger = logger }
 
@@ -43,8 +47,29 @@ final class ProducerCore: RdKafkaCallbackContext {
         return true
     }
 
+    /// Marks shutdown complete and wakes callers waiting for it.
+    func finishShutdown() {
+        let waiters = state.withLock { state in
+            state.isShutDown = true
+            defer { state.shutdownWaiters = [] }
+            return state.shutdownWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func waitUntilShutDown() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state in
+                if !state.isShutDown { state.shutdownWaiters.append(continuation) }
+                return state.isShutDown
+            }
+            if done { continuation.resume() }
+        }
+    }
+
     /// Suspends until the poll thread has served delivery reports (freeing queue space).
     func waitForQueueSpace() async {
+        backpressureWaits.add(1, ordering: .relaxed)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { state in
                 if state.isShuttingDown { return true }
@@ -61,73 +86,5 @@ final class ProducerCore: RdKafkaCallbackContext {
             return state.spaceWaiters
         }
         for waiter in waiters { waiter.resume() }
-    }
-}
-
-/// Collects the delivery results of one `send` call, in input order.
-final class DeliveryCollector: Sendable {
-    private struct State {
-        var results: [Result<KafkaDeliveryReport, KafkaError>?]
-        var remaining: Int
-        var continuation: CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>?
-    }
-
-    private let state: Mutex<State>
-
-    init(count: Int) {
-        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, continuation: nil))
-    }
-
-    func complete(_ index: Int, with result: Result<KafkaDeliveryReport, KafkaError>) {
-        let ready: (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? =
-            state.withLock { state in
-                state.results[index] = result
-                state.remaining -= 1
-                guard state.remaining == 0, let continuation = state.continuation else { return nil }
-                state.continuation = nil
-                return (continuation, state.results.map { $0! })
-            }
-        if let (continuation, results) = ready { continuation.resume(returning: results) }
-    }
-
-    /// Suspends until every slot completed.
-    func results() async -> [Result<KafkaDeliveryReport, KafkaError>] {
-        await withCheckedContinuation { continuation in
-            let done: [Result<KafkaDeliveryReport, KafkaError>]? = state.withLock { state in
-                guard state.remaining == 0 else {
-                    state.continuation = continuation
-                    return nil
-                }
-                return state.results.map { $0! }
-            }
-            if let done { continuation.resume(returning: done) }
-        }
-    }
-}
-
-/// One message's slot in a collector: the per-message opaque, retained while librdkafka owns
-/// the message and released by the delivery callback (or by `enqueue` when produce fails).
-final class DeliveryBox: Sendable {
-    let collector: DeliveryCollector
-    let index: Int
-    let topic: String
-
-    init(collector: DeliveryCollector, index: Int, topic: String) {
-        self.collector = collector
-        self.index = index
-        self.topic = topic
-    }
-}
-
-/// librdkafka's delivery report callback, called on the poll thread inside `rd_kafka_poll`.
-func producerDeliveryCallback(_ rk: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
-    guard let message, let slot = message.pointee._private else { return }
-    let box = Unmanaged<DeliveryBox>.fromOpaque(slot).takeRetainedValue()
-    let report = message.pointee
-    if report.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-        box.collector.complete(box.index, with: .success(KafkaDeliveryReport(topic: box.topic, partition: report.partition, offset: report.offset)))
-    } else {
-        let error = KafkaError(rdKafka: report.err, context: "delivery to \(box.topic)")
-        box.collector.complete(box.index, with: .failure(error))
     }
 }

@@ -1,13 +1,16 @@
 import CRdKafka
 import Logging
+import Synchronization
 
 /// Owns one `rd_kafka_t` handle and destroys it in `deinit`.
 ///
 /// `@unchecked Sendable`: librdkafka documents `rd_kafka_t` as thread-safe for every call we
-/// make on it; the pointer itself never changes and is destroyed exactly once, in `deinit`,
-/// when no other reference (hence no other thread) can use it.
+/// make on it; the pointer itself never changes and is destroyed exactly once: in `deinit`,
+/// when no other reference (hence no other thread) can use it, or earlier by `destroy()`,
+/// whose callers guarantee that nothing uses the handle afterwards.
 final class RdKafkaClient: @unchecked Sendable {
     let pointer: OpaquePointer
+    private let destroyed = Atomic<Bool>(false)
     /// The object whose unretained pointer is the handle's opaque; kept alive as long as the handle.
     private let context: (any AnyObject & Sendable)?
 
@@ -31,6 +34,12 @@ final class RdKafkaClient: @unchecked Sendable {
     }
 
     deinit {
+        destroy()
+    }
+
+    /// Destroys the handle now (once). The caller guarantees no thread uses it afterwards.
+    func destroy() {
+        guard !destroyed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         rd_kafka_destroy(pointer)
     }
 

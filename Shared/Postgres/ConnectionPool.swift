@@ -42,6 +42,7 @@ final class ConnectionPool: Sendable {
             let lease = try await reserve()
             switch lease {
             case .connection(let connection):
+                await connection.refreshIdleState()
                 if connection.isReusable { return connection }
                 discard(connection)
             case .slot:
@@ -118,6 +119,8 @@ final class ConnectionPool: Sendable {
         } onCancel: {
             self.fail(waiter: id, with: Self.cancelled, rememberIfAbsent: true)
         }
+        // A cancellation that arrived after the waiter was served left a marker: drop it.
+        state.withLock { _ = $0.cancelledWaiters.remove(id) }
         return try result.get()
     }
 

@@ -54,25 +54,6 @@ extension Optional: PostgresBindable where Wrapped: PostgresBindable {
     public var postgresText: String? { self?.postgresText }
 }
 
-/// JSON text bound to a `json`/`jsonb` parameter or column.
-public struct PostgresJSON: Sendable, Hashable, PostgresBindable, PostgresDecodable {
-    public var text: String
-    public init(_ text: String) { self.text = text }
-
-    /// Encodes a value with `JSONEncoder`.
-    public init(encoding value: some Encodable, encoder: JSONEncoder = JSONEncoder()) throws {
-        text = String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    /// Decodes the JSON text with `JSONDecoder`.
-    public func decode<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
-        try decoder.decode(type, from: Data(text.utf8))
-    }
-
-    public var postgresText: String? { text }
-    public static func decode(postgresText text: String) -> PostgresJSON? { PostgresJSON(text) }
-}
-
 /// Element types whose Swift arrays have a Postgres text form: `UInt8` (a `bytea`),
 /// `String`, `Int64` and `Int` (one-dimensional array literals such as `{"a","b"}`).
 public protocol PostgresArrayElement: Sendable {

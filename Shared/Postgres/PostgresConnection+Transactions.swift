@@ -29,7 +29,8 @@ extension PostgresConnection {
             await rollback("ROLLBACK")
             throw error
         }
-        let commit = try await query("COMMIT")
+        // Not cancellable: a cancel racing COMMIT would leave the outcome ambiguous.
+        let commit = try await query("COMMIT", [], cancellable: false)
         if commit.commandTag == "ROLLBACK" {
             throw PostgresError(code: .transactionAborted,
                                 message: "the transaction had failed and was rolled back instead of committed")
@@ -57,7 +58,7 @@ extension PostgresConnection {
     /// marked broken and the pool discards it.
     private func rollback(_ statement: String) async {
         do {
-            try await execute(statement)
+            _ = try await query(statement, [], cancellable: false)
         } catch {
             markBroken()
             logger.warning("postgres rollback failed", metadata: ["pg.error": error.description])

@@ -28,8 +28,13 @@ public final class PostgresConnection: @unchecked Sendable {
     private var handle: OpaquePointer?
     private let secret: String?
     private let status = Mutex(Status())
+    private let notices: NoticeLogger
+    private let canceller: QueryCanceller
 
     private init(handle: OpaquePointer, queue: DispatchQueue, id: Int, secret: String?, logger: Logger) {
+        self.notices = NoticeLogger(logger: logger)
+        notices.install(on: handle)
+        self.canceller = QueryCanceller(token: PQgetCancel(handle))
         self.handle = handle
         self.queue = queue
         self.id = id
@@ -101,9 +106,14 @@ public final class PostgresConnection: @unchecked Sendable {
     // MARK: - Queries
 
     /// Runs one parameterized statement (`$1`, `$2`, … bound from `binds`, text format).
+    /// Cancelling the awaiting task cancels the statement on the server (SQLSTATE 57014).
     public func query(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> PostgresRows {
+        try await query(sql, binds, cancellable: true)
+    }
+
+    func query(_ sql: String, _ binds: [any PostgresBindable], cancellable: Bool) async throws(PostgresError) -> PostgresRows {
         let parameters = binds.map(\.postgresText)
-        let result = try await run { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) in
+        let result = try await run(cancellable: cancellable) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) in
             let raw = CStringArray(parameters).withPointers { pointers in
                 PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
             }
@@ -134,6 +144,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     private func finish() {
+        canceller.invalidate()
         if let handle { PQfinish(handle) }
         handle = nil
         status.withLock { $0.closed = true }
@@ -145,6 +156,17 @@ public final class PostgresConnection: @unchecked Sendable {
         status.withLock { !$0.broken && !$0.closed && $0.transactionIdle }
     }
 
+    /// Reads whatever the server sent while the connection sat idle (non-blocking), so a
+    /// connection the server has closed is seen as broken before it is handed out.
+    func refreshIdleState() async {
+        _ = try? await run(cancellable: false) { (_: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> Bool in
+            // A terminated backend sends a FATAL message and then closes: the first read
+            // drains the message, a later one sees the EOF and marks the connection bad.
+            for _ in 0..<3 where PQconsumeInput(handle) == 0 { return false }
+            return true
+        }
+    }
+
     func markBroken() { status.withLock { $0.broken = true } }
 
     func nextSavepoint() -> Int { status.withLock { $0.savepoints += 1; return $0.savepoints } }
@@ -152,26 +174,42 @@ public final class PostgresConnection: @unchecked Sendable {
     // MARK: - Running work on the queue
 
     /// Runs `work` on the connection's queue with the live handle, then records health.
+    /// With `cancellable`, cancelling the awaiting task cancels the running statement.
     func run<T: Sendable>(
+        cancellable: Bool = true,
         _ work: @escaping @Sendable (PostgresConnection, OpaquePointer) throws(PostgresError) -> T
     ) async throws(PostgresError) -> T {
-        let result: Result<T, PostgresError> = await withCheckedContinuation { continuation in
-            queue.async {
-                guard let handle = self.handle else {
-                    continuation.resume(returning: .failure(.closed("the connection is closed")))
-                    return
-                }
-                let result = Result { () throws(PostgresError) -> T in try work(self, handle) }
-                let healthy = backbone_pq_connection_ok(handle) != 0
-                let idle = backbone_pq_transaction_idle(handle) != 0
-                self.status.withLock { status in
-                    if !healthy { status.broken = true }
-                    status.transactionIdle = idle
-                }
-                continuation.resume(returning: result)
+        let operation = canceller.makeOperationID()
+        let result: Result<T, PostgresError> = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                queue.async { continuation.resume(returning: self.perform(operation, cancellable: cancellable, work)) }
             }
+        } onCancel: {
+            if cancellable { self.canceller.cancel(operation) }
         }
         return try result.get()
+    }
+
+    /// The queue-side half of `run`.
+    private func perform<T: Sendable>(
+        _ operation: UInt64, cancellable: Bool,
+        _ work: @Sendable (PostgresConnection, OpaquePointer) throws(PostgresError) -> T
+    ) -> Result<T, PostgresError> {
+        guard let handle = self.handle else {
+            return .failure(.closed("the connection is closed"))
+        }
+        if cancellable, !canceller.begin(operation) {
+            return .failure(PostgresError(code: .cancelled, message: "the statement was cancelled before it started"))
+        }
+        let result = Result { () throws(PostgresError) -> T in try work(self, handle) }
+        if cancellable { canceller.end(operation) }
+        let healthy = backbone_pq_connection_ok(handle) != 0
+        let idle = backbone_pq_transaction_idle(handle) != 0
+        self.status.withLock { status in
+            if !healthy { status.broken = true }
+            status.transactionIdle = idle
+        }
+        return result
     }
 
     /// Converts a `PGresult` into rows or a typed error; clears it on failure.

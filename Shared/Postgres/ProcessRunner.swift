@@ -2,7 +2,10 @@ import Dispatch
 import Foundation
 
 /// Runs helper programs (initdb, pg_ctl, useradd) to completion on a dedicated queue,
-/// so `waitUntilExit` never blocks the cooperative thread pool.
+/// so blocking reads and `waitpid` never run on the cooperative thread pool.
+///
+/// Uses `posix_spawn` + `waitpid` directly: Foundation's `Process.waitUntilExit` depends on
+/// run-loop/SIGCHLD plumbing that can stall when called from a dispatch worker thread.
 enum ProcessRunner {
     struct Outcome: Sendable {
         var status: Int32
@@ -13,37 +16,69 @@ enum ProcessRunner {
     private static let queue = DispatchQueue(label: "postgres.process-runner", attributes: .concurrent)
 
     /// Runs `executable` with `arguments`; as root with `user` set, through `runuser -u user --`.
-    static func run(_ executable: String, _ arguments: [String], as user: String? = nil) async -> Outcome {
+    /// `environment` entries are added to (or replace) the current environment.
+    static func run(_ executable: String, _ arguments: [String], as user: String? = nil,
+                    environment: [String: String] = [:]) async -> Outcome {
         var launch = executable
         var launchArguments = arguments
         if let user, geteuid() == 0 {
             launch = runuserPath
             launchArguments = ["-u", user, "--", executable] + arguments
         }
-        let (path, args) = (launch, launchArguments)
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let (path, args, env) = (launch, launchArguments, merged.map { "\($0.key)=\($0.value)" })
         return await withCheckedContinuation { continuation in
             queue.async {
-                continuation.resume(returning: runBlocking(path, args))
+                continuation.resume(returning: runBlocking(path, args, env))
             }
         }
     }
 
-    private static func runBlocking(_ executable: String, _ arguments: [String]) -> Outcome {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return Outcome(status: -1, output: "cannot launch \(executable): \(error)")
+    private static func runBlocking(_ executable: String, _ arguments: [String], _ environment: [String]) -> Outcome {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return Outcome(status: -1, output: "pipe failed: errno \(errno)") }
+        // Keep the pipe out of other children spawned concurrently (dup2 in the child clears it).
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+
+        var pid: pid_t = 0
+        let spawned = CStringArray([executable] + arguments).withPointers { argv in
+            CStringArray(environment).withPointers { envp in
+                posix_spawn(&pid, executable, &actions, nil,
+                            argv.map { UnsafeMutablePointer(mutating: $0) },
+                            envp.map { UnsafeMutablePointer(mutating: $0) })
+            }
         }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        close(fds[1])
+        guard spawned == 0 else {
+            close(fds[0])
+            return Outcome(status: -1, output: "cannot launch \(executable): errno \(spawned)")
+        }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fds[0], $0.baseAddress, $0.count) }
+            if count > 0 {
+                output.append(contentsOf: chunk[0..<count])
+            } else if count < 0, errno == EINTR {
+                continue
+            } else {
+                break
+            }
+        }
+        close(fds[0])
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exited = status & 0x7F == 0
+        let code = exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        return Outcome(status: code, output: String(decoding: output, as: UTF8.self))
     }
 
     static var runuserPath: String {

@@ -1,6 +1,11 @@
 import Kafka
 import Synchronization
 
+/// Anything carrying the record it came from.
+protocol ProjectionItem {
+    var record: KafkaConsumerRecord { get }
+}
+
 /// Which partitions this member owns (with the generation it claimed them at and the next
 /// offset it expects), and whether a batch is in flight — shared by the runner loop and
 /// the rebalance callbacks.
@@ -42,14 +47,24 @@ final class PartitionOwnership: Sendable {
         }
     }
 
-    /// Marks a batch in flight and keeps the records of owned partitions that were not
-    /// processed already; returns them with the claims they were taken under.
-    func begin(_ records: [KafkaConsumerRecord]) -> ([KafkaConsumerRecord], [KafkaTopicPartition: Claim]) {
+    /// The claim generation of every owned partition.
+    func generations() -> [KafkaTopicPartition: Int64] {
+        state.withLock { $0.claims.mapValues(\.generation) }
+    }
+
+    /// Marks a batch in flight and keeps the items of partitions still owned under the
+    /// claim they were fetched under, and not processed already; returns their indices
+    /// with the claims they are taken under.
+    func begin<Item: ProjectionItem>(_ items: [Item], fetchedUnder generations: [KafkaTopicPartition: Int64])
+        -> ([Int], [KafkaTopicPartition: Claim]) {
         state.withLock { s in
             s.inFlight = true
             var claims: [KafkaTopicPartition: Claim] = [:]
-            let kept = records.filter { record in
-                guard let claim = s.claims[record.topicPartition] else { return false }
+            let kept = items.indices.filter { index in
+                let record = items[index].record
+                guard let claim = s.claims[record.topicPartition], claim.generation == generations[record.topicPartition] else {
+                    return false
+                }
                 claims[record.topicPartition] = claim
                 return claim.nextOffset < 0 || record.offset >= claim.nextOffset
             }

@@ -14,23 +14,65 @@ struct LostPartitions: Error {
 extension ProjectionRunner {
     /// One record of a batch: its decoded event, or `nil` when it was poison (already sent
     /// to the dead-letter topic; only its offset still has to be passed).
-    struct Item: Sendable {
+    struct Item: Sendable, ProjectionItem {
         let record: KafkaConsumerRecord
         let event: P.Event?
     }
 
-    /// Applies and commits a batch of records; never skips a record except into the DLQ.
-    func process(_ records: [KafkaConsumerRecord]) async {
-        let (kept, initialClaims) = ownership.begin(records)
+    /// Records fetched together, decoded, with the claim generation of each partition at
+    /// fetch time: if a partition is revoked and claimed again before the batch is applied,
+    /// its records are dropped (the consumer fetches them again from the stored offset).
+    struct FetchedBatch: Sendable {
+        let items: [Item]
+        let generations: [KafkaTopicPartition: Int64]
+        let poison: [Int: String]
+    }
+
+    /// Fetches the next batch and decodes it (on both cores when it is large). Pure: nothing
+    /// is written until the batch is applied.
+    func fetch(_ consumer: KafkaConsumer) async throws -> FetchedBatch {
+        let records = try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait)
+        let generations = ownership.generations()
+        guard !records.isEmpty else { return FetchedBatch(items: [], generations: generations, poison: [:]) }
+        return try await timed("decode") {
+            let half = records.count / 2
+            let chunks = records.count >= 256 ? [Array(records[..<half]), Array(records[half...])] : [records]
+            let decoded = await withTaskGroup(of: (Int, [(Item, String?)]).self) { group in
+                for (index, chunk) in chunks.enumerated() {
+                    group.addTask { (index, chunk.map { self.decodeOne($0) }) }
+                }
+                var parts = [[(Item, String?)]](repeating: [], count: chunks.count)
+                for await (index, part) in group { parts[index] = part }
+                return parts.flatMap { $0 }
+            }
+            var poison: [Int: String] = [:]
+            for (index, (_, error)) in decoded.enumerated() { if let error { poison[index] = error } }
+            return FetchedBatch(items: decoded.map(\.0), generations: generations, poison: poison)
+        }
+    }
+
+    func decodeOne(_ record: KafkaConsumerRecord) -> (Item, String?) {
+        do {
+            return (Item(record: record, event: try projection.decode(record)), nil)
+        } catch {
+            return (Item(record: record, event: nil), "\(error)")
+        }
+    }
+
+    /// Applies and commits a batch; never skips a record except into the DLQ. Returns the
+    /// after-commit work, or nil when nothing was committed.
+    func process(_ batch: FetchedBatch) async -> [P.Effects]? {
+        let (kept, initialClaims) = ownership.begin(batch.items, fetchedUnder: batch.generations)
         var claims = initialClaims
         var lost = Set<KafkaTopicPartition>()
+        var effects: [P.Effects] = []
         let started = ContinuousClock.now
         do {
             if !kept.isEmpty {
-                let items = try await decode(kept)
-                try await commit(items, claims: &claims, lost: &lost)
-                let seconds = Self.seconds(ContinuousClock.now - started)
-                metrics.observe("projection_batch_seconds", seconds, labels: ["group": configuration.groupID])
+                let poison = kept.compactMap { index in batch.poison[index].map { (batch.items[index].record, $0) } }
+                if !poison.isEmpty { try await sendToDeadLetters(poison) }
+                try await commit(kept.map { batch.items[$0] }, claims: &claims, lost: &lost, effects: &effects)
+                metrics.observe("projection_batch_seconds", Self.seconds(ContinuousClock.now - started), labels: ["group": configuration.groupID])
                 metrics.increment("projection_records_total", by: Double(kept.count), labels: ["group": configuration.groupID])
             }
         } catch {
@@ -42,37 +84,34 @@ extension ProjectionRunner {
             logger.warning("partitions lost to another member; their uncommitted work was rolled back",
                            metadata: ["kafka.partitions": lost.map { "\($0.topic)/\($0.partition)" }.sorted().joined(separator: ",")])
         }
+        return effects.isEmpty ? nil : effects
     }
 
-    /// Decodes every record; undecodable ones go to `<topic>.dlq` (acknowledged before the
-    /// offset that passes them can commit).
-    func decode(_ records: [KafkaConsumerRecord]) async throws -> [Item] {
-        var items: [Item] = []
-        var poison: [(KafkaConsumerRecord, String)] = []
-        for record in records {
+    /// Publishes what committed batches produced, in order; failures are logged (the read
+    /// model is already committed).
+    func runAfterCommit(_ effects: [P.Effects]) async {
+        for effect in effects {
             do {
-                items.append(Item(record: record, event: try projection.decode(record)))
+                try await timed("after_commit") { try await withRetries("after commit") { try await self.projection.afterCommit(effect) } }
             } catch {
-                items.append(Item(record: record, event: nil))
-                poison.append((record, "\(error)"))
+                logger.error("after-commit work failed", metadata: ["error": "\(error)"])
             }
         }
-        if !poison.isEmpty { try await sendToDeadLetters(poison) }
-        return items
     }
 
     /// Commits items in one transaction; a batch that keeps failing for a non-transient
     /// reason is split, and a single record that keeps failing goes to the DLQ.
     func commit(_ items: [Item], claims: inout [KafkaTopicPartition: PartitionOwnership.Claim],
-                lost: inout Set<KafkaTopicPartition>) async throws {
+                lost: inout Set<KafkaTopicPartition>, effects: inout [P.Effects]) async throws {
         var pending = items
         var attempts = 0
         while true {
             pending.removeAll { lost.contains($0.record.topicPartition) }
             if pending.isEmpty { return }
             do {
-                let positions = try await transact(pending, claims: claims)
+                let (positions, effect) = try await transact(pending, claims: claims)
                 for (tp, next) in positions { claims[tp]?.nextOffset = next }
+                effects.append(effect)
                 return
             } catch let error as LostPartitions {
                 lost.formUnion(error.partitions)
@@ -85,7 +124,7 @@ extension ProjectionRunner {
                 }
                 if pending.count > 1 {
                     logger.warning("batch keeps failing; applying its records one by one", metadata: ["error": "\(error)"])
-                    for item in pending { try await commit([item], claims: &claims, lost: &lost) }
+                    for item in pending { try await commit([item], claims: &claims, lost: &lost, effects: &effects) }
                     return
                 }
                 let record = pending[0].record
@@ -99,16 +138,16 @@ extension ProjectionRunner {
         }
     }
 
-    /// One transaction: apply the events, advance every partition's stored offset (compare-
-    /// and-set on this member's claim), commit, then run the projection's after-commit work.
-    func transact(_ items: [Item], claims: [KafkaTopicPartition: PartitionOwnership.Claim]) async throws -> [KafkaTopicPartition: Int64] {
+    /// One transaction: apply the events and advance every partition's stored offset
+    /// (compare-and-set on this member's claim).
+    func transact(_ items: [Item], claims: [KafkaTopicPartition: PartitionOwnership.Claim]) async throws -> ([KafkaTopicPartition: Int64], P.Effects) {
         var next: [KafkaTopicPartition: Int64] = [:]
         for item in items { next[item.record.topicPartition] = max(next[item.record.topicPartition] ?? 0, item.record.offset + 1) }
         let events = items.compactMap { item in
             item.event.map { ProjectedEvent(event: $0, topic: item.record.topic, partition: item.record.partition, offset: item.record.offset) }
         }
         let positions = next
-        let effects = try await withRetries("apply batch") {
+        let effects = try await timed("apply") { try await withRetries("apply batch") {
             try await self.database.withTransaction { connection in
                 let effects = try await self.projection.apply(events, in: connection)
                 var lostNow = Set<KafkaTopicPartition>()
@@ -121,13 +160,8 @@ extension ProjectionRunner {
                 if !lostNow.isEmpty { throw LostPartitions(partitions: lostNow) }
                 return effects
             }
-        }
-        do {
-            try await withRetries("after commit") { try await self.projection.afterCommit(effects) }
-        } catch {
-            logger.error("after-commit work failed", metadata: ["error": "\(error)"])
-        }
-        return positions
+        } }
+        return (positions, effects)
     }
 
     func sendToDeadLetters(_ poison: [(KafkaConsumerRecord, String)]) async throws {
@@ -142,6 +176,16 @@ extension ProjectionRunner {
             for result in await self.deadLetters.send(records) { _ = try result.get() }
         }
         metrics.increment("projection_dead_letters_total", by: Double(poison.count), labels: ["group": configuration.groupID])
+    }
+
+    /// Runs `body` and records its duration as `projection_stage_seconds{stage}`.
+    func timed<T>(_ stage: String, _ body: () async throws -> T) async throws -> T {
+        let started = ContinuousClock.now
+        defer {
+            metrics.observe("projection_stage_seconds", Self.seconds(ContinuousClock.now - started),
+                            labels: ["group": configuration.groupID, "stage": stage])
+        }
+        return try await body()
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -17,17 +17,24 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// Attempts of a batch that fails with a non-retriable error before it is split, and
     /// of a single record before it goes to the dead-letter topic.
     public var maxAttempts: Int
+    /// How long the group waits for a member that stopped heartbeating (a crashed process)
+    /// before its partitions move to the others.
+    public var sessionTimeout: Duration
+    /// Records the consumer may buffer ahead of the projection (fetching pauses beyond it).
+    public var consumerBufferCapacity: Int
     public var memberID: String
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
-                maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3,
-                memberID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
+                maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
+                consumerBufferCapacity: Int = 50_000, memberID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
         self.bootstrapServers = bootstrapServers
         self.groupID = groupID
         self.topics = topics
         self.maxBatchRecords = maxBatchRecords
         self.maxBatchWait = maxBatchWait
         self.maxAttempts = maxAttempts
+        self.sessionTimeout = sessionTimeout
+        self.consumerBufferCapacity = consumerBufferCapacity
         self.memberID = memberID
     }
 }
@@ -64,32 +71,56 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     }
 
     /// Consumes until the task is cancelled, then leaves the group cleanly.
+    ///
+    /// Three stages overlap: while one batch is applied and committed, the next one is
+    /// fetched and decoded, and the previous one's after-commit work (notifications) runs.
+    /// Each stage keeps batch order, and at most one batch waits in each.
     public func run() async throws {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
-                                                      groupID: configuration.groupID, topics: configuration.topics),
+                                                      groupID: configuration.groupID, topics: configuration.topics,
+                                                      clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout,
+                                                      bufferCapacity: configuration.consumerBufferCapacity),
             rebalanceListener: RebalanceBridge(runner: self), logger: logger)
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
+        var next = Task { try await fetch(consumer) }
+        var afterCommit: Task<Void, Never>?
         var lastLagReport = ContinuousClock.now
-        do {
-            while !Task.isCancelled {
-                let records = try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords,
-                                                           maxWait: configuration.maxBatchWait)
-                if !records.isEmpty { await process(records) }
-                if ContinuousClock.now - lastLagReport > .seconds(1) {
-                    lastLagReport = .now
-                    for (tp, lag) in consumer.lag() {
-                        metrics.set("kafka_consumer_lag", Double(lag), labels: [
-                            "group": configuration.groupID, "topic": tp.topic, "partition": String(tp.partition)])
-                    }
-                }
+        var failure: (any Error)?
+        while !Task.isCancelled {
+            let batch: FetchedBatch
+            do {
+                batch = try await withTaskCancellationHandler { try await next.value } onCancel: { [next] in next.cancel() }
+            } catch {
+                if !(error is CancellationError) { failure = error }
+                break
             }
-        } catch {
-            await consumer.close()
-            throw error
+            next = Task { try await fetch(consumer) }
+            if !batch.items.isEmpty, let effects = await process(batch) {
+                await afterCommit?.value
+                afterCommit = Task { await self.runAfterCommit(effects) }
+            }
+            if ContinuousClock.now - lastLagReport > .seconds(1) {
+                lastLagReport = .now
+                reportLag(consumer)
+            }
         }
+        next.cancel()
+        _ = await next.result
+        await afterCommit?.value
         await consumer.close()
+        if let failure {
+            logger.error("projection failed", metadata: ["error": "\(failure)"])
+            throw failure
+        }
         logger.info("projection stopped")
+    }
+
+    func reportLag(_ consumer: KafkaConsumer) {
+        for (tp, lag) in consumer.lag() {
+            metrics.set("kafka_consumer_lag", Double(lag), labels: [
+                "group": configuration.groupID, "topic": tp.topic, "partition": String(tp.partition)])
+        }
     }
 
     /// Everything this member has committed, per partition (tests and diagnostics).

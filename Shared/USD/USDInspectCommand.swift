@@ -1,8 +1,53 @@
-/// `backbone usd inspect FILE.usdz [--json]` — placeholder until the USD reader lands.
+import Foundation
+
+/// `backbone usd inspect FILE.usdz [--json]`: validates a package and prints its prims.
 public enum USDInspectCommand {
-    /// Runs the command with the arguments after `usd`; returns the process exit code.
+    static let usage = "usage: backbone usd inspect FILE.usdz [--json]"
+
+    /// Runs the command with the arguments after `usd`; returns the process exit code:
+    /// 0 read (warnings allowed), 1 read with error findings or unreadable, 2 usage.
     public static func run(arguments: [String]) -> Int32 {
-        print("usd: not built yet")
-        return 1
+        guard arguments.first == "inspect" else {
+            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            return 2
+        }
+        let rest = arguments.dropFirst()
+        let json = rest.contains("--json")
+        let files = rest.filter { !$0.hasPrefix("--") }
+        guard files.count == 1, let file = files.first else {
+            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            return 2
+        }
+        let report = inspect(path: file)
+        if json {
+            var buffer = ""
+            report.writeJSON { piece in
+                buffer += piece
+                if buffer.utf8.count >= 1 << 16 {
+                    FileHandle.standardOutput.write(Data(buffer.utf8))
+                    buffer = ""
+                }
+            }
+            FileHandle.standardOutput.write(Data((buffer + "\n").utf8))
+        } else {
+            FileHandle.standardOutput.write(Data(report.text.utf8))
+        }
+        return report.hasErrors ? 1 : 0
+    }
+
+    /// Reads, composes and reports on a package; never throws: failures become findings.
+    public static func inspect(path: String) -> InspectReport {
+        do {
+            let package = try USDZPackage(contentsOf: path)
+            do {
+                return InspectReport(stage: try USDStage(package: package))
+            } catch let error as USDError {
+                return InspectReport(failure: error, findings: package.findings)
+            }
+        } catch let error as USDError {
+            return InspectReport(failure: error)
+        } catch {
+            return InspectReport(failure: USDError(.ioFailure, "\(error)", context: path))
+        }
     }
 }

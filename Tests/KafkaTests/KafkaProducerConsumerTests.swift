@@ -1,114 +1,150 @@
 import Foundation
-import Kafka
 import Logging
 import Testing
+@testable import Kafka
 
-@Suite("Kafka producer and consumer against the embedded cluster", .serialized,
-       .enabled(if: integrationEnabled), .timeLimit(.minutes(2)))
-struct KafkaProducerConsumerTests {
-    @Test("10,000 records produced are all consumed back through a group, in order per key")
-    func roundTrip() async throws {
-        let cluster = try EmbeddedKafkaCluster(brokers: 1)
-        defer { cluster.shutdown() }
-        let topic = uniqueName("round-trip")
-        try cluster.createTopic(topic, partitions: 4)
-        let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-        let records = (0..<10_000).map { index in
-            KafkaProducerRecord(topic: topic, key: bytes("key-\(index % 37)"), value: bytes("\(index % 37):\(index)"),
-                                headers: [KafkaHeader(key: "n", value: bytes(String(index)))])
+extension KafkaIntegrationTests {
+    @Suite("Kafka producer and consumer against the embedded cluster")
+    struct KafkaProducerConsumerTests {
+        @Test("10,000 records produced are all consumed back through a group, in order per key")
+        func roundTrip() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("round-trip")
+            try cluster.createTopic(topic, partitions: 4)
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            let records = (0..<10_000).map { index in
+                KafkaProducerRecord(topic: topic, key: bytes("key-\(index % 37)"), value: bytes("\(index % 37):\(index)"),
+                                    headers: [KafkaHeader(key: "n", value: bytes(String(index)))])
+            }
+            let results = await producer.send(records)
+            #expect(results.allSatisfy { (try? $0.get()) != nil })
+            await producer.shutdown()
+
+            let consumer = try KafkaConsumer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic],
+                                     bufferCapacity: 1_000),
+                rebalanceListener: FixedStartListener(), logger: testLogger)
+            let consumed = try await consume(consumer, count: 10_000)
+            await consumer.close()
+
+            #expect(consumed.count == 10_000)
+            var lastByKey: [String: Int] = [:]
+            var outOfOrder = 0
+            for record in consumed {
+                let parts = text(record.value).split(separator: ":")
+                let (key, sequence) = (String(parts[0]), Int(parts[1])!)
+                if let last = lastByKey[key], last >= sequence { outOfOrder += 1 }
+                lastByKey[key] = sequence
+                #expect(text(record.headers.first?.value) == String(sequence))
+            }
+            #expect(outOfOrder == 0)
+            #expect(Set(consumed.map { text($0.value) }).count == 10_000)
         }
-        let results = await producer.send(records)
-        #expect(results.allSatisfy { (try? $0.get()) != nil })
-        await producer.shutdown()
 
-        let consumer = try KafkaConsumer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic],
-                                 bufferCapacity: 1_000),
-            rebalanceListener: FixedStartListener(), logger: testLogger)
-        let consumed = try await consume(consumer, count: 10_000)
-        await consumer.close()
+        @Test("a start offset supplied at assignment is where consumption begins")
+        func startOffsetHonoured() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("start-offset")
+            try cluster.createTopic(topic, partitions: 1)
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            _ = await producer.send((0..<1_000).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) })
+            await producer.shutdown()
 
-        #expect(consumed.count == 10_000)
-        var lastByKey: [String: Int] = [:]
-        var outOfOrder = 0
-        for record in consumed {
-            let parts = text(record.value).split(separator: ":")
-            let (key, sequence) = (String(parts[0]), Int(parts[1])!)
-            if let last = lastByKey[key], last >= sequence { outOfOrder += 1 }
-            lastByKey[key] = sequence
-            #expect(text(record.headers.first?.value) == String(sequence))
+            let partition = KafkaTopicPartition(topic: topic, partition: 0)
+            let consumer = try KafkaConsumer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic]),
+                rebalanceListener: FixedStartListener(starts: [partition: 500]), logger: testLogger)
+            var iterator = consumer.records.makeAsyncIterator()
+            let first = try await iterator.next()
+            #expect(first?.offset == 500)
+            #expect(text(first?.value) == "v500")
+            #expect(consumer.assignment() == [partition])
+            var rest: [Int64] = []
+            for try await record in consumer.records {
+                rest.append(record.offset)
+                if record.offset == 999 { break }
+            }
+            #expect(rest == Array(501..<1_000))
+            #expect(await eventually(timeout: .seconds(5)) { consumer.lag()[partition] == 0 })
+            await consumer.close()
+            #expect(consumer.assignment().isEmpty)
         }
-        #expect(outOfOrder == 0)
-        #expect(Set(consumed.map { text($0.value) }).count == 10_000)
-    }
 
-    @Test("a start offset supplied at assignment is where consumption begins")
-    func startOffsetHonoured() async throws {
-        let cluster = try EmbeddedKafkaCluster(brokers: 1)
-        defer { cluster.shutdown() }
-        let topic = uniqueName("start-offset")
-        try cluster.createTopic(topic, partitions: 1)
-        let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-        _ = await producer.send((0..<1_000).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) })
-        await producer.shutdown()
+        @Test("an unread consumer buffers about its capacity, then delivers everything without gaps")
+        func boundedBuffer() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("bounded")
+            try cluster.createTopic(topic, partitions: 2)
+            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            _ = await producer.send((0..<6_000).map { KafkaProducerRecord(topic: topic, partition: Int32($0 % 2), value: bytes("v\($0)")) })
+            await producer.shutdown()
 
-        let partition = KafkaTopicPartition(topic: topic, partition: 0)
-        let consumer = try KafkaConsumer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic]),
-            rebalanceListener: FixedStartListener(starts: [partition: 500]), logger: testLogger)
-        var iterator = consumer.records.makeAsyncIterator()
-        let first = try await iterator.next()
-        #expect(first?.offset == 500)
-        #expect(text(first?.value) == "v500")
-        #expect(consumer.assignment() == [partition])
-        let rest = try await consume(consumer, count: 499)
-        #expect(rest.map(\.offset) == Array(501..<1_000))
-        #expect(await eventually(timeout: .seconds(5)) { consumer.lag()[partition] == 0 })
-        await consumer.close()
-        #expect(consumer.assignment().isEmpty)
-    }
-
-    @Test("a queue too small for the batch is backpressure, not an error")
-    func queueFullIsBackpressure() async throws {
-        let cluster = try EmbeddedKafkaCluster(brokers: 1)
-        defer { cluster.shutdown() }
-        let topic = uniqueName("queue-full")
-        try cluster.createTopic(topic, partitions: 2)
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, extra: ["queue.buffering.max.messages": "10"]),
-            logger: testLogger)
-        let results = await producer.send((0..<3_000).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) })
-        let failures = results.compactMap { result -> KafkaError? in
-            if case .failure(let error) = result { return error }
-            return nil
+            let consumer = try KafkaConsumer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic],
+                                     bufferCapacity: 500),
+                rebalanceListener: FixedStartListener(), logger: testLogger)
+            #expect(await eventually { consumer.bufferedCount >= 500 })
+            try await Task.sleep(for: .seconds(1))
+            #expect(consumer.bufferedCount <= 500 + 512)
+            let records = try await consume(consumer, count: 6_000)
+            await consumer.close()
+            for partition in Int32(0)...1 {
+                #expect(records.filter { $0.partition == partition }.map(\.offset) == Array(0..<3_000))
+            }
         }
-        #expect(failures.isEmpty, "\(failures.first.map(String.init(describing:)) ?? "")")
-        let single = try await producer.send(KafkaProducerRecord(topic: topic, partition: 1, value: bytes("last")))
-        #expect(single.partition == 1)
-        await producer.shutdown()
-    }
 
-    @Test("with every broker down, send fails within the delivery timeout instead of hanging")
-    func brokersDownFailFast() async throws {
-        let cluster = try EmbeddedKafkaCluster(brokers: 2)
-        defer { cluster.shutdown() }
-        let topic = uniqueName("down")
-        try cluster.createTopic(topic, partitions: 1)
-        try cluster.setAllBrokersDown()
-        let producer = try KafkaProducer(
-            configuration: .init(bootstrapServers: cluster.bootstrapServers, deliveryTimeout: .seconds(3)), logger: testLogger)
-        let started = ContinuousClock.now
-        do {
-            _ = try await producer.send(KafkaProducerRecord(topic: topic, value: bytes("lost")))
-            Issue.record("send succeeded with every broker down")
-        } catch {
-            #expect(error.code == .messageTimedOut)
-            #expect(error.isRetriable)
+        @Test("a queue too small for the batch is backpressure, not an error")
+        func queueFullIsBackpressure() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("queue-full")
+            try cluster.createTopic(topic, partitions: 2)
+            let producer = try KafkaProducer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, extra: ["queue.buffering.max.messages": "10"]),
+                logger: testLogger)
+            let results = await producer.send((0..<3_000).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) })
+            let failures = results.compactMap { result -> KafkaError? in
+                if case .failure(let error) = result { return error }
+                return nil
+            }
+            #expect(failures.isEmpty, "\(failures.first.map(String.init(describing:)) ?? "")")
+            #expect(producer.backpressureWaits > 0)  // the queue really was full
+            #expect(results.compactMap { try? $0.get().offset }.count == 3_000)
+            let single = try await producer.send(KafkaProducerRecord(topic: topic, partition: 1, value: bytes("last")))
+            #expect(single.partition == 1)
+            await producer.shutdown()
         }
-        #expect(ContinuousClock.now - started < .seconds(8))
-        await producer.shutdown()
-        await #expect(throws: KafkaError.self) {
-            _ = try await producer.send(KafkaProducerRecord(topic: topic, value: bytes("after shutdown")))
+
+        @Test("with every broker down, send fails within the delivery timeout instead of hanging")
+        func brokersDownFailFast() async throws {
+            let cluster = try EmbeddedKafkaCluster(brokers: 2)
+            defer { cluster.shutdown() }
+            let topic = uniqueName("down")
+            try cluster.createTopic(topic, partitions: 1)
+            try cluster.setAllBrokersDown()
+            let producer = try KafkaProducer(
+                configuration: .init(bootstrapServers: cluster.bootstrapServers, deliveryTimeout: .seconds(3)), logger: testLogger)
+            let started = ContinuousClock.now
+            do {
+                _ = try await producer.send(KafkaProducerRecord(topic: topic, value: bytes("lost")))
+                Issue.record("send succeeded with every broker down")
+            } catch {
+                #expect(error.code == .messageTimedOut)
+                #expect(error.isRetriable)
+            }
+            #expect(ContinuousClock.now - started < .seconds(8))
+            await producer.shutdown()
+            await producer.shutdown()
+            await producer.flush(timeout: .seconds(1))
+            do {
+                _ = try await producer.send(KafkaProducerRecord(topic: topic, value: bytes("after shutdown")))
+                Issue.record("send succeeded after shutdown")
+            } catch {
+                #expect(error.code == .shutdown)
+            }
         }
     }
 }

@@ -68,3 +68,7 @@ func runKcat(_ arguments: [String], input: String? = nil) throws -> String {
     process.waitUntilExit()
     return String(decoding: data, as: UTF8.self)
 }
+
+/// Every test that starts an embedded cluster runs inside this suite, one at a time.
+@Suite("Kafka integration (embedded mock cluster)", .serialized, .enabled(if: integrationEnabled), .timeLimit(.minutes(2)))
+struct KafkaIntegrationTests {}

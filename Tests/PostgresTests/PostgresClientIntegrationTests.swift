@@ -211,27 +211,67 @@ struct PostgresClientIntegrationTests {
                 #expect(error.isRetriable)
             }
             #expect(clock.now - start >= .milliseconds(150))
+
+            // A waiter whose task is cancelled stops waiting at once.
+            let waiter = Task { try await client.query("SELECT 1") }
+            try await Task.sleep(for: .milliseconds(50))
+            waiter.cancel()
+            switch await waiter.result {
+            case .success: Issue.record("cancelled waiter got a connection")
+            case .failure(let error): #expect((error as? PostgresError)?.code == .cancelled)
+            }
+            #expect(client.openConnections == 1)
         }
         #expect(try await client.query("SELECT 1").count == 1)
         await client.close()
         await #expect(throws: PostgresError.self) { try await client.query("SELECT 1") }
     }
 
-    @Test("a connection killed by the server is discarded and the pool recovers")
+    @Test("cancelling the awaiting task cancels a long statement on the server and keeps the connection usable")
+    func cancellation() async throws {
+        let client = Integration.client(maxConnections: 1)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let task = Task { try await client.query("SELECT pg_sleep(30)") }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        switch await task.result {
+        case .success:
+            Issue.record("cancelled sleep completed")
+        case .failure(let error):
+            #expect((error as? PostgresError)?.sqlState == "57014")
+        }
+        #expect(clock.now - start < .seconds(10))
+        #expect(try await client.query("SELECT 1 AS one")[0].decode(Int.self, "one") == 1)
+        #expect(client.openConnections == 1)
+        await client.close()
+    }
+
+    @Test("an idle connection killed by the server is discarded and the next query gets a fresh one")
     func brokenConnection() async throws {
         let client = Integration.client(maxConnections: 1)
         let admin = Integration.client(maxConnections: 1)
         let pid = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
         _ = try await admin.query("SELECT pg_terminate_backend($1)", [pid])
-        try await Task.sleep(for: .milliseconds(100))
-        do {
-            _ = try await client.query("SELECT 1")
-        } catch {
-            #expect(error.isRetriable)
-        }
+        try await Task.sleep(for: .milliseconds(200))
+        // The idle connection is checked before reuse, so the caller never sees the dead one.
         let newPID = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
         #expect(newPID != pid)
         #expect(client.openConnections == 1)
+
+        // Killed while in use: the caller gets a retriable error, the pool recovers.
+        let busyPID = newPID
+        async let sleeper = client.query("SELECT pg_sleep(5)")
+        try await Task.sleep(for: .milliseconds(300))
+        _ = try await admin.query("SELECT pg_terminate_backend($1)", [busyPID])
+        do {
+            _ = try await sleeper
+            Issue.record("query on a terminated backend succeeded")
+        } catch let error as PostgresError {
+            #expect(error.isRetriable)
+            #expect(error.code == .connectionLost)
+        }
+        #expect(try await client.query("SELECT 1 AS one")[0].decode(Int.self, "one") == 1)
         await client.close()
         await admin.close()
     }

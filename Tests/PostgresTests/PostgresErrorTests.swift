@@ -22,7 +22,6 @@ struct PostgresErrorTests {
         let client = PostgresClient(
             configuration: PostgresConfiguration(url: "postgres://app:Sup3rS3cret@127.0.0.1:1/db", connectTimeout: .seconds(2)),
             logger: logger)
-        defer { Task { await client.close() } }
         do {
             _ = try await client.query("SELECT 'marker-sql-text'")
             Issue.record("query against a closed port succeeded")
@@ -35,6 +34,7 @@ struct PostgresErrorTests {
         #expect(await client.ping() == false)
         #expect(!sink.lines.joined().contains("Sup3rS3cret"))
         #expect(client.openConnections == 0)
+        await client.close()
     }
 
     @Test("retriability follows SQLSTATE: serialization failures and deadlocks retry, constraint violations do not")

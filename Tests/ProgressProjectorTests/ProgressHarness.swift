@@ -113,15 +113,16 @@ final class ProgressHarness: Sendable {
         }
     }
 
-    func context(port: Int = 0, database url: String? = nil) -> ServiceContext {
-        let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: url ?? database.url,
+    func context(port: Int = 0, client other: PostgresClient? = nil) -> ServiceContext {
+        let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
                                                 jwtSecret: secret, httpPort: port)
-        return ServiceContext(name: "progress-projector", configuration: configuration, database: client, producer: producer,
+        return ServiceContext(name: "progress-projector", configuration: configuration, database: other ?? client, producer: producer,
                               admin: admin, metrics: MetricsRegistry(), logger: .disabled)
     }
 
     /// True once the group's stored offsets reach every partition's high watermark.
-    func caughtUp(group: String, topic: String, partitions: Int32 = 6) async throws -> Bool {
+    func caughtUp(group: String, topic: String, partitions: Int32 = 6, client other: PostgresClient? = nil) async throws -> Bool {
+        let client = other ?? self.client
         var total: Int64 = 0
         for p in 0..<partitions { total += try await admin.watermarks(topic: topic, partition: p).high }
         let rows = try await client.query("""
@@ -131,8 +132,8 @@ final class ProgressHarness: Sendable {
     }
 
     /// The whole read model as comparable text (everything but bookkeeping columns).
-    func progressDump() async throws -> [String] {
-        try await client.query("""
+    func progressDump(client other: PostgresClient? = nil) async throws -> [String] {
+        try await (other ?? client).query("""
             SELECT concat_ws('|', user_id, material_id, status, last_position::text, progress_percent, total_active_seconds,
                    first_read_at, last_read_at, completed_at, last_session_id, reading_target_type, knowledge_base_id) AS line
             FROM reading_progress ORDER BY user_id, material_id

@@ -1,6 +1,12 @@
+import Foundation
+import Ingest
+import ServiceRuntime
+
 @main
-struct Main {
+struct IngestMain {
     static func main() async {
-        print("not yet built")
+        exit(await ServiceHost.main(name: "ingest", defaultPort: 8080, migrations: IngestSchema.migrations) { context, env in
+            IngestService(context: context, configuration: .read(from: &env)).parts()
+        })
     }
 }

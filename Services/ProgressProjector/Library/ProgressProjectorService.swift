@@ -13,25 +13,29 @@ public struct ProgressConfiguration: Sendable {
     public var groupID: String
     public var maxBatchRecords: Int
     public var maxBatchWait: Duration
+    public var sessionTimeout: Duration
 
     public init(eventsTopic: String = Topics.readingEvents, progressTopic: String = Topics.readingProgress,
-                groupID: String = "progress-projector", maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(20)) {
+                groupID: String = "progress-projector", maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(20),
+                sessionTimeout: Duration = .seconds(10)) {
         self.eventsTopic = eventsTopic
         self.progressTopic = progressTopic
         self.groupID = groupID
         self.maxBatchRecords = maxBatchRecords
         self.maxBatchWait = maxBatchWait
+        self.sessionTimeout = sessionTimeout
     }
 
     /// `READING_EVENTS_TOPIC`, `READING_PROGRESS_TOPIC`, `PROGRESS_GROUP_ID`,
-    /// `PROGRESS_BATCH_RECORDS`, `PROGRESS_BATCH_WAIT_MS`.
+    /// `PROGRESS_BATCH_RECORDS`, `PROGRESS_BATCH_WAIT_MS`, `KAFKA_SESSION_TIMEOUT_MS`.
     public static func read(from env: inout EnvironmentReader) -> ProgressConfiguration {
         ProgressConfiguration(
             eventsTopic: env.string("READING_EVENTS_TOPIC", default: Topics.readingEvents),
             progressTopic: env.string("READING_PROGRESS_TOPIC", default: Topics.readingProgress),
             groupID: env.string("PROGRESS_GROUP_ID", default: "progress-projector"),
             maxBatchRecords: env.int("PROGRESS_BATCH_RECORDS", default: 500, range: 1...10_000),
-            maxBatchWait: env.milliseconds("PROGRESS_BATCH_WAIT_MS", default: .milliseconds(20)))
+            maxBatchWait: env.milliseconds("PROGRESS_BATCH_WAIT_MS", default: .milliseconds(20)),
+            sessionTimeout: env.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: .seconds(10)))
     }
 }
 
@@ -59,7 +63,7 @@ public struct ProgressProjectorService: Sendable {
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
                 topics: [configuration.eventsTopic], maxBatchRecords: configuration.maxBatchRecords,
-                maxBatchWait: configuration.maxBatchWait),
+                maxBatchWait: configuration.maxBatchWait, sessionTimeout: configuration.sessionTimeout),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
     }
 

@@ -1,0 +1,136 @@
+import Auth
+import Contracts
+import Dispatch
+import Foundation
+import HTTPServer
+import Ingest
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import ServiceRuntime
+import Synchronization
+
+/// `swift run -c release IngestBench [BATCHES] [CONNECTIONS]`
+///
+/// In one run, over an embedded Kafka broker and PostgreSQL (`DATABASE_URL`, else a private
+/// cluster in a temporary directory):
+/// 1. raw: a plain librdkafka produce loop of the serialized `reading.events.v2` records
+///    of every batch (idempotent, acks=all) — the floor;
+/// 2. ingest, saturated: BATCHES batches of 100 events posted over CONNECTIONS keep-alive
+///    connections to a live ingest (HTTP → validation → catalog/dedup → Kafka ack →
+///    response), reporting accepted events/s and p50/p99 request latency;
+/// 3. ingest, paced at half the saturated rate (open loop, latency from each request's
+///    scheduled time), reporting p50/p99.
+@main
+struct IngestBench {
+    static let eventsPerBatch = 100
+
+    static func main() async throws {
+        let arguments = CommandLine.arguments.dropFirst()
+        let batches = arguments.first.flatMap(Int.init) ?? 400
+        let connections = arguments.dropFirst().first.flatMap(Int.init) ?? 8
+        let logger = Logger(label: "ingest-bench", level: .warning)
+
+        var privateCluster: PrivatePostgresCluster?
+        let url: String
+        if let given = ProcessInfo.processInfo.environment["DATABASE_URL"] {
+            url = given
+        } else {
+            let cluster = PrivatePostgresCluster(directory: NSTemporaryDirectory() + "ingest-bench-\(getpid())", logger: logger)
+            url = try await cluster.start()
+            privateCluster = cluster
+        }
+        let kafka = try EmbeddedKafkaCluster(brokers: 1)
+        for topic in ["bench.raw", "bench.events", "bench.rooms"] { try kafka.createTopic(topic, partitions: 6) }
+        let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 8), logger: logger)
+        for table in ["room_versions", "rooms", "room_upload_usage", "ingest_accepted_events", "materials", "schema_migrations"] {
+            _ = try await database.execute("DROP TABLE IF EXISTS \(table)")
+        }
+        _ = try await PostgresMigrator(migrations: IngestSchema.migrations, logger: logger).migrate(database)
+        _ = try await database.execute("INSERT INTO materials (material_id, reading_target_type) VALUES ('lesson-1', 'knowledgeSource')")
+
+        let secret = "ingest-bench-secret-0123456789"
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: kafka.bootstrapServers,
+                                                                                   clientID: "ingest-bench"), logger: logger)
+        let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: logger)
+        let context = ServiceContext(
+            name: "ingest", configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url,
+                                                               jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0),
+            database: database, producer: producer, admin: admin, metrics: MetricsRegistry(), logger: logger)
+        let configuration = IngestConfiguration(rateLimitPerSecond: 1e9, rateLimitBurst: 1_000_000_000,
+                                                readingEventsTopic: "bench.events", roomTranscodeTopic: "bench.rooms")
+        let parts = IngestService(context: context, configuration: configuration).parts()
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let http = HTTPService(name: "ingest", configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0),
+                               router: parts.router, readiness: [], metrics: context.metrics, logger: logger) { portContinuation.yield($0) }
+        let server = Task { try await http.run() }
+        var port = 0
+        for await p in ports { port = p; break }
+
+        // Requests: fresh event ids everywhere, 500 users, the app's field names.
+        let codec = JWTCodec(secret: secret)
+        let tokens = (0..<500).map { codec.issue(userID: "user-\($0)", ttl: 86_400) }
+        func makeBatches(_ count: Int) throws -> (requests: [[UInt8]], records: [(key: [UInt8], value: [UInt8])]) {
+            let now = Date()
+            var requests: [[UInt8]] = []
+            var records: [(key: [UInt8], value: [UInt8])] = []
+            for b in 0..<count {
+                let user = b % tokens.count
+                let items = (0..<eventsPerBatch).map { i in
+                    ReadingEventUploadItem(
+                        eventId: UUID().uuidString, clientSessionId: "session-\(b)", readingTargetType: .knowledgeSource,
+                        materialId: "lesson-1", knowledgeBaseId: "kb-1", eventType: .heartbeat, position: .page(1 + i % 40, of: 40),
+                        activeSecondsDelta: 15, clientTimestamp: now.addingTimeInterval(Double(i - 200)),
+                        clientTimezoneOffsetMinutes: 480, sequence: i, platform: "iOS", appVersion: "2.3.0")
+                }
+                requests.append(LoadClient.request(path: "/learning/reading-events/batch", token: tokens[user],
+                                                   body: try ContractCoding.encode(ReadingEventBatchRequest(events: items))))
+                for item in items {
+                    let record = ReadingEventRecord(userId: "user-\(user)", receivedAt: now, item: item)
+                    records.append((Array("user-\(user)".utf8), try ContractCoding.encode(record)))
+                }
+            }
+            return (requests, records)
+        }
+
+        print("preparing \(batches) batches of \(eventsPerBatch) events …")
+        let saturated = try makeBatches(batches)
+        let warmup = try makeBatches(2 * connections)
+        _ = try await Load.run(port: port, requests: warmup.requests, connections: connections, batchesPerSecond: nil)
+
+        // 1. raw librdkafka produce loop of the same serialized records.
+        let records = saturated.records
+        let bootstrap = kafka.bootstrapServers
+        let rawSeconds = try await Load.onThread { try RawProduceBaseline.run(bootstrapServers: bootstrap, topic: "bench.raw", records: records) }
+        let rawRate = Double(records.count) / rawSeconds
+
+        // 2. ingest, saturated.
+        let full = try await Load.run(port: port, requests: saturated.requests, connections: connections, batchesPerSecond: nil)
+        let fullRate = Double(full.acceptedEvents) / full.seconds
+
+        // 3. ingest at half the saturated rate, for about 10 s.
+        let halfBatchesPerSecond = fullRate / 2 / Double(eventsPerBatch)
+        let paced = try makeBatches(max(connections, Int(halfBatchesPerSecond * 10)))
+        let half = try await Load.run(port: port, requests: paced.requests, connections: connections,
+                                      batchesPerSecond: halfBatchesPerSecond)
+
+        print("")
+        print("batches × events                 \(batches) × \(eventsPerBatch), \(connections) connections, 2 cores, all on this machine")
+        print(String(format: "raw librdkafka produce (floor)   %10.0f records/s  (%.2f s)", rawRate, rawSeconds))
+        print(String(format: "ingest saturated (HTTP→Kafka ack)%10.0f events/s   (%.2f s; %d accepted, %d failed requests)",
+                     fullRate, full.seconds, full.acceptedEvents, full.failures))
+        print(String(format: "  request latency                p50 %6.1f ms   p99 %6.1f ms", full.percentile(0.5), full.percentile(0.99)))
+        print(String(format: "ingest / raw                     %9.1f %%", 100 * fullRate / rawRate))
+        print(String(format: "ingest at half rate (%.0f ev/s) p50 %6.1f ms   p99 %6.1f ms   (%d accepted, %d failed)",
+                     Double(half.acceptedEvents) / half.seconds, half.percentile(0.5), half.percentile(0.99),
+                     half.acceptedEvents, half.failures))
+
+        server.cancel()
+        _ = await server.result
+        await producer.shutdown()
+        await database.close()
+        kafka.shutdown()
+        await privateCluster?.stop()
+    }
+}

@@ -1,0 +1,127 @@
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import ProgressProjector
+import Projection
+import ServiceRuntime
+
+/// `swift run -c release progress-bench [EVENTS]`
+///
+/// Pre-fills a topic with reading events, then in the same run measures
+/// (a) a plain PostgreSQL COPY of the same rows into a table shaped like the event log —
+///     the floor of what writing them costs — and
+/// (b) the progress projection consuming the topic from the start through the projection
+///     runner (event log + reading_progress + offsets, one transaction per batch).
+/// Uses `DATABASE_URL` when set, else a private cluster in a temporary directory.
+@main
+struct ProgressBench {
+    static func main() async throws { try await run() }
+
+    nonisolated static func run() async throws {
+        let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
+        let logger = Logger(label: "progress-bench", level: ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(name:)) ?? .warning)
+        var privateCluster: PrivatePostgresCluster?
+        let url: String
+        if let given = ProcessInfo.processInfo.environment["DATABASE_URL"] {
+            url = given
+        } else {
+            let cluster = PrivatePostgresCluster(directory: NSTemporaryDirectory() + "progress-bench-\(getpid())", logger: logger)
+            url = try await cluster.start()
+            privateCluster = cluster
+        }
+        let kafka = try EmbeddedKafkaCluster(brokers: 1)
+        try kafka.createTopic("bench.events", partitions: 6)
+        try kafka.createTopic("bench.events.progress", partitions: 6)
+        let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 4), logger: logger)
+        for table in ["reading_progress", "progress_event_log", "consumer_offsets", "schema_migrations", "copy_baseline"] {
+            _ = try await database.execute("DROP TABLE IF EXISTS \(table)")
+        }
+        _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: logger).migrate(database)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: kafka.bootstrapServers), logger: logger)
+
+        // 1,000 users × 10 materials; each reading session is a run of 20 heartbeats with
+        // page positions (as the app sends them every 15 s), sessions of different users interleaved.
+        let start = Date(timeIntervalSince1970: 1_796_000_000)
+        let events: [ReadingEventRecord] = (0..<count).map { i in
+            let session = i / 20
+            let user = session % 1000, material = (session / 1000) % 10
+            let item = ReadingEventUploadItem(
+                eventId: UUID().uuidString, clientSessionId: "s-\(user)-\(material)", readingTargetType: .knowledgeSource,
+                materialId: "m-\(material)", knowledgeBaseId: "kb", eventType: .heartbeat,
+                position: .page(1 + (i / 10_000) % 40, of: 40), activeSecondsDelta: 15,
+                clientTimestamp: start.addingTimeInterval(Double(i)), clientTimezoneOffsetMinutes: 480, sequence: i,
+                platform: "iOS", appVersion: "2.3.0")
+            return ReadingEventRecord(userId: "user-\(user)", receivedAt: start, item: item)
+        }
+        print("pre-filling \(count) events …")
+        let records = try events.map { KafkaProducerRecord(topic: "bench.events", key: Array($0.userId.utf8), value: try ContractCoding.encode($0)) }
+        for chunk in stride(from: 0, to: records.count, by: 5000) {
+            for result in await producer.send(Array(records[chunk..<min(chunk + 5000, records.count)])) { _ = try result.get() }
+        }
+
+        // For reference: the cost of decoding every record's JSON alone.
+        let decodeStart = ContinuousClock.now
+        for record in records { _ = try ContractCoding.decode(ReadingEventRecord.self, from: record.value) }
+        let decodeSeconds = seconds(ContinuousClock.now - decodeStart)
+
+        // (a) COPY baseline: the same rows into an event-log-shaped table.
+        _ = try await database.execute("CREATE TABLE copy_baseline (LIKE progress_event_log INCLUDING ALL)")
+        let rows: [[any PostgresBindable]] = events.enumerated().map { i, e in
+            [e.eventId, e.userId, e.materialId, e.clientSessionId, e.eventType.rawValue, e.clientTimestamp, e.sequence,
+             e.activeSecondsDelta, i % 6, Int64(i), Date()]
+        }
+        let copyStart = ContinuousClock.now
+        _ = try await database.withConnection { connection in
+            try await connection.copy(into: "copy_baseline", columns: [
+                "event_id", "user_id", "material_id", "client_session_id", "event_type", "client_timestamp", "sequence",
+                "active_seconds_delta", "kafka_partition", "kafka_offset", "projected_at"], rows: rows)
+        }
+        let copySeconds = seconds(ContinuousClock.now - copyStart)
+
+        // (b) the projection from the start of the topic.
+        let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: logger)
+        let metrics = MetricsRegistry()
+        let context = ServiceContext(
+            name: "progress-bench",
+            configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: "bench-secret-0123456789", httpPort: 0),
+            database: database, producer: producer, admin: admin, metrics: metrics, logger: logger)
+        let runner = ProgressProjectorService(context: context, configuration: ProgressConfiguration(
+            eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: 2000)).makeRunner()
+        let projectStart = ContinuousClock.now
+        let task = Task { try await runner.run() }
+        var firstRecordAt: ContinuousClock.Instant?
+        while true {
+            let done = try await database.query("SELECT count(*)::bigint AS n FROM progress_event_log").first!.decode(Int64.self, "n")
+            if done > 0 && firstRecordAt == nil { firstRecordAt = .now }
+            if done >= Int64(count) { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let projectEnd = ContinuousClock.now
+        task.cancel()
+        _ = await task.result
+        let projectSeconds = seconds(projectEnd - (firstRecordAt ?? projectStart))
+        let joinSeconds = seconds((firstRecordAt ?? projectStart) - projectStart)
+
+        let copyRate = Double(count) / copySeconds
+        let projectRate = Double(count) / projectSeconds
+        print("")
+        print("events                         \(count)")
+        print(String(format: "COPY baseline (event rows)     %10.0f rows/s   (%.2f s)", copyRate, copySeconds))
+        print(String(format: "projection (log+progress+offs) %10.0f events/s (%.2f s, after %.1f s group join)", projectRate, projectSeconds, joinSeconds))
+        let batches = metrics.value("projection_batch_seconds", labels: ["group": "bench"]) ?? 0
+        print(String(format: "batches                        %10.0f (%.0f events each)", batches, Double(count) / max(1, batches)))
+        print(metrics.render().split(separator: "\n").filter { $0.hasPrefix("projection_stage_seconds_sum") || $0.hasPrefix("projection_batch_seconds_sum") }.joined(separator: "\n"))
+        print(String(format: "JSON decode alone              %10.0f events/s", Double(count) / decodeSeconds))
+        print(String(format: "projection / COPY              %9.1f %%", 100 * projectRate / copyRate))
+
+        await producer.shutdown()
+        await database.close()
+        kafka.shutdown()
+        await privateCluster?.stop()
+    }
+
+    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,75 @@
+import Contracts
+import Foundation
+import ServiceRuntime
+
+/// The ingest service's own settings, read from the environment with defaults.
+///
+/// | variable | default | meaning |
+/// |---|---|---|
+/// | `INGEST_MAX_BATCH_EVENTS` | 500 | events per `POST /learning/reading-events/batch` before 413 |
+/// | `INGEST_MAX_BATCH_BYTES` | 1048576 | body bytes of a batch before 413 |
+/// | `INGEST_RATE_LIMIT_PER_SECOND` | 10 | sustained requests per user and second (per instance) |
+/// | `INGEST_RATE_LIMIT_BURST` | 30 | requests a user may make at once |
+/// | `INGEST_MAX_USDZ_BYTES` | 52428800 | `source.usdzBytes` before `FILE_TOO_LARGE` (50 MiB) |
+/// | `INGEST_MONTHLY_UPLOAD_QUOTA_BYTES` | 1073741824 | per-user bytes per UTC calendar month before `QUOTA_EXCEEDED` |
+/// | `INGEST_READING_EVENTS_TOPIC` | `reading.events.v2` | where accepted events go |
+/// | `INGEST_ROOM_TRANSCODE_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
+/// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
+/// | `INGEST_EVENT_ID_RETENTION_DAYS` | 30 | how long accepted event ids are remembered |
+/// | `INGEST_RETRY_AFTER_SECONDS` | 2 | `Retry-After` of a 503 |
+public struct IngestConfiguration: Sendable {
+    public var maxBatchEvents: Int
+    public var maxBatchBytes: Int
+    public var rateLimitPerSecond: Double
+    public var rateLimitBurst: Int
+    public var maxUSDZBytes: Int64
+    public var monthlyUploadQuotaBytes: Int64
+    public var readingEventsTopic: String
+    public var roomTranscodeTopic: String
+    public var materialCacheTTL: Duration
+    public var eventIDRetentionDays: Int
+    public var unavailableRetryAfterSeconds: Int
+    /// Accepted timestamps: at most this far in the future …
+    public var maxClockSkewAhead: TimeInterval
+    /// … and at most this far in the past (matches the event-id retention).
+    public var maxEventAge: TimeInterval
+
+    public init(maxBatchEvents: Int = 500, maxBatchBytes: Int = 1 << 20, rateLimitPerSecond: Double = 10,
+                rateLimitBurst: Int = 30, maxUSDZBytes: Int64 = 50 << 20, monthlyUploadQuotaBytes: Int64 = 1 << 30,
+                readingEventsTopic: String = Topics.readingEvents, roomTranscodeTopic: String = Topics.roomTranscodeRequests,
+                materialCacheTTL: Duration = .seconds(2), eventIDRetentionDays: Int = 30,
+                unavailableRetryAfterSeconds: Int = 2, maxClockSkewAhead: TimeInterval = 10 * 60) {
+        self.maxBatchEvents = maxBatchEvents
+        self.maxBatchBytes = maxBatchBytes
+        self.rateLimitPerSecond = rateLimitPerSecond
+        self.rateLimitBurst = rateLimitBurst
+        self.maxUSDZBytes = maxUSDZBytes
+        self.monthlyUploadQuotaBytes = monthlyUploadQuotaBytes
+        self.readingEventsTopic = readingEventsTopic
+        self.roomTranscodeTopic = roomTranscodeTopic
+        self.materialCacheTTL = materialCacheTTL
+        self.eventIDRetentionDays = eventIDRetentionDays
+        self.unavailableRetryAfterSeconds = unavailableRetryAfterSeconds
+        self.maxClockSkewAhead = maxClockSkewAhead
+        self.maxEventAge = TimeInterval(eventIDRetentionDays) * 86_400
+    }
+
+    /// Reads every `INGEST_*` variable into `reader` (problems are collected there).
+    public static func read(from reader: inout EnvironmentReader) -> IngestConfiguration {
+        let perSecond = reader.double("INGEST_RATE_LIMIT_PER_SECOND", default: 10)
+        if perSecond <= 0 { reader.fail("INGEST_RATE_LIMIT_PER_SECOND must be positive (got \(perSecond))") }
+        let ttl = reader.milliseconds("INGEST_MATERIAL_CACHE_TTL_MS", default: .seconds(2))
+        return IngestConfiguration(
+            maxBatchEvents: reader.int("INGEST_MAX_BATCH_EVENTS", default: 500, range: 1...100_000),
+            maxBatchBytes: reader.int("INGEST_MAX_BATCH_BYTES", default: 1 << 20, range: 1024...(64 << 20)),
+            rateLimitPerSecond: perSecond > 0 ? perSecond : 10,
+            rateLimitBurst: reader.int("INGEST_RATE_LIMIT_BURST", default: 30, range: 1...1_000_000),
+            maxUSDZBytes: Int64(reader.int("INGEST_MAX_USDZ_BYTES", default: 50 << 20, range: 1...Int(Int32.max))),
+            monthlyUploadQuotaBytes: Int64(reader.int("INGEST_MONTHLY_UPLOAD_QUOTA_BYTES", default: 1 << 30, range: 1...Int.max)),
+            readingEventsTopic: reader.string("INGEST_READING_EVENTS_TOPIC", default: Topics.readingEvents),
+            roomTranscodeTopic: reader.string("INGEST_ROOM_TRANSCODE_TOPIC", default: Topics.roomTranscodeRequests),
+            materialCacheTTL: ttl,
+            eventIDRetentionDays: reader.int("INGEST_EVENT_ID_RETENTION_DAYS", default: 30, range: 1...365),
+            unavailableRetryAfterSeconds: reader.int("INGEST_RETRY_AFTER_SECONDS", default: 2, range: 1...3600))
+    }
+}

@@ -1,0 +1,67 @@
+import Postgres
+
+/// The tables ingest owns (migration versions 100–199).
+///
+/// - `materials`: the catalog behind the reading-event material rules.
+/// - `ingest_accepted_events`: event ids Kafka acknowledged, kept for the dedup window.
+/// - `rooms` / `room_versions`: CrowdRoom rooms and their uploaded versions; the realtime
+///   notifier reads `rooms` (owner, visibility) to authorise `room:{id}` joins.
+/// - `room_upload_usage`: bytes each user uploaded per UTC calendar month (quota).
+public enum IngestSchema {
+    public static let migrations: [PostgresMigration] = [
+        PostgresMigration(version: 100, name: "ingest_materials", sql: """
+            CREATE TABLE IF NOT EXISTS materials (
+                material_id text PRIMARY KEY,
+                reading_target_type text NOT NULL CHECK (reading_target_type IN ('knowledgeSource', 'temporaryFile')),
+                knowledge_base_id text,
+                owner_user_id text,
+                expires_at timestamptz,
+                deleted boolean NOT NULL DEFAULT false,
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                CHECK (reading_target_type <> 'temporaryFile' OR owner_user_id IS NOT NULL)
+            );
+            """),
+        PostgresMigration(version: 101, name: "ingest_accepted_events", sql: """
+            CREATE TABLE IF NOT EXISTS ingest_accepted_events (
+                event_id text PRIMARY KEY,
+                user_id text NOT NULL,
+                accepted_at timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX IF NOT EXISTS ingest_accepted_events_accepted_at ON ingest_accepted_events (accepted_at);
+            """),
+        PostgresMigration(version: 102, name: "ingest_rooms", sql: """
+            CREATE TABLE IF NOT EXISTS rooms (
+                room_id text PRIMARY KEY,
+                owner_user_id text NOT NULL,
+                visibility text NOT NULL CHECK (visibility IN ('public', 'private')),
+                title text NOT NULL,
+                tags text[] NOT NULL DEFAULT '{}',
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX IF NOT EXISTS rooms_owner ON rooms (owner_user_id);
+            CREATE TABLE IF NOT EXISTS room_versions (
+                version_id text PRIMARY KEY,
+                room_id text NOT NULL REFERENCES rooms (room_id),
+                owner_user_id text NOT NULL,
+                status text NOT NULL CHECK (status IN ('pending', 'queued', 'transcoding', 'ready', 'failed')),
+                usdz_key text NOT NULL,
+                usdz_bytes bigint NOT NULL,
+                roomplan_json_key text NOT NULL,
+                roomplan_json_bytes bigint NOT NULL,
+                sha256 text,
+                redactions jsonb NOT NULL DEFAULT '[]',
+                quota_month date NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX IF NOT EXISTS room_versions_room ON room_versions (room_id);
+            CREATE TABLE IF NOT EXISTS room_upload_usage (
+                user_id text NOT NULL,
+                month date NOT NULL,
+                bytes bigint NOT NULL DEFAULT 0,
+                PRIMARY KEY (user_id, month)
+            );
+            """),
+    ]
+}

@@ -1,0 +1,87 @@
+import Contracts
+import Foundation
+import HTTPTypes
+import Logging
+import ServiceRuntime
+
+/// `PUT /materials/{id}` and `DELETE /materials/{id}`: catalog maintenance with a service
+/// token (a user token is 403 `FORBIDDEN`).
+struct MaterialRoutes: Sendable {
+    let catalog: MaterialCatalog
+    let authenticator: RequestAuthenticator
+    let logger: Logger
+    let retryAfterSeconds: Int
+
+    static let maxIDBytes = 256
+    /// 1970-01-01 … 9999-12-31T23:59:59Z: what a catalog expiry can sensibly be.
+    static let expiryRange: ClosedRange<TimeInterval> = 0...253_402_300_799
+
+    func put(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try authenticator.requireService(request)
+        let id = try materialID(request)
+        let body: MaterialUpsertRequest = try IngestRequestDecoding.decode(MaterialUpsertRequest.self, from: request)
+        if body.readingTargetType == .temporaryFile && body.ownerUserId == nil {
+            throw IngestRequestDecoding.invalidField("ownerUserId", "a temporaryFile always has an owner")
+        }
+        if let expiresAt = body.expiresAt, !(Self.expiryRange ~= expiresAt.timeIntervalSince1970) {
+            throw IngestRequestDecoding.invalidField("expiresAt", "expiresAt must be within the years 1970…9999")
+        }
+        for (name, value) in [("knowledgeBaseId", body.knowledgeBaseId), ("ownerUserId", body.ownerUserId)] {
+            if let value, value.isEmpty || value.utf8.count > Self.maxIDBytes || RoomVersionValidator.hasControlCharacters(value) {
+                throw IngestRequestDecoding.invalidField(name, "\(name) must be 1…\(Self.maxIDBytes) bytes without control characters")
+            }
+        }
+        do {
+            let entry = try await catalog.upsert(id: id, body)
+            return .json(entry.response, encoder: ContractCoding.encoder)
+        } catch {
+            throw unavailable(error)
+        }
+    }
+
+    func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try authenticator.requireService(request)
+        let id = try materialID(request)
+        let entry: MaterialEntry?
+        do {
+            entry = try await catalog.markDeleted(id: id)
+        } catch {
+            throw unavailable(error)
+        }
+        guard let entry else { throw HTTPError.notFound("no material \(id)") }
+        return .json(entry.response, encoder: ContractCoding.encoder)
+    }
+
+    private func materialID(_ request: HTTPRequest) throws(HTTPError) -> String {
+        guard let id = request.pathParameters["id"], !id.isEmpty, id.utf8.count <= Self.maxIDBytes,
+              !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw IngestRequestDecoding.invalidField("id", "a material id is 1…\(Self.maxIDBytes) bytes without control characters")
+        }
+        return id
+    }
+
+    private func unavailable(_ error: any Error) -> HTTPError {
+        logger.error("materials catalog unavailable", metadata: ["error": "\(error)"])
+        return HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: "catalog unavailable",
+                         headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+}
+
+/// Body decoding shared by the JSON endpoints: a body that is not JSON is 400
+/// `INVALID_JSON`; JSON of the wrong shape is 400 `INVALID_FIELD` naming the field.
+enum IngestRequestDecoding {
+    static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest) throws(HTTPError) -> T {
+        guard (try? JSONSerialization.jsonObject(with: Data(request.body), options: [.fragmentsAllowed])) != nil else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidJSON.rawValue, message: "body is not valid JSON")
+        }
+        do {
+            return try ContractCoding.decoder.decode(T.self, from: Data(request.body))
+        } catch {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: HTTPError.describe(decodingError: error))
+        }
+    }
+
+    static func invalidField(_ field: String, _ message: String) -> HTTPError {
+        HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "\(field): \(message)")
+    }
+}

@@ -1,0 +1,115 @@
+/// Reads a `.usdc` crate layer into prim specs.
+enum CrateReader {
+    private static let attributeSpec: UInt32 = 1
+    private static let primSpec: UInt32 = 6
+    private static let pseudoRootSpec: UInt32 = 7
+    private static let relationshipSpec: UInt32 = 8
+    /// Deepest prim nesting accepted (the text parser has the same limit).
+    static let maxDepth = 256
+
+    static func read(_ bytes: [UInt8], range: Range<Int>, identifier: String) throws -> LayerData {
+        let file = try CrateFile(bytes: bytes, range: range, identifier: identifier)
+        let values = CrateValueReader(file: file)
+        let layer = LayerData(identifier: identifier)
+        var childOrder: [ObjectIdentifier: [String]] = [:]
+        var primsByPath: [Substring: PrimSpec] = ["/": layer.root]
+        func prim(_ path: Substring) -> PrimSpec {
+            if let found = primsByPath[path] { return found }
+            let created = primSpec(at: String(path), in: layer)
+            primsByPath[path] = created
+            return created
+        }
+        for spec in file.specs {
+            guard spec.pathIndex < file.paths.count else {
+                throw USDError(.corruptCrate, "spec path index \(spec.pathIndex) out of range", context: identifier)
+            }
+            let path = file.paths[spec.pathIndex]
+            if path.utf8.reduce(0, { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) }) > maxDepth {
+                throw USDError(.limitExceeded, "path deeper than \(maxDepth) prims", context: identifier)
+            }
+            if path.utf8.contains(UInt8(ascii: "{")) {
+                layer.noteUnsupported("variant specs")
+                continue
+            }
+            let fields = try file.fields(of: spec)
+            switch spec.type {
+            case pseudoRootSpec:
+                for field in fields {
+                    switch field.name {
+                    case "defaultPrim": layer.defaultPrim = try values.value(field.rep).asString
+                    case "upAxis": layer.upAxis = try values.value(field.rep).asString
+                    case "metersPerUnit": layer.metersPerUnit = try values.value(field.rep).asNumbers?.first
+                    case "primChildren": childOrder[ObjectIdentifier(layer.root)] = try values.value(field.rep).asStrings
+                    case "subLayers": layer.noteUnsupported("subLayers")
+                    default: break
+                    }
+                }
+            case primSpec:
+                let prim = prim(path[...])
+                for field in fields {
+                    switch field.name {
+                    case "specifier":
+                        let raw = Int(try values.value(field.rep).asNumbers?.first ?? 1)
+                        prim.specifier = raw == 0 ? .def : raw == 2 ? .class : .over
+                    case "typeName": prim.typeName = try values.value(field.rep).asString ?? ""
+                    case "kind": prim.kind = try values.value(field.rep).asString
+                    case "active": prim.active = (try values.value(field.rep).asNumbers?.first ?? 1) != 0
+                    case "customData":
+                        if case .dictionary(let dictionary) = try values.value(field.rep) { prim.customData = dictionary }
+                    case "references": prim.references = try values.arcs(field.rep)
+                    case "payload": prim.payloads = try values.arcs(field.rep)
+                    case "primChildren": childOrder[ObjectIdentifier(prim)] = try values.value(field.rep).asStrings
+                    case "inherits", "specializes", "variantSelection", "variantSetNames":
+                        layer.noteUnsupported("prim field '\(field.name)'")
+                    default: break
+                    }
+                }
+            case attributeSpec, relationshipSpec:
+                guard let dot = path.utf8.lastIndex(of: UInt8(ascii: ".")) else { continue }
+                let prim = prim(path[..<dot])
+                let name = String(path[path.utf8.index(after: dot)...])
+                var value: USDValue?
+                var sample: USDValue?
+                for field in fields {
+                    switch field.name {
+                    case "default": value = try values.value(field.rep)
+                    case "timeSamples": sample = try values.value(field.rep)
+                    case "targetPaths": prim.relationships[name] = try values.value(field.rep).asStrings ?? []
+                    case "spline": layer.noteUnsupported("spline values")
+                    default: break
+                    }
+                }
+                if spec.type == attributeSpec {
+                    if let value, value != .none { prim.attributes[name] = value }
+                    else if let sample { prim.attributes[name] = sample }
+                    else if prim.attributes[name] == nil { prim.attributes[name] = USDValue.none }
+                }
+            default:
+                layer.noteUnsupported("spec type \(spec.type)")
+            }
+        }
+        order(layer.root, childOrder)
+        return layer
+    }
+
+    /// The spec at a prim path, creating `over`s for missing ancestors.
+    private static func primSpec(at path: String, in layer: LayerData) -> PrimSpec {
+        var spec = layer.root
+        for part in path.split(separator: "/") {
+            spec = spec.addChild(String(part), specifier: .over)
+        }
+        return spec
+    }
+
+    /// Applies `primChildren` ordering, iteratively.
+    private static func order(_ root: PrimSpec, _ orders: [ObjectIdentifier: [String]]) {
+        var stack = [root]
+        while let spec = stack.popLast() {
+            if let names = orders[ObjectIdentifier(spec)] {
+                let rank = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
+                spec.reorderChildren { (rank[$0.name] ?? Int.max, 0) < (rank[$1.name] ?? Int.max, 0) }
+            }
+            stack.append(contentsOf: spec.children)
+        }
+    }
+}

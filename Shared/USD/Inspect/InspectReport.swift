@@ -1,0 +1,119 @@
+/// What `backbone usd inspect` reports about a package: findings, stage metadata and, per
+/// traversed prim, its type, world box, mesh counts and textures.
+public struct InspectReport: Sendable {
+    public struct PrimReport: Sendable, Equatable {
+        public let path: String
+        public let type: String
+        public let kind: String?
+        public let worldBounds: BoundingBox?
+        public let vertexCount: Int
+        public let triangleCount: Int
+        /// Package entry paths of the textures of the prim's bound material.
+        public let textures: [String]
+        public let customData: [String: USDValue]
+    }
+
+    public let findings: [ValidationFinding]
+    public let upAxis: String
+    public let metersPerUnit: Double
+    public let defaultPrim: String?
+    public let prims: [PrimReport]
+
+    /// Builds the report for a composed stage.
+    public init(stage: USDStage) {
+        let geometry = WorldGeometry()
+        var prims: [PrimReport] = []
+        for prim in stage.traverse() {
+            prims.append(PrimReport(
+                path: prim.path, type: prim.typeName, kind: prim.kind,
+                worldBounds: geometry.worldBounds(prim),
+                vertexCount: prim.vertexCount, triangleCount: prim.triangleCount,
+                textures: MaterialTextures.textures(for: prim, in: stage), customData: prim.customData))
+        }
+        var findings = stage.findings
+        for problem in geometry.transformProblems.prefix(20) {
+            findings.append(ValidationFinding(.unsupportedConstruct, .warning, problem))
+        }
+        self.findings = findings
+        self.upAxis = stage.upAxis
+        self.metersPerUnit = stage.metersPerUnit
+        self.defaultPrim = stage.defaultPrim
+        self.prims = prims
+    }
+
+    /// The report for a package that could not be read at all.
+    public init(failure: USDError, findings: [ValidationFinding] = []) {
+        self.findings = findings + failure.findings.filter { !findings.contains($0) } + [ValidationFinding(ValidationFinding.Code(rawValue: failure.code.rawValue), .error, failure.description)]
+        upAxis = "Y"
+        metersPerUnit = 0.01
+        defaultPrim = nil
+        prims = []
+    }
+
+    public var hasErrors: Bool { findings.contains { $0.severity == .error } }
+
+    /// One JSON object: `{"findings","upAxis","metersPerUnit","defaultPrim","prims"}`.
+    public var json: String {
+        var out = ""
+        writeJSON { out += $0 }
+        return out
+    }
+
+    /// Streams the JSON object in pieces (one per prim), so large reports need no big buffer.
+    public func writeJSON(_ emit: (String) -> Void) {
+        func box(_ box: BoundingBox?) -> JSONValue {
+            guard let box else { return .null }
+            return .object([("min", .array([.number(box.min.x), .number(box.min.y), .number(box.min.z)])),
+                            ("max", .array([.number(box.max.x), .number(box.max.y), .number(box.max.z)]))])
+        }
+        let head: JSONValue = .object([
+            ("findings", .array(findings.map {
+                .object([("code", .string($0.code.rawValue)), ("severity", .string($0.severity.rawValue)),
+                         ("message", .string($0.message))])
+            })),
+            ("upAxis", .string(upAxis)),
+            ("metersPerUnit", .number(metersPerUnit)),
+            ("defaultPrim", defaultPrim.map { .string($0) } ?? .null),
+        ])
+        var text = head.text
+        text.removeLast() // reopen the object to append the prims
+        emit(text + ",\"prims\":[")
+        for (index, prim) in prims.enumerated() {
+            var members: [(String, JSONValue)] = [
+                ("path", .string(prim.path)), ("type", .string(prim.type)), ("worldBounds", box(prim.worldBounds)),
+                ("vertexCount", .int(prim.vertexCount)), ("triangleCount", .int(prim.triangleCount)),
+                ("textures", .array(prim.textures.map { .string($0) })),
+            ]
+            if let kind = prim.kind { members.append(("kind", .string(kind))) }
+            if !prim.customData.isEmpty { members.append(("customData", USDValue.dictionary(prim.customData).jsonObject)) }
+            emit((index == 0 ? "" : ",") + JSONValue.object(members).text)
+        }
+        emit("]}")
+    }
+
+    /// A human-readable rendering: findings, then an indented prim tree.
+    public var text: String {
+        var out = "findings: \(findings.isEmpty ? "none" : "")\n"
+        for finding in findings { out += "  \(finding.severity.rawValue.uppercased()) \(finding.code): \(finding.message)\n" }
+        out += "upAxis \(upAxis), metersPerUnit \(metersPerUnit)\(defaultPrim.map { ", defaultPrim \($0)" } ?? "")\n"
+        out += "prims (\(prims.count)):\n"
+        for prim in prims {
+            let depth = prim.path.split(separator: "/").count
+            var line = String(repeating: "  ", count: depth) + (prim.path.split(separator: "/").last.map(String.init) ?? prim.path)
+            line += " [\(prim.type.isEmpty ? "untyped" : prim.type)]"
+            if let bounds = prim.worldBounds {
+                func f(_ v: SIMD3<Double>) -> String { "(\(fmt(v.x)), \(fmt(v.y)), \(fmt(v.z)))" }
+                line += " bounds \(f(bounds.min))–\(f(bounds.max))"
+            }
+            if prim.vertexCount > 0 { line += " \(prim.vertexCount) vertices, \(prim.triangleCount) triangles" }
+            if !prim.textures.isEmpty { line += " textures: " + prim.textures.joined(separator: ", ") }
+            out += line + "\n"
+        }
+        return out
+    }
+
+    private func fmt(_ value: Double) -> String {
+        let rounded = (value * 10_000).rounded() / 10_000
+        return "\(rounded)"
+    }
+}

@@ -1,0 +1,102 @@
+/// How a prim spec is introduced.
+public enum Specifier: String, Sendable {
+    case def, over, `class`
+}
+
+/// A reference or payload arc: an asset (nil = this layer) and an optional prim path.
+struct CompositionArc: Sendable, Equatable {
+    var assetPath: String?
+    var primPath: String?
+}
+
+/// A list-op as authored: explicit items replace, the rest edit weaker opinions.
+struct ListOp<Item: Sendable & Equatable>: Sendable {
+    var explicit: [Item]?
+    var prepended: [Item] = []
+    var appended: [Item] = []
+    var added: [Item] = []
+    var deleted: [Item] = []
+
+    /// The items this op yields on its own (no weaker opinions to edit).
+    var items: [Item] {
+        var result = prepended + (explicit ?? []) + added + appended
+        result.removeAll { deleted.contains($0) }
+        return result
+    }
+}
+
+/// One prim as authored in one layer.
+final class PrimSpec {
+    let name: String
+    var specifier: Specifier
+    var typeName: String = ""
+    var children: [PrimSpec] = []
+    private var childIndex: [String: Int] = [:]
+    var attributes: [String: USDValue] = [:]
+    var relationships: [String: [String]] = [:]
+    var references = ListOp<CompositionArc>()
+    var payloads = ListOp<CompositionArc>()
+    var kind: String?
+    var customData: [String: USDValue] = [:]
+    var active: Bool?
+
+    init(name: String, specifier: Specifier) {
+        self.name = name
+        self.specifier = specifier
+    }
+
+    func child(named name: String) -> PrimSpec? {
+        childIndex[name].map { children[$0] }
+    }
+
+    /// Sorts children stably by `areInIncreasingOrder` and reindexes them.
+    func reorderChildren(by areInIncreasingOrder: (PrimSpec, PrimSpec) -> Bool) {
+        let indexed = children.enumerated().sorted { a, b in
+            if areInIncreasingOrder(a.element, b.element) { return true }
+            if areInIncreasingOrder(b.element, a.element) { return false }
+            return a.offset < b.offset
+        }
+        children = indexed.map(\.element)
+        childIndex = Dictionary(uniqueKeysWithValues: children.enumerated().map { ($1.name, $0) })
+    }
+
+    /// Adds a child or returns the existing one of that name.
+    @discardableResult
+    func addChild(_ name: String, specifier: Specifier) -> PrimSpec {
+        if let existing = child(named: name) { return existing }
+        let spec = PrimSpec(name: name, specifier: specifier)
+        childIndex[name] = children.count
+        children.append(spec)
+        return spec
+    }
+}
+
+/// A parsed layer: its metadata and prim specs under the pseudo-root.
+final class LayerData {
+    /// Path of the layer inside the package.
+    let identifier: String
+    let root = PrimSpec(name: "", specifier: .def)
+    var defaultPrim: String?
+    var upAxis: String?
+    var metersPerUnit: Double?
+    /// Constructs read but not understood, reported as findings.
+    var unsupported: [String] = []
+
+    init(identifier: String) {
+        self.identifier = identifier
+    }
+
+    /// The spec at an absolute prim path (`/A/B`), if authored.
+    func spec(at path: String) -> PrimSpec? {
+        var spec = root
+        for part in path.split(separator: "/") {
+            guard let child = spec.child(named: String(part)) else { return nil }
+            spec = child
+        }
+        return spec
+    }
+
+    func noteUnsupported(_ what: String) {
+        if unsupported.count < 50, !unsupported.contains(what) { unsupported.append(what) }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+import Logging
+import Postgres
+import Testing
+
+@Suite("PrivatePostgresCluster", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))
+struct PrivatePostgresClusterTests {
+    @Test("a private cluster starts on a free port, serves queries, survives restart and a stale pid file, and stops")
+    func lifecycle() async throws {
+        let directory = "/tmp/" + Integration.uniqueName("pgcluster")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let cluster = PrivatePostgresCluster(directory: directory, logger: .disabled)
+
+        let url = try await cluster.start()
+        #expect(url.hasPrefix("postgres://postgres@127.0.0.1:"))
+        #expect(url.hasSuffix("/backbone"))
+        let port = try #require(cluster.port)
+        let client = Integration.client(maxConnections: 1, url: url)
+        #expect(try await client.query("SELECT current_database() AS db")[0].decode(String.self, "db") == "backbone")
+        let listen = try await client.query("SELECT current_setting('listen_addresses') AS a")[0].decode(String.self, "a")
+        #expect(listen == "127.0.0.1")
+        try await client.execute("CREATE TABLE survives (id int)")
+        await client.close()
+        await cluster.stop()
+        #expect(!FileManager.default.fileExists(atPath: cluster.dataDirectory + "/postmaster.pid"))
+
+        // A crash leaves a postmaster.pid whose process is gone; start must cope.
+        try "999999\n\(cluster.dataDirectory)\n0\n\(port)\n".write(
+            toFile: cluster.dataDirectory + "/postmaster.pid", atomically: true, encoding: .utf8)
+        let again = PrivatePostgresCluster(directory: directory, port: port, logger: .disabled)
+        let secondURL = try await again.start()
+        #expect(secondURL == url)
+        let reopened = Integration.client(maxConnections: 1, url: secondURL)
+        #expect(try await reopened.query("SELECT count(*) AS n FROM survives")[0].decode(Int64.self, "n") == 0)
+        await reopened.close()
+        await again.stop()
+        let afterStop = Integration.client(maxConnections: 1, url: secondURL)
+        #expect(await afterStop.ping() == false)
+        await afterStop.close()
+    }
+}

@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""Generates the USD reader's test fixtures and their expectations with Pixar's usd-core.
+
+This script is the source of truth: rerun it (`pip install usd-core`, then
+`python3 Tests/USDTests/Fixtures/generate.py`) and commit the outputs. For every package
+it writes `<name>.usdz` and `<name>.expected.json` with what usd-core computes: traversed
+prim paths and types, world bounds from UsdGeom.BBoxCache, mesh vertex/triangle counts,
+bound textures, upAxis and metersPerUnit. Malformed packages get the finding or error
+code the reader must report.
+"""
+import json
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import zipfile
+import zlib
+
+from pxr import Gf, Kind, Sdf, Usd, UsdGeom, UsdShade, UsdUtils, Vt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def tiny_png(rgb):
+    """A valid 1x1 PNG of one colour."""
+    def chunk(kind, data):
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+    raw = b"\x00" + bytes(rgb)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def grid_mesh(stage, path, nx, ny, size=1.0, z=0.0, author_extent=True):
+    """A quad grid: (nx+1)*(ny+1) points, nx*ny quads; big grids make crate compress arrays."""
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    points, counts, indices, st = [], [], [], []
+    for j in range(ny + 1):
+        for i in range(nx + 1):
+            points.append(Gf.Vec3f(size * i / nx, size * j / ny, z + 0.01 * ((i * 7 + j * 3) % 5)))
+            st.append(Gf.Vec2f(i / nx, j / ny))
+    for j in range(ny):
+        for i in range(nx):
+            a = j * (nx + 1) + i
+            counts.append(4)
+            indices.extend([a, a + 1, a + nx + 2, a + nx + 1])
+    mesh.CreatePointsAttr(Vt.Vec3fArray(points))
+    mesh.CreateFaceVertexCountsAttr(Vt.IntArray(counts))
+    mesh.CreateFaceVertexIndicesAttr(Vt.IntArray(indices))
+    mesh.CreateNormalsAttr(Vt.Vec3fArray([Gf.Vec3f(0, 0, 1)] * len(points)))
+    mesh.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
+    primvar = UsdGeom.PrimvarsAPI(mesh).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.vertex)
+    primvar.Set(Vt.Vec2fArray(st))
+    if author_extent:
+        mesh.CreateExtentAttr(UsdGeom.Boundable.ComputeExtentFromPlugins(mesh, Usd.TimeCode.Default()))
+    return mesh
+
+
+def ngon_mesh(stage, path):
+    """A pentagon, a hexagon and a triangle sharing no points; no extent authored."""
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    pts = [(0, 0, 0), (1, 0, 0), (1.3, 0.8, 0), (0.5, 1.4, 0.2), (-0.3, 0.8, 0),
+           (2, 0, 0), (3, 0, 0.5), (3.5, 1, 0), (3, 2, -0.5), (2, 2, 0), (1.5, 1, 0),
+           (0, 3, 1), (1, 3, 1), (0.5, 4, 1.5)]
+    mesh.CreatePointsAttr([Gf.Vec3f(*p) for p in pts])
+    mesh.CreateFaceVertexCountsAttr([5, 6, 3])
+    mesh.CreateFaceVertexIndicesAttr(list(range(14)))
+    return mesh
+
+
+def textured_material(stage, path, texture):
+    material = UsdShade.Material.Define(stage, path)
+    surface = UsdShade.Shader.Define(stage, path + "/Surface")
+    surface.CreateIdAttr("UsdPreviewSurface")
+    reader = UsdShade.Shader.Define(stage, path + "/Diffuse")
+    reader.CreateIdAttr("UsdUVTexture")
+    reader.CreateInput("file", Sdf.ValueTypeNames.Asset).Set(texture)
+    reader.CreateOutput("rgb", Sdf.ValueTypeNames.Float3)
+    surface.CreateInput("diffuseColor", Sdf.ValueTypeNames.Color3f).ConnectToSource(reader.ConnectableAPI(), "rgb")
+    material.CreateSurfaceOutput().ConnectToSource(surface.ConnectableAPI(), "surface")
+    return material
+
+
+def bind(prim, material):
+    UsdShade.MaterialBindingAPI.Apply(prim).Bind(material)
+
+
+SMALL_LAYER = b"""#usda 1.0
+(
+    defaultPrim = "World"
+)
+def Xform "World"
+{
+    def Mesh "Quad"
+    {
+        int[] faceVertexCounts = [4]
+        int[] faceVertexIndices = [0, 1, 2, 3]
+        point3f[] points = [(0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0)]
+    }
+}
+"""
+
+
+def build_basic(stage):
+    """Nested xforms with every op type, quads and n-gons, a textured material."""
+    UsdGeom.SetStageUpAxis(stage, UsdGeom.Tokens.z)
+    UsdGeom.SetStageMetersPerUnit(stage, 1.0)
+    world = UsdGeom.Xform.Define(stage, "/World")
+    stage.SetDefaultPrim(world.GetPrim())
+    world.AddTranslateOp().Set(Gf.Vec3d(1, 2, 3))
+    world.AddRotateXYZOp().Set(Gf.Vec3f(10, 20, 30))
+    world.AddScaleOp().Set(Gf.Vec3f(2, 2, 2))
+
+    ops = UsdGeom.Xform.Define(stage, "/World/Ops")
+    ops.AddTranslateOp(opSuffix="pivot").Set(Gf.Vec3d(0.5, 0.5, 0))
+    ops.AddRotateZYXOp().Set(Gf.Vec3f(15, -25, 40))
+    ops.AddTranslateOp(opSuffix="pivot", isInverseOp=True)
+    ops.AddOrientOp().Set(Gf.Quatf(0.9238795, 0.0, 0.3826834, 0.0))
+    quad = grid_mesh(stage, "/World/Ops/Quad", 1, 1)
+    quad.AddRotateXOp().Set(30.0)
+    quad.AddRotateYOp().Set(-45.0)
+    quad.AddRotateZOp().Set(60.0)
+    for name, order in [("XZY", UsdGeom.XformOp.TypeRotateXZY), ("YXZ", UsdGeom.XformOp.TypeRotateYXZ),
+                        ("YZX", UsdGeom.XformOp.TypeRotateYZX), ("ZXY", UsdGeom.XformOp.TypeRotateZXY)]:
+        child = grid_mesh(stage, "/World/Ops/Rot" + name, 2, 1)
+        child.AddXformOp(order).Set(Gf.Vec3f(33, -12, 71))
+        child.AddTranslateOp().Set(Gf.Vec3d(0.1, 0.2, 0.3))
+
+    group = UsdGeom.Xform.Define(stage, "/World/Group")
+    matrix = Gf.Matrix4d().SetRotate(Gf.Rotation(Gf.Vec3d(1, 1, 0), 35)) * Gf.Matrix4d().SetTranslate(Gf.Vec3d(-4, 0, 1))
+    group.AddTransformOp().Set(matrix)
+    ngon = ngon_mesh(stage, "/World/Group/Ngon")
+    ngon.AddScaleOp(opSuffix="squash").Set(Gf.Vec3f(1, 0.5, 2))
+    reset = UsdGeom.Xform.Define(stage, "/World/Group/Reset")
+    reset.SetResetXformStack(True)
+    reset.AddTranslateOp().Set(Gf.Vec3d(10, 0, 0))
+    grid_mesh(stage, "/World/Group/Reset/Tri", 1, 1)
+
+    component = UsdGeom.Xform.Define(stage, "/World/Component")
+    Usd.ModelAPI(component.GetPrim()).SetKind(Kind.Tokens.component)
+    component.AddRotateYOp().Set(30.0)
+    part = grid_mesh(stage, "/World/Component/Part", 1, 1)
+    part.AddRotateZOp().Set(45.0)
+    part.AddTranslateOp().Set(Gf.Vec3d(1, 0, 0))
+
+    big = grid_mesh(stage, "/World/Big", 20, 15, size=5.0)
+    big.AddTranslateOp().Set(Gf.Vec3d(0, -6, 0))
+    cube = UsdGeom.Cube.Define(stage, "/World/Cube")
+    cube.CreateSizeAttr(3.0)
+    cube.AddTranslateOp().Set(Gf.Vec3d(0, 0, -5))
+    hidden = grid_mesh(stage, "/World/Hidden", 1, 1, z=100)
+    hidden.CreateVisibilityAttr(UsdGeom.Tokens.invisible)
+    guide = grid_mesh(stage, "/World/Guide", 1, 1, z=-100)
+    guide.CreatePurposeAttr(UsdGeom.Tokens.guide)
+    UsdGeom.Scope.Define(stage, "/World/Looks")
+    material = textured_material(stage, "/World/Looks/Wood", "textures/wood.png")
+    bind(quad.GetPrim(), material)
+    bind(big.GetPrim(), material)
+    stage.CreateClassPrim("/_class_Thing")
+    stage.OverridePrim("/OverOnly")
+    inactive = UsdGeom.Xform.Define(stage, "/World/Inactive")
+    grid_mesh(stage, "/World/Inactive/Gone", 1, 1)
+    inactive.GetPrim().SetActive(False)
+
+
+ROOMPLAN_CATEGORIES = [("Wall", "Arch_grp", "Wall_{i}_grp", "Wall{i}"), ("Floor", "Floor_grp", None, "Floor{i}"),
+                       ("Storage", "Object_grp", "Storage_grp", "Storage{i}"), ("Table", "Object_grp", "Table_grp", "Table{i}")]
+
+
+def build_roomplan(folder):
+    """A RoomPlan-like export: one layer per element under assets/, pulled in by references."""
+    os.makedirs(os.path.join(folder, "assets"), exist_ok=True)
+    os.makedirs(os.path.join(folder, "textures"), exist_ok=True)
+    with open(os.path.join(folder, "textures", "oak.png"), "wb") as f:
+        f.write(tiny_png((150, 110, 60)))
+    root = Usd.Stage.CreateNew(os.path.join(folder, "Room.usda"))
+    UsdGeom.SetStageUpAxis(root, UsdGeom.Tokens.y)
+    UsdGeom.SetStageMetersPerUnit(root, 1.0)
+    room = UsdGeom.Xform.Define(root, "/Room")
+    root.SetDefaultPrim(room.GetPrim())
+    Usd.ModelAPI(room.GetPrim()).SetKind(Kind.Tokens.assembly)
+    elements = [("Wall", 0), ("Wall", 1), ("Wall", 2), ("Floor", 0), ("Storage", 0), ("Table", 0)]
+    for n, (category, index) in enumerate(elements):
+        spec = next(c for c in ROOMPLAN_CATEGORIES if c[0] == category)
+        name = spec[3].format(i=index)
+        ext = "usdc" if n % 2 else "usda"
+        asset = os.path.join(folder, "assets", f"{name}.{ext}")
+        layer = Usd.Stage.CreateNew(asset)
+        UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
+        element = UsdGeom.Xform.Define(layer, "/" + name)
+        layer.SetDefaultPrim(element.GetPrim())
+        element.GetPrim().SetCustomDataByKey("Category", category)
+        element.GetPrim().SetCustomDataByKey("UUID", "8C1B%04d-6F0A-4C8B-9E2D-1F3A5B7C9D%02d" % (n, n))
+        if category == "Storage":
+            Usd.ModelAPI(element.GetPrim()).SetKind(Kind.Tokens.component)
+        angle = 90.0 * index + (30 if category in ("Storage", "Table") else 0)
+        xf = Gf.Matrix4d().SetRotate(Gf.Rotation(Gf.Vec3d(0, 1, 0), angle)) * Gf.Matrix4d().SetTranslate(
+            Gf.Vec3d(2.0 * index - 1, 0 if category != "Floor" else -0.01, 1.5 * (n % 3)))
+        element.AddTransformOp().Set(xf)
+        if category == "Wall":
+            mesh = grid_mesh(layer, f"/{name}/{name}_mesh", 4, 3, size=3.0)
+        elif category == "Floor":
+            mesh = grid_mesh(layer, f"/{name}/{name}_mesh", 6, 6, size=4.0)
+            mesh.AddRotateXOp().Set(-90.0)
+        else:
+            mesh = ngon_mesh(layer, f"/{name}/{name}_mesh")
+            mesh.AddScaleOp().Set(Gf.Vec3f(0.5, 0.5, 0.5))
+            if category == "Storage":
+                inner = grid_mesh(layer, f"/{name}/Shelf", 2, 2, size=0.8)
+                inner.AddRotateXYZOp().Set(Gf.Vec3f(20, 45, 10))
+        if category == "Table":
+            material = textured_material(layer, f"/{name}/Looks/Oak", "../textures/oak.png")
+            bind(mesh.GetPrim(), material)
+        layer.GetRootLayer().Save()
+        group_path = "/Room/" + spec[1]
+        UsdGeom.Xform.Define(root, group_path)
+        if spec[2]:
+            group_path += "/" + spec[2].format(i=index)
+            UsdGeom.Xform.Define(root, group_path)
+        holder = UsdGeom.Xform.Define(root, f"{group_path}/{name}")
+        if category == "Floor":
+            holder.GetPrim().GetPayloads().AddPayload(f"./assets/{name}.{ext}")
+        else:
+            holder.GetPrim().GetReferences().AddReference(f"./assets/{name}.{ext}")
+    root.GetRootLayer().Save()
+    return os.path.join(folder, "Room.usda")
+
+
+def asset_entry(attr_value, layer_identifier):
+    """Package entry path of an asset value authored in a layer inside a package."""
+    path = attr_value.path
+    inner = layer_identifier.split("[", 1)[1].rstrip("]") if "[" in layer_identifier else ""
+    folder = os.path.dirname(inner)
+    return os.path.normpath(os.path.join(folder, path)).replace("\\", "/")
+
+
+def textures_of(prim):
+    if not prim.IsA(UsdGeom.Mesh):
+        return None
+    material, _ = UsdShade.MaterialBindingAPI(prim).ComputeBoundMaterial()
+    found = set()
+    if material:
+        for p in Usd.PrimRange(material.GetPrim()):
+            for attr in p.GetAttributes():
+                if attr.GetName().startswith("inputs:") and attr.GetTypeName() == Sdf.ValueTypeNames.Asset:
+                    value = attr.Get()
+                    if value and value.path:
+                        spec_layer = attr.GetPropertyStack()[0].layer.identifier
+                        found.add(asset_entry(value, spec_layer))
+    return sorted(found)
+
+
+def expectations(usdz):
+    stage = Usd.Stage.Open(usdz)
+    cache = UsdGeom.BBoxCache(Usd.TimeCode.Default(), ["default", "render"], useExtentsHint=False)
+    prims = []
+    for prim in stage.Traverse():
+        box = cache.ComputeWorldBound(prim).ComputeAlignedRange()
+        bounds = None if box.IsEmpty() else {"min": list(box.GetMin()), "max": list(box.GetMax())}
+        vertex_count = triangle_count = 0
+        if prim.IsA(UsdGeom.Mesh):
+            mesh = UsdGeom.Mesh(prim)
+            vertex_count = len(mesh.GetPointsAttr().Get() or [])
+            triangle_count = sum(max(0, c - 2) for c in (mesh.GetFaceVertexCountsAttr().Get() or []))
+        entry = {"path": str(prim.GetPath()), "type": str(prim.GetTypeName()), "worldBounds": bounds,
+                 "vertexCount": vertex_count, "triangleCount": triangle_count}
+        textures = textures_of(prim)
+        if textures is not None:
+            entry["textures"] = textures
+        custom = prim.GetCustomData()
+        custom = {k: v for k, v in custom.items() if isinstance(v, str) and k != "userDocBrief"}
+        if custom:
+            entry["customData"] = custom
+        prims.append(entry)
+    return {"upAxis": str(UsdGeom.GetStageUpAxis(stage)), "metersPerUnit": UsdGeom.GetStageMetersPerUnit(stage),
+            "prims": prims}
+
+
+def write_json(name, data):
+    with open(os.path.join(HERE, name + ".expected.json"), "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+def package(layer_path, name):
+    out = os.path.join(HERE, name + ".usdz")
+    if os.path.exists(out):
+        os.remove(out)
+    if not UsdUtils.CreateNewUsdzPackage(Sdf.AssetPath(layer_path), out):
+        sys.exit(f"packaging {name} failed")
+    write_json(name, expectations(out))
+    return out
+
+
+def stored_zip(name, files, compress=None):
+    """A zip written by Python's zipfile: stored but not 64-byte aligned unless the names happen to align."""
+    out = os.path.join(HERE, name + ".usdz")
+    with zipfile.ZipFile(out, "w") as z:
+        for entry, data in files:
+            z.writestr(zipfile.ZipInfo(entry), data, compress_type=compress or zipfile.ZIP_STORED)
+    return out
+
+
+def main():
+    work = tempfile.mkdtemp()
+    try:
+        os.makedirs(os.path.join(work, "textures"))
+        with open(os.path.join(work, "textures", "wood.png"), "wb") as f:
+            f.write(tiny_png((120, 80, 40)))
+        stage = Usd.Stage.CreateNew(os.path.join(work, "basic.usda"))
+        build_basic(stage)
+        stage.GetRootLayer().Save()
+        stage.GetRootLayer().Export(os.path.join(work, "basic.usdc"))
+        package(os.path.join(work, "basic.usda"), "basic_usda")
+        package(os.path.join(work, "basic.usdc"), "basic_usdc")
+        room_folder = os.path.join(work, "room")
+        room = build_roomplan(room_folder)
+        package(room, "roomplan")
+        Sdf.Layer.FindOrOpen(room).Export(os.path.join(room_folder, "Room.usdc"))
+        package(os.path.join(room_folder, "Room.usdc"), "roomplan_usdc")
+
+        # Malformed packages and the code each must produce.
+        text = SMALL_LAYER
+        png = tiny_png((1, 2, 3))
+        malformed = {}
+        stored_zip("misaligned", [("root.usda", text), ("textures/wood.png", png)])
+        malformed["misaligned"] = {"readable": True, "findings": ["misaligned_data"]}
+        stored_zip("compressed_root", [("root.usda", text)], compress=zipfile.ZIP_DEFLATED)
+        malformed["compressed_root"] = {"readable": False, "findings": ["compressed_entry"]}
+        with zipfile.ZipFile(os.path.join(HERE, "compressed_texture.usdz"), "w") as z:
+            z.writestr(zipfile.ZipInfo("root.usda"), text)
+            z.writestr(zipfile.ZipInfo("textures/wood.png"), png * 8, compress_type=zipfile.ZIP_DEFLATED)
+        malformed["compressed_texture"] = {"readable": True, "findings": ["compressed_entry"]}
+        stored_zip("root_not_first", [("textures/wood.png", png), ("root.usda", text)])
+        malformed["root_not_first"] = {"readable": True, "findings": ["root_layer_not_first"]}
+        stored_zip("traversal", [("root.usda", text), ("../../etc/evil.usda", b"#usda 1.0\n")])
+        malformed["traversal"] = {"readable": True, "findings": ["path_traversal"]}
+        stored_zip("disallowed", [("root.usda", text), ("notes.txt", b"hello")])
+        malformed["disallowed"] = {"readable": True, "findings": ["disallowed_file_type"]}
+        data = open(os.path.join(HERE, "roomplan.usdz"), "rb").read()
+        with open(os.path.join(HERE, "truncated.usdz"), "wb") as f:
+            f.write(data[: len(data) * 2 // 3])
+        malformed["truncated"] = {"readable": False, "findings": ["truncated"]}
+        with open(os.path.join(HERE, "wrong_magic.usdz"), "wb") as f:
+            f.write(b"GIF89a" + data[6:2000])
+        malformed["wrong_magic"] = {"readable": False, "findings": ["bad_magic"]}
+        crate = open(os.path.join(work, "basic.usdc"), "rb").read()
+        stored_zip("bad_crate", [("root.usdc", b"PXR-USDC" + b"\x00\x08\x00" + crate[11:200])])
+        malformed["bad_crate"] = {"readable": False, "findings": ["truncated"]}
+        with open(os.path.join(HERE, "malformed.expected.json"), "w") as f:
+            json.dump(malformed, f, indent=1, sort_keys=True)
+            f.write("\n")
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
