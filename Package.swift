@@ -88,6 +88,10 @@ let benchmarks: [Target] = [
     .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
                                                           "HTTPServer", "Auth", "Logging", "Metrics"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
+    .executableTarget(name: "AnalyticsBench",
+                      dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
+                                     "HTTPTypes", "Auth", "Logging", "Metrics"],
+                      path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -111,6 +115,10 @@ let testTargets: [Target] = [
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"], exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
                           "Logging", "Metrics", "Hashing"]),
+    tests("AnalyticsAggregatorTests", [
+        "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
+        "Logging", "Metrics", "BackboneTestSupport",
+    ]),
 ]
 
 let package = Package(
@@ -124,6 +132,7 @@ let package = Package(
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "realtime-bench", targets: ["RealtimeBench"]),
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
+        .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

@@ -1,0 +1,41 @@
+// analytics-bench: how fast the analytics read model aggregates a pre-filled topic, and
+// how long each GET endpoint takes for a user with a year of history.
+//
+//     BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres swift run -c release analytics-bench [events]
+//
+// Baselines in the same run: the raw consume rate of the same topic (no database) and the
+// bare round trip of `SELECT 1` through the same pool.
+import AnalyticsAggregator
+import Auth
+import Contracts
+import Foundation
+import HTTPTypes
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import Projection
+import ServiceRuntime
+
+let arguments = CommandLine.arguments.dropFirst()
+let eventCount = arguments.first.flatMap(Int.init) ?? 100_000
+let adminURL = ProcessInfo.processInfo.environment["BENCH_DATABASE_URL"]
+    ?? ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
+
+let database = try await BenchDatabase.create(adminURL: adminURL)
+let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: .disabled)
+_ = try await PostgresMigrator(migrations: ProjectionSchema.migrations + AnalyticsSchema.migrations, logger: .disabled).migrate(client)
+
+say("analytics-bench: \(eventCount) events, database \(database.name)")
+let throughput = try await ThroughputBench(events: eventCount, database: client).run()
+say(throughput.report)
+let latency = try await LatencyBench(database: client).run()
+say(latency.report)
+
+await client.close()
+await database.drop()
+
+/// A report line on stdout, written at once (stdout is block-buffered when piped).
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,38 @@
+import Contracts
+import ServiceRuntime
+
+/// Settings of the analytics aggregator beyond the common ones.
+public struct AnalyticsConfiguration: Sendable {
+    /// A local day counts towards a streak when its active time reaches this many seconds.
+    public var streakThresholdSeconds: Int
+    /// Up to this many records per read-model transaction…
+    public var batchSize: Int
+    /// …or what arrived within this long.
+    public var batchWait: Duration
+    /// The reading-event topic to consume.
+    public var topic: String
+    /// The consumer group (and the key of its stored offsets).
+    public var groupID: String
+
+    public static let defaultGroupID = "analytics-aggregator"
+
+    public init(streakThresholdSeconds: Int = 60, batchSize: Int = 500, batchWait: Duration = .milliseconds(50),
+                topic: String = Topics.readingEvents, groupID: String = AnalyticsConfiguration.defaultGroupID) {
+        self.streakThresholdSeconds = streakThresholdSeconds
+        self.batchSize = batchSize
+        self.batchWait = batchWait
+        self.topic = topic
+        self.groupID = groupID
+    }
+
+    /// Reads `ANALYTICS_STREAK_THRESHOLD_SECONDS` (default 60), `ANALYTICS_BATCH_SIZE`
+    /// (500), `ANALYTICS_BATCH_WAIT_MS` (50) and `ANALYTICS_TOPIC` (`reading.events.v2`);
+    /// problems are collected in `reader`.
+    public static func read(from reader: inout EnvironmentReader) -> AnalyticsConfiguration {
+        AnalyticsConfiguration(
+            streakThresholdSeconds: reader.int("ANALYTICS_STREAK_THRESHOLD_SECONDS", default: 60, range: 1...86_400),
+            batchSize: reader.int("ANALYTICS_BATCH_SIZE", default: 500, range: 1...10_000),
+            batchWait: reader.milliseconds("ANALYTICS_BATCH_WAIT_MS", default: .milliseconds(50)),
+            topic: reader.string("ANALYTICS_TOPIC", default: Topics.readingEvents))
+    }
+}

@@ -1,0 +1,60 @@
+import Contracts
+import Foundation
+import Kafka
+import Postgres
+import Projection
+
+/// The analytics read model as a `Projection`: records are logged by `eventId`, and only
+/// the events inserted for the first time are folded into the aggregates, in the runner's
+/// transaction (so a replay after a crash, or a duplicate, changes nothing).
+public struct AnalyticsProjection: Projection {
+    public typealias Event = ReadingEventRecord
+    public typealias Effects = Void
+
+    /// UTC−12:00 … UTC+14:00, the offsets in use on Earth.
+    public static let offsetRange = -720...840
+
+    public init() {}
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
+        let context = ["kafka.topic": record.topic, "kafka.partition": String(record.partition), "kafka.offset": String(record.offset)]
+        let event: ReadingEventRecord
+        do {
+            event = try ContractCoding.decode(ReadingEventRecord.self, from: record.value)
+        } catch {
+            throw AnalyticsRecordError(code: .undecodable, message: "not a reading event record: \(error)", context: context)
+        }
+        try Self.validate(event, context: context)
+        return event
+    }
+
+    static func validate(_ event: ReadingEventRecord, context: [String: String] = [:]) throws(AnalyticsRecordError) {
+        func invalid(_ field: String, _ message: String) -> AnalyticsRecordError {
+            AnalyticsRecordError(code: .invalidField, message: message, context: context.merging(["field": field]) { $1 })
+        }
+        guard event.schemaVersion >= 1, event.schemaVersion <= ReadingEventRecord.currentSchemaVersion else {
+            throw AnalyticsRecordError(code: .unsupportedSchema, message: "schema version \(event.schemaVersion)", context: context)
+        }
+        if event.userId.isEmpty { throw invalid("userId", "empty user id") }
+        if event.eventId.isEmpty { throw invalid("eventId", "empty event id") }
+        if event.clientSessionId.isEmpty { throw invalid("clientSessionId", "empty session id") }
+        if event.materialId.isEmpty { throw invalid("materialId", "empty material id") }
+        guard offsetRange.contains(event.clientTimezoneOffsetMinutes) else {
+            throw invalid("clientTimezoneOffsetMinutes", "offset \(event.clientTimezoneOffsetMinutes) outside −720…840")
+        }
+        guard (0...86_400).contains(event.activeSecondsDelta) else {
+            throw invalid("activeSecondsDelta", "delta \(event.activeSecondsDelta) outside 0…86400")
+        }
+    }
+
+    public func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws {
+        // One row per event id (the first occurrence), so RETURNING names each event once.
+        var seen = Set<String>()
+        let unique = events.map(\.event).filter { seen.insert($0.eventId).inserted }
+        guard !unique.isEmpty else { return }
+        let inserted = try await AnalyticsWriter.logEvents(unique, in: connection)
+        let fresh = unique.filter { inserted.contains($0.eventId) }
+        guard !fresh.isEmpty else { return }
+        try await AnalyticsWriter.apply(AnalyticsBatch(fresh), in: connection)
+    }
+}

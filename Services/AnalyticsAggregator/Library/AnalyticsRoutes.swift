@@ -1,0 +1,81 @@
+import Contracts
+import Foundation
+import HTTPTypes
+import ServiceRuntime
+
+/// The query API: summary, trend, heatmap and history of the token's user.
+///
+/// "Today" is the user's local today: the `tz` query parameter (minutes east of UTC) when
+/// given, else the offset of the user's latest event, else UTC.
+public struct AnalyticsRoutes: Sendable {
+    let readModel: AnalyticsReadModel
+    let authenticator: RequestAuthenticator
+    let configuration: AnalyticsConfiguration
+    let clock: @Sendable () -> Date
+
+    public init(readModel: AnalyticsReadModel, authenticator: RequestAuthenticator, configuration: AnalyticsConfiguration,
+                clock: @escaping @Sendable () -> Date = { Date() }) {
+        self.readModel = readModel
+        self.authenticator = authenticator
+        self.configuration = configuration
+        self.clock = clock
+    }
+
+    public func router() -> Router {
+        var router = Router()
+        router.get("/learning/summary") { request in try await summary(request) }
+        router.get("/learning/trend") { request in try await trend(request) }
+        router.get("/activity/heatmap") { request in try await heatmap(request) }
+        router.get("/learning/history") { request in try await history(request) }
+        return router
+    }
+
+    func summary(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try authenticator.userID(request)
+        let today = try await self.today(for: user, request)
+        async let days = readModel.dailyActivity(user: user)
+        async let counts = readModel.materialCounts(user: user, day: today)
+        let figures = LearningFigures.summary(try await days, today: today, thresholdSeconds: configuration.streakThresholdSeconds,
+                                              materialsReadToday: try await counts.readOnDay,
+                                              materialsCompleted: try await counts.completed)
+        return .json(figures, encoder: ContractCoding.encoder)
+    }
+
+    func trend(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try authenticator.userID(request)
+        let count = try QueryParameters.int(request, "days", default: 7, range: 1...90)
+        let today = try await self.today(for: user, request)
+        let days = try await readModel.dailyActivity(user: user, in: LearningFigures.window(endingAt: today, count: count))
+        return .json(LearningFigures.trend(days, today: today, count: count), encoder: ContractCoding.encoder)
+    }
+
+    func heatmap(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try authenticator.userID(request)
+        let count = try QueryParameters.int(request, "days", default: 365, range: 1...366)
+        let today = try await self.today(for: user, request)
+        let days = try await readModel.dailyActivity(user: user, in: LearningFigures.window(endingAt: today, count: count))
+        return .json(LearningFigures.heatmap(days, today: today, count: count), encoder: ContractCoding.encoder)
+    }
+
+    func history(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try authenticator.userID(request)
+        let limit = try QueryParameters.int(request, "limit", default: 20, range: 1...100)
+        var cursor: HistoryCursor?
+        if let text = request.query["cursor"], !text.isEmpty {
+            guard let decoded = HistoryCursor(encoded: text) else { throw QueryParameters.invalid("cursor is not one this service issued") }
+            cursor = decoded
+        }
+        let page = try await readModel.sessions(user: user, limit: limit, after: cursor)
+        return .json(page, encoder: ContractCoding.encoder)
+    }
+
+    func today(for user: String, _ request: HTTPRequest) async throws -> LocalDay {
+        let offset: Int
+        if request.query["tz"] != nil {
+            offset = try QueryParameters.int(request, "tz", default: 0, range: AnalyticsProjection.offsetRange)
+        } else {
+            offset = try await readModel.latestOffsetMinutes(user: user) ?? 0
+        }
+        return LocalDay(instant: clock(), offsetMinutes: offset)
+    }
+}

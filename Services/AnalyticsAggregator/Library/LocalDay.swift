@@ -1,0 +1,86 @@
+import Foundation
+
+/// A calendar day in some user's local time, as a count of days since 1970-01-01.
+///
+/// Every figure of the read model is keyed by the local day an event happened on:
+/// its client timestamp shifted by its `clientTimezoneOffsetMinutes`. Days are stored as
+/// `date` in Postgres and written as `YYYY-MM-DD` on the wire.
+public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible {
+    /// Days since 1970-01-01 (negative before).
+    public var number: Int
+
+    public init(number: Int) { self.number = number }
+
+    /// The local day of `instant` for a user `offsetMinutes` east of UTC.
+    public init(instant: Date, offsetMinutes: Int) {
+        let seconds = Int((instant.timeIntervalSince1970).rounded(.down)) + offsetMinutes * 60
+        self.number = Self.floorDivide(seconds, 86_400)
+    }
+
+    /// Parses `YYYY-MM-DD`.
+    public init?(_ text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+              (1...12).contains(month), (1...Self.daysIn(month: month, year: year)).contains(day) else { return nil }
+        self.number = Self.days(year: year, month: month, day: day)
+    }
+
+    public init(year: Int, month: Int, day: Int) { self.number = Self.days(year: year, month: month, day: day) }
+
+    /// `YYYY-MM-DD`.
+    public var description: String {
+        let (year, month, day) = civil
+        return Self.pad(year, 4) + "-" + Self.pad(month, 2) + "-" + Self.pad(day, 2)
+    }
+
+    /// 0 for Monday … 6 for Sunday (1970-01-01 was a Thursday).
+    public var weekdayFromMonday: Int { Self.floorModulo(number + 3, 7) }
+
+    /// The Monday of this day's week.
+    public var startOfWeek: LocalDay { LocalDay(number: number - weekdayFromMonday) }
+
+    public static func < (lhs: LocalDay, rhs: LocalDay) -> Bool { lhs.number < rhs.number }
+    public static func + (lhs: LocalDay, rhs: Int) -> LocalDay { LocalDay(number: lhs.number + rhs) }
+    public static func - (lhs: LocalDay, rhs: Int) -> LocalDay { LocalDay(number: lhs.number - rhs) }
+    public static func - (lhs: LocalDay, rhs: LocalDay) -> Int { lhs.number - rhs.number }
+
+    // MARK: - Proleptic Gregorian arithmetic (era-based day counting)
+
+    var civil: (year: Int, month: Int, day: Int) {
+        let z = number + 719_468
+        let era = Self.floorDivide(z, 146_097)
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let shiftedMonth = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
+        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    static func days(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = floorDivide(y, 400)
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    static func floorDivide(_ a: Int, _ b: Int) -> Int { a >= 0 ? a / b : -((-a + b - 1) / b) }
+    static func floorModulo(_ a: Int, _ b: Int) -> Int { a - floorDivide(a, b) * b }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    }
+}
