@@ -1,3 +1,4 @@
+import AnalyticsAggregator
 import Ingest
 import Postgres
 import ProgressProjector
@@ -24,6 +25,11 @@ struct ServiceCatalog {
               migrations: ProgressProjectorService.migrations) { context in
             var env = EnvironmentReader()
             return ProgressProjectorService(context: context, configuration: .read(from: &env)).parts()
+        },
+        Entry(name: "analytics-aggregator", defaultPort: 8082, urlKey: "ANALYTICS_URL",
+              migrations: ProjectionSchema.migrations + AnalyticsSchema.migrations) { context in
+            var env = EnvironmentReader()
+            return AnalyticsService(context: context, configuration: .read(from: &env)).parts()
         },
         Entry(name: "realtime-notifier", defaultPort: 8084, urlKey: "REALTIME_URL",
               migrations: RealtimeNotifierService.migrations) { context in
