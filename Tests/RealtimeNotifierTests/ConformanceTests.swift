@@ -32,7 +32,7 @@ struct ConformanceTests {
             #expect(status["status"] as? String == "SUBSCRIBED", "\(status)")
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "123", versionId: "v1", ownerUserId: "owner",
                                                                   visibility: .public, status: .ready, manifestKey: "m.json", at: Date()))
-            let received = try await listener.next(timeout: .seconds(20))
+            let received = try await listener.next(timeout: .seconds(90))
             let broadcast = try #require(received["broadcast"] as? [String: Any])
             #expect(broadcast["event"] as? String == "ready")
             #expect((broadcast["payload"] as? [String: Any])?["manifestKey"] as? String == "m.json")
