@@ -68,7 +68,7 @@ final class PythonClient: @unchecked Sendable {
     var standardError: String { stderrText.value }
 
     /// The next stdout line as a JSON object, or a failure after `timeout`.
-    func next(timeout: Duration = .seconds(15)) async throws -> [String: Any] {
+    func next(timeout: Duration = .seconds(60)) async throws -> [String: Any] {
         let deadline = ContinuousClock.now + timeout
         var line: String?
         while true {
