@@ -98,7 +98,7 @@ final class PythonClient: @unchecked Sendable {
         if process.isRunning { process.terminate() }
     }
 
-    func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
+    func waitForExit(timeout: Duration = .seconds(60)) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
         while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
         return process.isRunning ? nil : process.terminationStatus

@@ -113,7 +113,7 @@ final class RealtimeHarness: Sendable {
     }
 
     /// Waits until channel `channel` has sequenced `seq` events.
-    func waitForSequence(_ channel: String, atLeast seq: Int64, timeout: Duration = .seconds(20)) async throws {
+    func waitForSequence(_ channel: String, atLeast seq: Int64, timeout: Duration = .seconds(60)) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {
             let last = try await database.query("SELECT last_seq FROM realtime_channels WHERE channel = $1", [channel]).first?
