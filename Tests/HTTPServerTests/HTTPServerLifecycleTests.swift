@@ -9,7 +9,9 @@ struct HTTPServerLifecycleTests {
     @Test("a slow request in flight at shutdown gets its full 200; new connections are refused; keep-alive requests get 503")
     func gracefulShutdown() async throws {
         let probe = ConcurrencyProbe()
-        let (server, port) = try makeServer(router: makeRouter(probe: probe, slow: .milliseconds(500)))
+        // The slow request outlasts the checks below by seconds, so a loaded machine cannot
+        // reorder them.
+        let (server, port) = try makeServer(router: makeRouter(probe: probe, slow: .seconds(3)))
         // An idle keep-alive connection opened before shutdown.
         let idle = try await onThread { () -> RawHTTPConnection in
             let connection = try RawHTTPConnection(port: port)
@@ -21,7 +23,7 @@ struct HTTPServerLifecycleTests {
 
         let clock = ContinuousClock()
         let started = clock.now
-        let shutdown = Task { await server.shutdown(gracePeriod: .seconds(5)) }
+        let shutdown = Task { await server.shutdown(gracePeriod: .seconds(20)) }
         try await Task.sleep(for: .milliseconds(100))
 
         let refused = try await onThread { () -> Bool in
@@ -42,7 +44,7 @@ struct HTTPServerLifecycleTests {
         #expect(drained.0.status == 503)
         #expect(drained.0.errorCode == "SHUTTING_DOWN")
         #expect(drained.1, "the connection is closed after the 503")
-        #expect(started.duration(to: clock.now) < .seconds(3), "shutdown finished once the slow request was done")
+        #expect(started.duration(to: clock.now) < .seconds(15), "shutdown finished once the slow request was done, not at the grace period")
         #expect(!server.isRunning)
         #expect(server.port == port, "the bound port stays readable after shutdown")
     }
