@@ -78,7 +78,7 @@ let services: [Target] =
 // MARK: - Benchmarks (swift run -c release <name>)
 
 let benchmarks: [Target] = [
-    .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Projection", "ServiceRuntime", "Contracts",
+    .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Ingest", "Auth", "HTTPTypes", "Projection", "ServiceRuntime", "Contracts",
                                                             "Kafka", "Postgres", "Logging", "Metrics"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",

@@ -1,5 +1,8 @@
+import Auth
 import Contracts
 import Foundation
+import HTTPTypes
+import Ingest
 import Kafka
 import Logging
 import Metrics
@@ -119,11 +122,78 @@ struct ProgressBench {
         print(String(format: "JSON decode alone              %10.0f events/s", Double(count) / decodeSeconds))
         print(String(format: "projection / COPY              %9.1f %%", 100 * projectRate / copyRate))
 
+        try await endToEndLatency(context: context, kafka: kafka, database: database)
+
         await producer.shutdown()
         await database.close()
         kafka.shutdown()
         await privateCluster?.stop()
     }
+
+    /// (c) End to end at a steady moderate rate: each batch of 10 events is POSTed to ingest
+    /// (its HTTP handler, in process), and the clock stops when `GET reading-progress` for the
+    /// batch's material shows its last event — through Kafka, the runner and PostgreSQL.
+    nonisolated static func endToEndLatency(context: ServiceContext, kafka: EmbeddedKafkaCluster, database: PostgresClient) async throws {
+        let rounds = 300, perSecond = 20
+        try kafka.createTopic(Topics.readingEvents, partitions: 6)
+        try kafka.createTopic(Topics.readingProgress, partitions: 6)
+        _ = try await PostgresMigrator(migrations: IngestSchema.migrations, logger: .disabled).migrate(database)
+        var env = EnvironmentReader([:])
+        var ingestConfiguration = IngestConfiguration.read(from: &env)
+        ingestConfiguration.rateLimitPerSecond = 1000
+        ingestConfiguration.rateLimitBurst = 1000
+        let ingest = IngestService(context: context, configuration: ingestConfiguration).parts().router
+        let progress = ProgressProjectorService(context: context, configuration: ProgressConfiguration(groupID: "bench-e2e"))
+        let runner = progress.makeRunner()
+        let reads = progress.router()
+        let task = Task { try await runner.run() }
+        let codec = context.authenticator.codec
+        let service = codec.issue(userID: "catalog", role: "service")
+        let put = await ingest.respond(to: HTTPRequest(method: .put, path: "/materials/e2e", headers: ["Authorization": "Bearer " + service],
+                                                       body: Array(#"{"readingTargetType":"knowledgeSource"}"#.utf8)))
+        guard put.status.rawValue < 300 else { throw BenchFailure(description: "material registration failed: \(put.status)") }
+        try await Task.sleep(for: .seconds(4))  // consumer-group join
+
+        var latencies: [Double] = []
+        let start = Date().addingTimeInterval(-Double(rounds * 10 + 60))  // client clocks in the recent past
+        for round in 0..<rounds {
+            let user = "e2e-user-\(round % 50)"
+            let token = codec.issue(userID: user)
+            let items = (0..<10).map { i in
+                ReadingEventUploadItem(eventId: UUID().uuidString, clientSessionId: "s-\(round)", readingTargetType: .knowledgeSource,
+                                       materialId: "e2e", eventType: .heartbeat, position: .page(1 + i, of: 10),
+                                       activeSecondsDelta: 1, clientTimestamp: start.addingTimeInterval(Double(round * 10 + i)),
+                                       clientTimezoneOffsetMinutes: 0, sequence: round * 10 + i, platform: "iOS", appVersion: "1")
+            }
+            let body = try ContractCoding.encode(ReadingEventBatchRequest(events: items))
+            let began = ContinuousClock.now
+            let posted = await ingest.respond(to: HTTPRequest(method: .post, path: "/learning/reading-events/batch",
+                                                              headers: ["Authorization": "Bearer " + token], body: body))
+            guard posted.status == .ok else { throw BenchFailure(description: "POST answered \(posted.status)") }
+            let wanted = ContractCoding.formatTimestamp(items[9].clientTimestamp)
+            let accepted = try ContractCoding.decode(ReadingEventBatchResponse.self, from: posted.body).accepted
+            guard accepted == 10 else { throw BenchFailure(description: "only \(accepted) of 10 events accepted") }
+            while true {
+                guard ContinuousClock.now - began < .seconds(30) else { throw BenchFailure(description: "progress not reflected within 30 s") }
+                let got = await reads.respond(to: HTTPRequest(method: .get, path: "/materials/e2e/reading-progress",
+                                                              headers: ["Authorization": "Bearer " + token]))
+                if let p = try? ContractCoding.decode(ReadingProgressResponse.self, from: got.body),
+                   let last = p.lastReadAt, ContractCoding.formatTimestamp(last) == wanted { break }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            latencies.append(seconds(ContinuousClock.now - began) * 1000)
+            let next = began + .milliseconds(1000 / perSecond)
+            if ContinuousClock.now < next { try await Task.sleep(until: next) }
+        }
+        task.cancel()
+        _ = await task.result
+        latencies.sort()
+        func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
+        print(String(format: "end to end POST → GET          p50 %.1f ms, p99 %.1f ms, max %.1f ms (%d batches of 10 at %d/s)",
+                     percentile(0.5), percentile(0.99), latencies.last ?? 0, rounds, perSecond))
+    }
+
+    struct BenchFailure: Error, CustomStringConvertible { let description: String }
 
     static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }

@@ -23,8 +23,11 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// Records the consumer may buffer ahead of the projection (fetching pauses beyond it).
     public var consumerBufferCapacity: Int
     public var memberID: String
-    /// Extra librdkafka consumer properties (e.g. `fetch.wait.max.ms` for a latency-bound consumer).
-    public var consumerProperties: [String: String] = [:]
+    /// Extra librdkafka consumer properties. The default caps how long a fetch waits on a
+    /// quiet partition (librdkafka's default is 500 ms; a real broker answers as soon as data
+    /// arrives, the embedded broker waits the whole time), so a read model trails its topic
+    /// by tens of milliseconds, not half a second.
+    public var consumerProperties: [String: String] = ["fetch.wait.max.ms": "20"]
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
