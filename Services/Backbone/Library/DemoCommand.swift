@@ -1,0 +1,172 @@
+import Auth
+import Contracts
+import Foundation
+import Logging
+
+/// `backbone demo`: drives a realistic reading session and a room upload through a running
+/// system (`INGEST_URL`, `PROGRESS_URL`, `ANALYTICS_URL`, `JWT_SECRET` from the environment
+/// or `.backbone/dev.env`; the dev ports when unset) and prints what came out.
+enum DemoCommand {
+    struct Endpoints {
+        var ingest: String
+        var progress: String
+        var analytics: String
+    }
+
+    static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
+        let args = try CommandLineArguments(arguments, valued: ["user"])
+        try args.only(["user"])
+        guard args.positional.isEmpty else { throw CommandLineArguments.UsageError(description: "usage: backbone demo [--user ID]") }
+        let values = DevEnvironment.resolved()
+        guard let secret = values["JWT_SECRET"], !secret.isEmpty else {
+            throw CommandLineArguments.UsageError(description: "JWT_SECRET is not set (export it, or start `backbone dev` to write .backbone/dev.env)")
+        }
+        let endpoints = Endpoints(ingest: values["INGEST_URL"] ?? "http://127.0.0.1:8080",
+                                  progress: values["PROGRESS_URL"] ?? "http://127.0.0.1:8081",
+                                  analytics: values["ANALYTICS_URL"] ?? "http://127.0.0.1:8082")
+        let user = args.value("user") ?? "demo-\(UUID().uuidString.prefix(8).lowercased())"
+        let session = DemoSession(endpoints: endpoints, codec: JWTCodec(secret: secret), user: user)
+        try await session.run()
+        return 0
+    }
+}
+
+/// One run of the demo: a user, a material, a reading session, a room version.
+struct DemoSession {
+    let endpoints: DemoCommand.Endpoints
+    let codec: JWTCodec
+    let user: String
+    let http = DemoHTTPClient()
+    let materialID = UUID().uuidString.lowercased()
+    let sessionID = UUID().uuidString.lowercased()
+
+    var userToken: String { codec.issue(userID: user, ttl: 3600) }
+    var serviceToken: String { codec.issue(userID: "backbone-demo", ttl: 600, role: "service") }
+
+    func run() async throws {
+        for (name, base) in [("ingest", endpoints.ingest), ("progress-projector", endpoints.progress),
+                             ("analytics-aggregator", endpoints.analytics)] {
+            _ = try await expect(200, "GET", service: name, base: base, path: "/healthz", token: nil)
+        }
+        say("== user \(user), material \(materialID)")
+
+        let material = MaterialUpsertRequest(readingTargetType: .knowledgeSource, knowledgeBaseId: "demo-kb", ownerUserId: user)
+        let put = try await expect(200, "PUT", service: "ingest", base: endpoints.ingest, path: "/materials/\(materialID)",
+                                   token: serviceToken, body: try ContractCoding.encode(material))
+        say("\n== PUT /materials/\(materialID) (service token) → \(put.status)\n\(put.pretty)")
+
+        let batches = readingBatches()
+        for (index, batch) in batches.enumerated() {
+            try await post(batch, label: "batch \(index + 1) of \(batches.count)")
+        }
+        try await post(batches[1], label: "batch 2 resent (as after a timeout): every event is a duplicate")
+
+        let progress = try await waitForProgress()
+        say("\n== GET /materials/\(materialID)/reading-progress → \(progress.status)\n\(progress.pretty)")
+        let next = try await expect(200, "GET", service: "progress-projector", base: endpoints.progress, path: "/learning/continue",
+                                    token: userToken)
+        say("\n== GET /learning/continue → \(next.status)\n\(next.pretty)")
+        let summary = try await waitForSummary()
+        say("\n== GET /learning/summary → \(summary.status)\n\(summary.pretty)")
+
+        try await postRoomVersion()
+    }
+
+    /// opened → heartbeats with positions → markedAsRead → closed, over the last few minutes.
+    func readingBatches() -> [[ReadingEventUploadItem]] {
+        let start = Date().addingTimeInterval(-300)
+        let offset = TimeZone.current.secondsFromGMT() / 60
+        var sequence = 0
+        func event(_ type: ReadingEventType, page: Int?, seconds: Int, at minute: Double) -> ReadingEventUploadItem {
+            sequence += 1
+            return ReadingEventUploadItem(
+                eventId: UUID().uuidString.lowercased(), clientSessionId: sessionID, readingTargetType: .knowledgeSource,
+                materialId: materialID, knowledgeBaseId: "demo-kb", eventType: type, position: page.map { .page($0, of: 20) },
+                activeSecondsDelta: seconds, clientTimestamp: start.addingTimeInterval(minute * 60),
+                clientTimezoneOffsetMinutes: offset, sequence: sequence, platform: "ios", appVersion: "backbone-demo")
+        }
+        return [
+            [event(.opened, page: 1, seconds: 0, at: 0), event(.heartbeat, page: 3, seconds: 30, at: 0.5),
+             event(.heartbeat, page: 6, seconds: 30, at: 1)],
+            [event(.heartbeat, page: 11, seconds: 30, at: 1.5), event(.positionChanged, page: 15, seconds: 25, at: 2)],
+            [event(.heartbeat, page: 20, seconds: 30, at: 2.5), event(.markedAsRead, page: 20, seconds: 5, at: 2.6),
+             event(.closed, page: 20, seconds: 0, at: 2.7)],
+        ]
+    }
+
+    func post(_ events: [ReadingEventUploadItem], label: String) async throws {
+        let body = try ContractCoding.encode(ReadingEventBatchRequest(events: events))
+        let response = try await expect(200, "POST", service: "ingest", base: endpoints.ingest,
+                                        path: "/learning/reading-events/batch", token: userToken, body: body)
+        say("\n== POST /learning/reading-events/batch, \(label) → \(response.status)")
+        guard let decoded = try? ContractCoding.decode(ReadingEventBatchResponse.self, from: Array(response.body)) else {
+            say(response.pretty)
+            return
+        }
+        for (event, result) in zip(events, decoded.results) {
+            let detail = [result.code?.rawValue, result.message].compactMap { $0 }.joined(separator: " ")
+            say("  \(event.eventType.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)) \(result.status.rawValue)"
+                + (detail.isEmpty ? "" : "  (\(detail))"))
+        }
+        say("  accepted \(decoded.accepted), duplicates \(decoded.duplicates), rejected \(decoded.rejected)")
+    }
+
+    /// Polls until the projector shows the material completed (the events went through Kafka).
+    func waitForProgress() async throws -> DemoHTTPClient.Response {
+        let path = "/materials/\(materialID)/reading-progress"
+        return try await poll(what: "reading progress to show the material completed") {
+            let response = try await http.send("GET", service: "progress-projector", base: endpoints.progress, path: path, token: userToken)
+            let status = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["status"] as? String
+            return response.status == 200 && status == "completed" ? response : nil
+        }
+    }
+
+    /// Polls until the aggregator has counted the session's active time.
+    func waitForSummary() async throws -> DemoHTTPClient.Response {
+        try await poll(what: "the learning summary to count the session") {
+            let response = try await http.send("GET", service: "analytics-aggregator", base: endpoints.analytics,
+                                               path: "/learning/summary", token: userToken)
+            let summary = try? ContractCoding.decode(LearningSummaryResponse.self, from: Array(response.body))
+            return response.status == 200 && (summary?.materialsCompleted ?? 0) > 0 ? response : nil
+        }
+    }
+
+    func postRoomVersion() async throws {
+        let roomID = UUID().uuidString.lowercased()
+        let versionID = UUID().uuidString.lowercased()
+        let prefix = "rooms/\(roomID)/\(versionID)"
+        let request = RoomVersionCompleteRequest(
+            roomId: roomID, versionId: versionID, title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
+            source: RoomSource(usdzKey: "\(prefix)/source.usdz", usdzBytes: 4_812_345, roomplanJsonKey: "\(prefix)/roomplan.json",
+                               roomplanJsonBytes: 18_432),
+            redactions: [Redaction(textureRef: "textures/wall_0.png", kind: .face,
+                                   region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")])
+        let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
+                                        token: userToken, body: try ContractCoding.encode(request))
+        say("\n== POST /rooms/versions (room \(roomID)) → \(response.status)\n\(response.pretty)")
+    }
+
+    func expect(_ status: Int, _ method: String, service: String, base: String, path: String, token: String?,
+                body: [UInt8]? = nil) async throws -> DemoHTTPClient.Response {
+        let response = try await http.send(method, service: service, base: base, path: path, token: token, body: body.map { Data($0) })
+        guard response.status == status else {
+            throw CommandError(code: .unexpectedResponse, message: "\(method) \(path) answered \(response.status), expected \(status): \(response.text)",
+                               context: "\(service) at \(base)")
+        }
+        return response
+    }
+
+    func poll(what: String, timeout: Duration = .seconds(30),
+              _ attempt: () async throws -> DemoHTTPClient.Response?) async throws -> DemoHTTPClient.Response {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let response = try await attempt() { return response }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        throw CommandError(code: .timedOut, message: "waited \(timeout) for \(what)", context: "demo", isRetriable: true)
+    }
+
+    func say(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+}
