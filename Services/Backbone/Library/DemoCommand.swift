@@ -56,16 +56,19 @@ struct DemoSession {
         say("\n== PUT /materials/\(materialID) (service token) → \(put.status)\n\(put.pretty)")
 
         let batches = readingBatches()
-        for (index, batch) in batches.enumerated() {
-            try await post(batch, label: "batch \(index + 1) of \(batches.count)")
-        }
+        try await post(batches[0], label: "batch 1 of 3: opened, heartbeats to page 6")
+        try await post(batches[1], label: "batch 2 of 3: heartbeat, position page 15")
         try await post(batches[1], label: "batch 2 resent (as after a timeout): every event is a duplicate")
 
-        let progress = try await waitForProgress()
-        say("\n== GET /materials/\(materialID)/reading-progress → \(progress.status)\n\(progress.pretty)")
+        let reading = try await waitForProgress(status: "in_progress", percent: 75)
+        say("\n== GET /materials/\(materialID)/reading-progress → \(reading.status)\n\(reading.pretty)")
         let next = try await expect(200, "GET", service: "progress-projector", base: endpoints.progress, path: "/learning/continue",
                                     token: userToken)
         say("\n== GET /learning/continue → \(next.status)\n\(next.pretty)")
+
+        try await post(batches[2], label: "batch 3 of 3: last page, markedAsRead, closed")
+        let done = try await waitForProgress(status: "completed", percent: 100)
+        say("\n== GET /materials/\(materialID)/reading-progress → \(done.status)\n\(done.pretty)")
         let summary = try await waitForSummary()
         say("\n== GET /learning/summary → \(summary.status)\n\(summary.pretty)")
 
@@ -111,13 +114,14 @@ struct DemoSession {
         say("  accepted \(decoded.accepted), duplicates \(decoded.duplicates), rejected \(decoded.rejected)")
     }
 
-    /// Polls until the projector shows the material completed (the events went through Kafka).
-    func waitForProgress() async throws -> DemoHTTPClient.Response {
+    /// Polls until the projector shows `status` at `percent` (the events went through Kafka).
+    func waitForProgress(status wanted: String, percent: Double) async throws -> DemoHTTPClient.Response {
         let path = "/materials/\(materialID)/reading-progress"
-        return try await poll(what: "reading progress to show the material completed") {
+        return try await poll(what: "reading progress to show \(wanted) at \(percent)%") {
             let response = try await http.send("GET", service: "progress-projector", base: endpoints.progress, path: path, token: userToken)
-            let status = (try? JSONSerialization.jsonObject(with: response.body) as? [String: Any])?["status"] as? String
-            return response.status == 200 && status == "completed" ? response : nil
+            let progress = try? ContractCoding.decode(ReadingProgressResponse.self, from: Array(response.body))
+            let matches = progress.map { $0.status.rawValue == wanted && $0.progressPercent == percent } ?? false
+            return response.status == 200 && matches ? response : nil
         }
     }
 
