@@ -14,6 +14,21 @@ public enum BackboneCommand {
       token --user ID [--ttl S] [--service]
                                   print a JWT for a user (or a service token), signed with JWT_SECRET
       usd inspect FILE [--json]   validate a USDZ package and print its prims
+
+    topic replay (KAFKA_BROKERS from the environment or .backbone/dev.env):
+      topics [--json]             every topic: partition count and each partition's low/high watermarks
+      tail TOPIC [--from beginning|end|OFFSET|TIME] [--follow] [--key K] [--partition P] [--limit N]
+                                  print records as JSON lines {"topic","partition","offset","timestamp","key","value"};
+                                  --from defaults to beginning (end with --follow); TIME is ISO-8601;
+                                  without --follow stops at the high watermarks seen at start
+      dump [TOPIC...]             every record of the topics (default: all non-internal) as JSON lines
+      republish FILE|- [--topic T]
+                                  produce JSON lines (tail/dump format) to their topic (or T), key and value
+                                  byte for byte; a malformed line stops everything before anything is sent
+
+    demo:
+      demo                        drive a reading session and a room upload through a running system
+                                  (INGEST_URL, PROGRESS_URL, ANALYTICS_URL, JWT_SECRET) and show what came out
     """
 
     public static func main(arguments: [String]) async -> Int32 {
@@ -30,6 +45,11 @@ public enum BackboneCommand {
             case "migrate": return try await MigrateCommand.run(rest, logger: logger)
             case "token": return try TokenCommand.run(rest)
             case "usd": return USDInspectCommand.run(arguments: rest)
+            case "topics": return try await TopicsCommand.run(rest, logger: logger)
+            case "tail": return try await TailCommand.run(rest, logger: logger)
+            case "dump": return try await DumpCommand.run(rest, logger: logger)
+            case "republish": return try await RepublishCommand.run(rest, logger: logger)
+            case "demo": return try await DemoCommand.run(rest, logger: logger)
             case "help", "--help", "-h":
                 print(usage)
                 return 0

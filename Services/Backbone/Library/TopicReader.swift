@@ -1,0 +1,78 @@
+import Foundation
+import Kafka
+
+/// Reads records for `tail` and `dump` as JSON lines without disturbing anyone: a consumer
+/// in a throwaway group of its own (a fresh unique id), started at the planned offsets by its
+/// rebalance listener, never committing. Without `follow` it stops once every partition has
+/// been read up to the high watermark captured when the plan was made.
+struct TopicReader {
+    struct Filter {
+        var key: [UInt8]?
+        var limit: Int?
+    }
+
+    let settings: KafkaSettings
+    /// Without `follow`: give up when no record arrived for this long while partitions are
+    /// still short of their captured high watermark.
+    var idleTimeout: Duration = .seconds(30)
+
+    /// Writes matching records to `writer`; returns how many. Ends early when the task is
+    /// cancelled (Ctrl-C while following).
+    func read(topics: [String], plan: TopicReadPlan, follow: Bool, filter: Filter, writer: LineWriter) async throws -> Int {
+        var pending = plan.pending
+        if (!follow && pending.isEmpty) || filter.limit == 0 { return 0 }
+        let listener = StartOffsetListener(starts: plan.partitions.mapValues(\.start))
+        let configuration = KafkaConsumerConfiguration(
+            bootstrapServers: settings.brokers, groupID: "backbone-cli-\(UUID().uuidString.lowercased())", topics: topics,
+            clientID: "backbone-cli", bufferCapacity: 2_000)
+        let consumer: KafkaConsumer
+        do {
+            consumer = try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: settings.logger)
+        } catch {
+            throw CommandError(code: .kafkaUnavailable, message: "cannot start a consumer: \(error.message)", context: settings.brokers)
+        }
+        var count = 0
+        var lastProgress = ContinuousClock.now
+        do {
+            reading: while !Task.isCancelled {
+                let batch: [KafkaConsumerRecord]
+                do {
+                    batch = try await consumer.nextBatch(maxRecords: 500, maxWait: .milliseconds(500))
+                } catch {
+                    throw CommandError(code: .kafkaUnavailable, message: "consuming failed: \(error.message)", context: settings.brokers,
+                                       isRetriable: error.isRetriable)
+                }
+                for record in batch {
+                    let partition = record.topicPartition
+                    guard let planned = plan.partitions[partition] else { continue }  // not selected (--partition)
+                    if !follow && record.offset >= planned.high { pending.remove(partition); continue }
+                    listener.advance(partition, to: record.offset + 1)
+                    lastProgress = .now
+                    if !follow && record.offset >= planned.high - 1 { pending.remove(partition) }
+                    if let notBefore = planned.notBefore, (record.timestamp ?? .distantPast) < notBefore { continue }
+                    if let key = filter.key, record.key != key { continue }
+                    writer.write(line: RecordLine.encode(record))
+                    count += 1
+                    if let limit = filter.limit, count >= limit { break reading }
+                }
+                if !batch.isEmpty { writer.flush() }
+                if !follow {
+                    if pending.isEmpty { break }
+                    if ContinuousClock.now - lastProgress > idleTimeout {
+                        let names = pending.sorted().map { "\($0) (up to offset \(plan.partitions[$0]!.high - 1))" }
+                        throw CommandError(code: .timedOut,
+                                           message: "no records for \(idleTimeout) while still reading \(names.joined(separator: ", "))",
+                                           context: settings.brokers, isRetriable: true)
+                    }
+                }
+            }
+        } catch {
+            writer.flush()
+            await consumer.close()
+            throw error
+        }
+        writer.flush()
+        await consumer.close()
+        return count
+    }
+}

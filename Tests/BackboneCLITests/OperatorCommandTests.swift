@@ -1,0 +1,156 @@
+import Auth
+import BackboneTestSupport
+import Foundation
+import Synchronization
+import Testing
+
+/// `backbone token`, `backbone demo` with nothing running, and `backbone dev --infra-only`.
+@Suite("Operator commands", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.isEnabled))
+struct OperatorCommandTests {
+    @Test("token prints a JWT for the user that verifies with the secret and expires in the ttl")
+    func token() async throws {
+        let secret = "cli-test-secret-0123456789abcdef"
+        let outcome = try await CLIProcess.run(["token", "--user", "u", "--ttl", "60"], environment: ["JWT_SECRET": secret])
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let claims = try JWTCodec(secret: secret).verify(outcome.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(claims.sub == "u")
+        let remaining = (claims.exp ?? 0) - Int64(Date().timeIntervalSince1970)
+        #expect((55...60).contains(remaining))
+        #expect(throws: AuthError.self) { try JWTCodec(secret: "another-secret-0123456789abcdef").verify(outcome.stdout) }
+    }
+
+    @Test("demo with nothing running exits 1 and names the URL it could not reach")
+    func demoWithoutServices() async throws {
+        let url = "http://127.0.0.1:\(Integration.freePort())"
+        let outcome = try await CLIProcess.run(["demo"], environment: [
+            "JWT_SECRET": "cli-test-secret-0123456789abcdef", "INGEST_URL": url,
+            "PROGRESS_URL": "http://127.0.0.1:\(Integration.freePort())", "ANALYTICS_URL": "http://127.0.0.1:\(Integration.freePort())",
+        ])
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains(url))
+        #expect(outcome.stderr.contains("ingest"))
+    }
+
+    @Test("dev --infra-only brings up Kafka with the system topics and a migrated PostgreSQL, and stops cleanly on Ctrl-C")
+    func devInfraOnly() async throws {
+        let dev = try await DevStack.start(["--infra-only"])
+        defer { dev.cleanUp() }
+        let brokers = try #require(dev.value("KAFKA_BROKERS"))
+        let database = try #require(dev.value("DATABASE_URL"))
+
+        let metadata = try await CLIProcess.shell("kcat -L -b \(brokers) -m 10")
+        #expect(metadata.status == 0, "\(metadata.output)")
+        for topic in ["reading.events.v2", "reading.progress.v1", "room.transcode.requests.v1", "realtime.broadcasts.v1"] {
+            #expect(metadata.output.contains("topic \"\(topic)\""), "\(topic) missing from \(metadata.output)")
+        }
+        let migrations = try await CLIProcess.shell("psql '\(database)' -At -c 'select version from schema_migrations'")
+        #expect(migrations.status == 0, "\(migrations.output)")
+        #expect(!migrations.output.split(separator: "\n").isEmpty)
+
+        let status = await dev.interrupt()
+        #expect(status == 0, "dev exit: \(String(describing: status))\n\(dev.log)")
+    }
+
+    @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary and a queued room")
+    func demoAgainstDevStack() async throws {
+        let port = Integration.freePort()
+        let dev = try await DevStack.start(["--port-offset", String(port - 8080)])
+        defer { dev.cleanUp() }
+        let outcome = try await CLIProcess.run(["demo"], environment: ["BACKBONE_HOME": dev.home])
+        #expect(outcome.status == 0, "\(outcome.stderr)\n\(dev.log)")
+        #expect(outcome.stdout.contains("accepted 3, duplicates 0, rejected 0"))
+        #expect(outcome.stdout.contains("accepted 0, duplicates 2, rejected 0"))
+        #expect(outcome.stdout.contains("\"status\" : \"in_progress\""))
+        #expect(outcome.stdout.contains("\"type\" : \"material\""))
+        #expect(outcome.stdout.contains("\"status\" : \"completed\""))
+        #expect(outcome.stdout.contains("\"materialsCompleted\" : 1"))
+        #expect(outcome.stdout.contains("POST /rooms/versions") && outcome.stdout.contains("\"status\" : \"queued\""))
+        #expect(await dev.interrupt() == 0)
+    }
+}
+
+/// `backbone dev` as a child process with its own `BACKBONE_HOME` under /tmp and no
+/// `DATABASE_URL` (so it starts a private PostgreSQL there), up once `dev.env` exists.
+final class DevStack {
+    let home: String
+    let process: Process
+    let exited: ExitWatch
+    let values: [String: String]
+
+    var logPath: String { home + "-dev.log" }
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func value(_ key: String) -> String? { values[key] }
+
+    private init(home: String, process: Process, exited: ExitWatch, values: [String: String]) {
+        self.home = home
+        self.process = process
+        self.exited = exited
+        self.values = values
+    }
+
+    static func start(_ arguments: [String]) async throws -> DevStack {
+        let home = CLIProcess.emptyHome()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Integration.executable("backbone"))
+        process.arguments = ["dev"] + arguments
+        process.environment = CLIProcess.environment(["BACKBONE_HOME": home, "LOG_LEVEL": "warning"])
+        let log = home + "-dev.log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: log)
+        process.standardError = FileHandle(forWritingAtPath: log)
+        let exited = ExitWatch()
+        process.terminationHandler = { exited.finish($0.terminationStatus) }
+        try process.run()
+        let envPath = home + "/dev.env"
+        let ready = await Integration.eventually(timeout: .seconds(90), every: .milliseconds(250)) {
+            FileManager.default.fileExists(atPath: envPath) || exited.code != nil
+        }
+        guard ready, exited.code == nil else {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            throw CommandFailure(message: "backbone dev did not come up: " + ((try? String(contentsOfFile: log, encoding: .utf8)) ?? ""))
+        }
+        var values: [String: String] = [:]
+        for line in try String(contentsOfFile: envPath, encoding: .utf8).split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { values[parts[0]] = parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
+        }
+        return DevStack(home: home, process: process, exited: exited, values: values)
+    }
+
+    /// SIGINT (Ctrl-C), then the exit status within 30 s (nil: still running).
+    func interrupt() async -> Int32? {
+        kill(process.processIdentifier, SIGINT)
+        return await exited.wait(timeout: .seconds(30))
+    }
+
+    func cleanUp() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: logPath)
+        try? FileManager.default.removeItem(atPath: home)
+    }
+}
+
+struct CommandFailure: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// The exit status of a child process, awaited with a timeout (nil: still running).
+final class ExitWatch: Sendable {
+    private let status = Mutex<Int32?>(nil)
+
+    func finish(_ code: Int32) { status.withLock { $0 = code } }
+
+    /// The exit status, or nil while the process runs.
+    var code: Int32? { status.withLock { $0 } }
+
+    func wait(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let code = status.withLock({ $0 }) { return code }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return status.withLock { $0 }
+    }
+}
