@@ -33,7 +33,7 @@ struct SystemNote: Sendable, Equatable {
     var message: String
 }
 
-func broadcasts(_ socket: RawSocket, count: Int, timeout: Double = 15) async throws -> (events: [Pushed], system: [SystemNote]) {
+func broadcasts(_ socket: RawSocket, count: Int, timeout: Double = 45) async throws -> (events: [Pushed], system: [SystemNote]) {
     var events: [Pushed] = []
     var system: [SystemNote] = []
     while events.count < count {

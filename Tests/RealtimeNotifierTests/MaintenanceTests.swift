@@ -44,7 +44,7 @@ struct MaintenanceTests {
             let since = Int64(Date().timeIntervalSince1970 * 1000) - 1_000
             for i in 1...3 { try await harness.broadcast("user:aged", "e", ["i": .number(Double(i))]) }
             try await harness.waitForSequence("user:aged", atLeast: 3)
-            let deadline = ContinuousClock.now + .seconds(15)
+            let deadline = ContinuousClock.now + .seconds(45)
             while try await harness.database.query("SELECT 1 FROM realtime_history WHERE channel = 'user:aged'").count > 0 {
                 guard ContinuousClock.now < deadline else { throw PythonClient.Failure(description: "history never trimmed") }
                 try await Task.sleep(for: .milliseconds(200))

@@ -163,7 +163,7 @@ final class RawSocket: Sendable {
     }
 
     /// The next frame, failing on a timeout or close.
-    func frame(timeout: Double = 10) async throws -> Any {
+    func frame(timeout: Double = 30) async throws -> Any {
         switch try await receive(timeout: timeout) {
         case .frame(let value): return value
         case .timeout: throw PythonClient.Failure(description: "no frame within \(timeout) s")

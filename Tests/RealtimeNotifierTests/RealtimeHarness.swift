@@ -91,7 +91,7 @@ final class RealtimeHarness: Sendable {
     func token(_ user: String) -> String { codec.issue(userID: user, ttl: 3600) }
 
     /// Waits until instance `index` has `count` subscriptions.
-    func waitForSubscriptions(_ count: Int, instance index: Int = 0, timeout: Duration = .seconds(15)) async throws {
+    func waitForSubscriptions(_ count: Int, instance index: Int = 0, timeout: Duration = .seconds(45)) async throws {
         let deadline = ContinuousClock.now + timeout
         while hub(index).subscriptionCount < count {
             guard ContinuousClock.now < deadline else {

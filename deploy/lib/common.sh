@@ -27,14 +27,12 @@ ensure_packages() {
   fi
 }
 
-# Python clients the tests use as independent witnesses (PyPI).
+# Python clients the tests use as independent witnesses (PyPI); pip leaves satisfied ones alone.
 ensure_python_tools() {
   local req="$1"
-  if ! python3 -c 'import websockets, realtime, confluent_kafka, yaml, jsonschema' 2>/dev/null; then
-    log "installing Python test clients from $req"
-    python3 -m pip install -q --disable-pip-version-check -r "$req" 2>/dev/null \
-      || python3 -m pip install -q --disable-pip-version-check --break-system-packages -r "$req"
-  fi
+  log "checking Python test clients ($req)"
+  python3 -m pip install -q --disable-pip-version-check -r "$req" 2>/dev/null \
+    || python3 -m pip install -q --disable-pip-version-check --break-system-packages -r "$req"
 }
 
 # The Swift 6.3 toolchain cannot come from apt; it must already be on the machine.
