@@ -21,4 +21,6 @@ export BACKBONE_INTEGRATION=1
 log "building"
 swift build --build-tests "$@"
 log "testing (integration tests enabled)"
-swift test --skip-build "$@"
+# One suite at a time: the integration suites each start brokers, databases and child
+# processes, and timing-sensitive checks (heartbeats, idle timeouts) need the two cores.
+swift test --skip-build --no-parallel "$@"

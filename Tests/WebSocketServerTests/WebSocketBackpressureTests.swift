@@ -139,7 +139,9 @@ struct WebSocketBackpressureTests {
         let pinged = try await blocking { try silent.readMessage() }
         #expect(pinged == .ping)
         // The lively client answers pings from a background reader and must survive.
-        let livelyReader = Task { try? await blocking { try lively.readMessage() } }
+        let livelyReader = Task {
+            while (try? await blocking { try lively.readMessage() }) != nil {}
+        }
         #expect(try await eventually(8) { delegate.closed.contains(delegate.connection(named: "silent")!.id) })
         #expect(!delegate.closed.contains(delegate.connection(named: "lively")!.id))
         await server.shutdown()
