@@ -28,8 +28,22 @@ struct CrateFile {
     var fieldTokens: [Int] = []
     var fieldReps: [UInt64] = []
     var fieldSets: [Int64] = []
-    /// Path strings (`/A/B`, `/A/B.attr`) by path index.
-    var paths: [String] = []
+    /// One node of the path tree: parent path index and element token (negative for a
+    /// property), so paths cost 12 bytes each instead of a string (see `path(_:)`).
+    struct PathNode {
+        static let root: Int32 = -1
+        static let unassigned: Int32 = -2
+        let parent: Int32
+        let element: Int32
+        /// Prim components (the root has 0; a property has its prim's).
+        let depth: UInt16
+        /// Some element is a variant selection (`{set=sel}`).
+        let variant: Bool
+        var isProperty: Bool { element < 0 }
+    }
+
+    /// The path tree by path index.
+    var paths: [PathNode] = []
     var specs: [Spec] = []
 
     init(bytes: [UInt8], range: Range<Int>, identifier: String) throws {
@@ -132,11 +146,11 @@ struct CrateFile {
         let pathIndexes = try CrateCompression.readInts(&reader, count: encoded, wide: false)
         let elements = try CrateCompression.readInts(&reader, count: encoded, wide: false)
         let jumps = try CrateCompression.readInts(&reader, count: encoded, wide: false)
-        paths = [String](repeating: "", count: pathCount)
+        paths = [PathNode](repeating: PathNode(parent: PathNode.unassigned, element: 0, depth: 0, variant: false), count: pathCount)
         guard encoded > 0 else { return }
         // Depth-first rebuild: each item names its element; jump −2 leaf, −1 child next,
         // 0 sibling next, > 0 child next and sibling at index + jump.
-        var pending: [(index: Int, parent: String?)] = [(0, nil)]
+        var pending: [(index: Int, parent: Int?)] = [(0, nil)]
         var visited = 0
         while let (first, parentPath) = pending.popLast() {
             var index = first
@@ -148,23 +162,23 @@ struct CrateFile {
                 }
                 let pathIndex = Int(UInt32(truncatingIfNeeded: pathIndexes[index]))
                 guard pathIndex < pathCount else { throw USDError(.corruptCrate, "path index \(pathIndex) out of range", context: reader.context) }
-                let path: String
                 if let parent {
-                    let element = Int(Int32(truncatingIfNeeded: elements[index]))
+                    let element = Int32(truncatingIfNeeded: elements[index])
                     let tokenIndex = element.magnitude
                     guard tokenIndex < tokens.count else { throw USDError(.corruptCrate, "path element token out of range", context: reader.context) }
-                    let name = tokens[Int(tokenIndex)]
-                    path = element < 0 ? parent + "." + name : (parent == "/" ? "/" + name : parent + "/" + name)
+                    let above = paths[parent]
+                    let variant = above.variant || tokens[Int(tokenIndex)].utf8.contains(UInt8(ascii: "{"))
+                    let depth = element < 0 ? above.depth : above.depth &+ 1
+                    paths[pathIndex] = PathNode(parent: Int32(parent), element: element, depth: depth, variant: variant)
                 } else {
-                    path = "/"
+                    paths[pathIndex] = PathNode(parent: PathNode.root, element: 0, depth: 0, variant: false)
                 }
-                paths[pathIndex] = path
                 let jump = Int(Int32(truncatingIfNeeded: jumps[index]))
                 let hasChild = jump > 0 || jump == -1
                 let hasSibling = jump >= 0
                 if hasChild {
                     if hasSibling { pending.append((index + jump, parent)) }
-                    parent = path
+                    parent = pathIndex
                     index += 1
                 } else if hasSibling {
                     index += 1
@@ -173,6 +187,25 @@ struct CrateFile {
                 }
             }
         }
+    }
+
+    /// The path string (`/A/B`, `/A/B.attr`; "" for an index the tree never named).
+    func path(_ index: Int) throws -> String {
+        var names: [(name: String, isProperty: Bool)] = []
+        var current = index
+        while true {
+            let node = paths[current]
+            if node.parent == PathNode.unassigned { return names.isEmpty ? "" : "/" }
+            if node.parent == PathNode.root { break }
+            names.append((tokens[Int(node.element.magnitude)], node.element < 0))
+            current = Int(node.parent)
+            guard names.count <= 4096 else { throw USDError(.corruptCrate, "path \(index) loops", context: identifier) }
+        }
+        var result = "/"
+        for (name, isProperty) in names.reversed() {
+            result = isProperty ? result + "." + name : (result == "/" ? "/" + name : result + "/" + name)
+        }
+        return result
     }
 
     private mutating func readSpecs(_ reader: inout ByteReader) throws {

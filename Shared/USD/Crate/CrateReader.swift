@@ -12,22 +12,32 @@ enum CrateReader {
         let values = CrateValueReader(file: file)
         let layer = LayerData(identifier: identifier)
         var childOrder: [ObjectIdentifier: [String]] = [:]
-        var primsByPath: [Substring: PrimSpec] = ["/": layer.root]
-        func prim(_ path: Substring) -> PrimSpec {
-            if let found = primsByPath[path] { return found }
-            let created = primSpec(at: String(path), in: layer)
-            primsByPath[path] = created
+        var primsByIndex = [PrimSpec?](repeating: nil, count: file.paths.count)
+        func prim(_ index: Int, budget: Int = maxDepth + 8) throws -> PrimSpec {
+            if let found = primsByIndex[index] { return found }
+            guard budget > 0 else { throw USDError(.corruptCrate, "path \(index) loops", context: identifier) }
+            let node = file.paths[index]
+            let created: PrimSpec
+            if node.parent < 0 {
+                created = layer.root
+            } else if !node.isProperty, !file.paths[Int(node.parent)].isProperty {
+                created = try prim(Int(node.parent), budget: budget - 1)
+                    .addChild(try values.token(Int(node.element)), specifier: .over)
+            } else {
+                created = primSpec(at: try file.path(index), in: layer)
+            }
+            primsByIndex[index] = created
             return created
         }
         for spec in file.specs {
             guard spec.pathIndex < file.paths.count else {
                 throw USDError(.corruptCrate, "spec path index \(spec.pathIndex) out of range", context: identifier)
             }
-            let path = file.paths[spec.pathIndex]
-            if path.utf8.reduce(0, { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) }) > maxDepth {
+            let node = file.paths[spec.pathIndex]
+            if max(1, Int(node.depth)) > maxDepth {
                 throw USDError(.limitExceeded, "path deeper than \(maxDepth) prims", context: identifier)
             }
-            if path.utf8.contains(UInt8(ascii: "{")) {
+            if node.variant {
                 layer.noteUnsupported("variant specs")
                 continue
             }
@@ -45,7 +55,7 @@ enum CrateReader {
                     }
                 }
             case primSpec:
-                let prim = prim(path[...])
+                let prim = try prim(spec.pathIndex)
                 for field in fields {
                     switch field.name {
                     case "specifier":
@@ -65,9 +75,9 @@ enum CrateReader {
                     }
                 }
             case attributeSpec, relationshipSpec:
-                guard let dot = path.utf8.lastIndex(of: UInt8(ascii: ".")) else { continue }
-                let prim = prim(path[..<dot])
-                let name = String(path[path.utf8.index(after: dot)...])
+                guard node.isProperty, node.parent >= 0 else { continue }
+                let prim = try prim(Int(node.parent))
+                let name = try values.token(Int(node.element.magnitude))
                 var value: USDValue?
                 var sample: USDValue?
                 for field in fields {

@@ -312,6 +312,6 @@ struct CrateValueReader {
 
     func path(_ index: Int) throws -> String {
         guard index >= 0, index < file.paths.count else { throw USDError(.corruptCrate, "path index \(index) out of range", context: file.identifier) }
-        return file.paths[index]
+        return try file.path(index)
     }
 }

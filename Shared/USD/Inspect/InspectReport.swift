@@ -22,11 +22,14 @@ public struct InspectReport: Sendable {
     /// Builds the report for a composed stage.
     public init(stage: USDStage) {
         let geometry = WorldGeometry()
+        let traversal = stage.traverse()
+        let bounds = geometry.traversalBounds(traversal)
         var prims: [PrimReport] = []
-        for prim in stage.traverse() {
+        prims.reserveCapacity(traversal.count)
+        for (index, prim) in traversal.enumerated() {
             prims.append(PrimReport(
                 path: prim.path, type: prim.typeName, kind: prim.kind,
-                worldBounds: geometry.worldBounds(prim),
+                worldBounds: bounds[index],
                 vertexCount: prim.vertexCount, triangleCount: prim.triangleCount,
                 textures: MaterialTextures.textures(for: prim, in: stage), customData: prim.customData))
         }

@@ -12,6 +12,8 @@ public final class USDPrim {
     public internal(set) var relationships: [String: [String]] = [:]
     public internal(set) var children: [USDPrim] = []
     public private(set) weak var parent: USDPrim?
+    /// Scratch space of `WorldGeometry.traversalBounds`: nil until the box is computed.
+    var computedWorldBox: BoundingBox??
 
     init(path: String, name: String, parent: USDPrim?) {
         self.path = path
