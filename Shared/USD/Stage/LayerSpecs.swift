@@ -32,7 +32,7 @@ final class PrimSpec {
     var typeName: String = ""
     var children: [PrimSpec] = []
     private var childIndex: [String: Int] = [:]
-    var attributes: [String: USDValue] = [:]
+    var attributes = AttributeTable()
     var relationships: [String: [String]] = [:]
     var references = ListOp<CompositionArc>()
     var payloads = ListOp<CompositionArc>()

@@ -8,7 +8,7 @@ public final class USDPrim {
     public internal(set) var customData: [String: USDValue] = [:]
     public internal(set) var active: Bool = true
     /// Attribute values; asset paths already resolved to package entry paths where possible.
-    public internal(set) var attributes: [String: USDValue] = [:]
+    public internal(set) var attributes = AttributeTable()
     public internal(set) var relationships: [String: [String]] = [:]
     public internal(set) var children: [USDPrim] = []
     public private(set) weak var parent: USDPrim?
