@@ -1,7 +1,7 @@
 /// The structural sections of a `.usdc` crate file: tokens, strings, fields, field sets,
 /// paths and specs. Every declared count is checked against the bytes before allocating.
 struct CrateFile {
-    struct Version: Comparable {
+    struct Version: Comparable, Sendable {
         let major: UInt8, minor: UInt8, patch: UInt8
         static func < (a: Version, b: Version) -> Bool {
             (a.major, a.minor, a.patch) < (b.major, b.minor, b.patch)
