@@ -78,7 +78,7 @@ struct CrateValueReader {
             if isArray {
                 // Checked now (a corrupt array fails the layer), decoded again when asked.
                 _ = try arrays.numbers(rep)
-                return .crateNumbers(CrateNumbers(decoder: arrays, rep: rep))
+                return .lazyNumbers(LazyNumbers(crate: arrays, rep: rep))
             }
             if inlined { return inlineNumeric(small, scalar: scalar, components: components, type: type) }
             var r = try position(payload)

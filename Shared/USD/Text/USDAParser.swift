@@ -3,13 +3,18 @@
 struct USDAParser {
     var cursor: USDACursor
     let layer: LayerData
+    /// The layer's text, for numeric arrays parsed again when read.
+    let source: USDATextSource
+    /// Reused buffer for checking numeric arrays.
+    var scratch: [Double] = []
     private static let maxPrimDepth = 256
 
     static func parse(_ bytes: ArraySlice<UInt8>, identifier: String) throws -> LayerData {
         guard bytes.starts(with: Array("#usda".utf8)) else {
             throw USDError(.badMagic, "a usda layer starts with '#usda'", context: "\(identifier) line 1")
         }
-        var parser = USDAParser(cursor: USDACursor(bytes, name: identifier), layer: LayerData(identifier: identifier))
+        var parser = USDAParser(cursor: USDACursor(bytes, name: identifier), layer: LayerData(identifier: identifier),
+                                source: USDATextSource(bytes: bytes, identifier: identifier))
         try parser.parseLayer()
         return parser.layer
     }
