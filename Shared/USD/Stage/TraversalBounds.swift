@@ -4,17 +4,22 @@
 extension WorldGeometry {
     /// The world box of each prim of `prims` (depth-first order, as `traverse()` returns).
     public func traversalBounds(_ prims: [USDPrim]) -> [BoundingBox?] {
-        var result: [BoundingBox?] = []
-        result.reserveCapacity(prims.count)
-        for prim in prims {
-            if prim.computedWorldBox == nil {
-                // Ancestors in the traversal came first and reported their problems then.
-                _ = bound(prim, world: world(of: prim, parentWorld: silentWorld(prim.parent), report: true), frameInverse: nil)
-            }
-            result.append(prim.computedWorldBox ?? nil)
+        computeBounds(prims)
+        defer { clearBounds(prims) }
+        return prims.map { $0.computedWorldBox ?? nil }
+    }
+
+    /// Computes the world box of every prim of `prims` and leaves it on the prim
+    /// (`computedWorldBox`) until `clearBounds`.
+    func computeBounds(_ prims: [USDPrim]) {
+        for prim in prims where prim.computedWorldBox == nil {
+            // Ancestors in the traversal came first and reported their problems then.
+            _ = bound(prim, world: world(of: prim, parentWorld: silentWorld(prim.parent), report: true), frameInverse: nil)
         }
+    }
+
+    func clearBounds(_ prims: [USDPrim]) {
         for prim in prims { prim.computedWorldBox = nil }
-        return result
     }
 
     /// The prim's world matrix, walking up without caching or reporting.
