@@ -10,9 +10,17 @@ struct CrateFile {
     }
 
     struct Spec {
-        let pathIndex: Int
-        let fieldSetIndex: Int
+        private let rawPath: UInt32
+        private let rawFieldSet: UInt32
         let type: UInt32
+        var pathIndex: Int { Int(rawPath) }
+        var fieldSetIndex: Int { Int(rawFieldSet) }
+
+        init(pathIndex: UInt32, fieldSetIndex: UInt32, type: UInt32) {
+            rawPath = pathIndex
+            rawFieldSet = fieldSetIndex
+            self.type = type
+        }
     }
 
     /// Newest version whose layout this reader knows.
@@ -214,8 +222,8 @@ struct CrateFile {
         let fieldSetIndexes = try CrateCompression.readInts(&reader, count: count, wide: false)
         let types = try CrateCompression.readInts(&reader, count: count, wide: false)
         specs = (0..<count).map {
-            Spec(pathIndex: Int(UInt32(truncatingIfNeeded: pathIndexes[$0])),
-                 fieldSetIndex: Int(UInt32(truncatingIfNeeded: fieldSetIndexes[$0])),
+            Spec(pathIndex: UInt32(truncatingIfNeeded: pathIndexes[$0]),
+                 fieldSetIndex: UInt32(truncatingIfNeeded: fieldSetIndexes[$0]),
                  type: UInt32(truncatingIfNeeded: types[$0]))
         }
     }
