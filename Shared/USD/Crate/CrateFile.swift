@@ -33,9 +33,10 @@ struct CrateFile {
     let version: Version
     var tokens: [String] = []
     var strings: [Int] = []
-    var fieldTokens: [Int] = []
+    var fieldTokens: [UInt32] = []
     var fieldReps: [UInt64] = []
-    var fieldSets: [Int64] = []
+    /// Field indexes of each field set, each set ending with 0xFFFF_FFFF.
+    var fieldSets: [UInt32] = []
     /// One node of the path tree: parent path index and element token (negative for a
     /// property), so paths cost 12 bytes each instead of a string (see `path(_:)`).
     struct PathNode {
@@ -99,6 +100,7 @@ struct CrateFile {
         var fieldSetReader = try section("FIELDSETS")
         let fieldSetCount = try fieldSetReader.read(UInt64.self)
         fieldSets = try CrateCompression.readInts(&fieldSetReader, count: try checkedCount(fieldSetCount, fieldSetReader), wide: false)
+            .map { UInt32(truncatingIfNeeded: $0) }
         var pathReader = try section("PATHS")
         try readPaths(&pathReader)
         var specReader = try section("SPECS")
@@ -140,7 +142,7 @@ struct CrateFile {
 
     private mutating func readFields(_ reader: inout ByteReader) throws {
         let count = try checkedCount(try reader.read(UInt64.self), reader)
-        fieldTokens = try CrateCompression.readInts(&reader, count: count, wide: false).map { Int(UInt32(truncatingIfNeeded: $0)) }
+        fieldTokens = try CrateCompression.readInts(&reader, count: count, wide: false).map { UInt32(truncatingIfNeeded: $0) }
         let repsSize = try reader.read(UInt64.self)
         guard repsSize <= UInt64(reader.remaining) else { throw reader.error(.truncated, "field values declare \(repsSize) bytes") }
         let plain = try CrateCompression.decompress(try reader.readBytes(Int(repsSize)), outputSize: count * 8, context: reader.context)
@@ -232,12 +234,12 @@ struct CrateFile {
     func fields(of spec: Spec) throws -> [(name: String, rep: UInt64)] {
         var result: [(String, UInt64)] = []
         var index = spec.fieldSetIndex
-        while index < fieldSets.count, fieldSets[index] != 0xFFFF_FFFF, fieldSets[index] != -1 {
-            let field = Int(UInt32(truncatingIfNeeded: fieldSets[index]))
-            guard field < fieldTokens.count, fieldTokens[field] < tokens.count else {
+        while index < fieldSets.count, fieldSets[index] != 0xFFFF_FFFF {
+            let field = Int(fieldSets[index])
+            guard field < fieldTokens.count, Int(fieldTokens[field]) < tokens.count else {
                 throw USDError(.corruptCrate, "field \(field) out of range", context: identifier)
             }
-            result.append((tokens[fieldTokens[field]], fieldReps[field]))
+            result.append((tokens[Int(fieldTokens[field])], fieldReps[field]))
             index += 1
             guard result.count < 10_000 else { throw USDError(.corruptCrate, "unterminated field set", context: identifier) }
         }

@@ -59,6 +59,15 @@ final class PrimSpec {
         self.specifier = specifier
     }
 
+    /// Whether references or payloads were authored (even empty ones).
+    var hasArcs: Bool { arcs != nil }
+
+    /// Drops the child specs (after composition, when nothing can reference them again).
+    func releaseChildren() {
+        children = []
+        childIndex = [:]
+    }
+
     private func makeArcs() -> Arcs {
         let made = Arcs()
         arcs = made
@@ -121,6 +130,16 @@ final class LayerData {
             spec = child
         }
         return spec
+    }
+
+    /// Whether any spec of the layer has references or payloads.
+    func hasArcs() -> Bool {
+        var stack = [root]
+        while let spec = stack.popLast() {
+            if spec.hasArcs { return true }
+            stack.append(contentsOf: spec.children)
+        }
+        return false
     }
 
     func noteUnsupported(_ what: String) {
