@@ -63,9 +63,9 @@ extension USDAParser {
         var items: [String] = []
         while !cursor.consume(93) {
             if let text = try cursor.string() {
-                items.append(text)
+                items.append(intern(text))
             } else if let word = cursor.identifier() {
-                items.append(word)
+                items.append(intern(word))
             } else {
                 throw cursor.error("expected a string, found \(cursor.describeNext())")
             }
