@@ -11,7 +11,9 @@ enum CrateReader {
         let file = try CrateFile(bytes: bytes, range: range, identifier: identifier)
         let values = CrateValueReader(file: file)
         let layer = LayerData(identifier: identifier)
-        var childOrder: [ObjectIdentifier: [String]] = [:]
+        // primChildren reps, checked when read and decoded again when ordering (a name
+        // array per prim would stay alive through the whole read).
+        var childOrder: [ObjectIdentifier: UInt64] = [:]
         var primsByIndex = [PrimSpec?](repeating: nil, count: file.paths.count)
         func prim(_ index: Int, budget: Int = maxDepth + 8) throws -> PrimSpec {
             if let found = primsByIndex[index] { return found }
@@ -49,7 +51,8 @@ enum CrateReader {
                     case "defaultPrim": layer.defaultPrim = try values.value(field.rep).asString
                     case "upAxis": layer.upAxis = try values.value(field.rep).asString
                     case "metersPerUnit": layer.metersPerUnit = try values.value(field.rep).asNumbers?.first
-                    case "primChildren": childOrder[ObjectIdentifier(layer.root)] = try values.value(field.rep).asStrings
+                    case "primChildren":
+                        childOrder[ObjectIdentifier(layer.root)] = try values.value(field.rep).asStrings == nil ? nil : field.rep
                     case "subLayers": layer.noteUnsupported("subLayers")
                     default: break
                     }
@@ -68,7 +71,8 @@ enum CrateReader {
                         if case .dictionary(let dictionary) = try values.value(field.rep) { prim.customData = dictionary }
                     case "references": prim.references = try values.arcs(field.rep)
                     case "payload": prim.payloads = try values.arcs(field.rep)
-                    case "primChildren": childOrder[ObjectIdentifier(prim)] = try values.value(field.rep).asStrings
+                    case "primChildren":
+                        childOrder[ObjectIdentifier(prim)] = try values.value(field.rep).asStrings == nil ? nil : field.rep
                     case "inherits", "specializes", "variantSelection", "variantSetNames":
                         layer.noteUnsupported("prim field '\(field.name)'")
                     default: break
@@ -98,7 +102,8 @@ enum CrateReader {
                 layer.noteUnsupported("spec type \(spec.type)")
             }
         }
-        order(layer.root, childOrder)
+        primsByIndex = []
+        try order(layer.root, childOrder, values)
         return layer
     }
 
@@ -112,10 +117,10 @@ enum CrateReader {
     }
 
     /// Applies `primChildren` ordering, iteratively.
-    private static func order(_ root: PrimSpec, _ orders: [ObjectIdentifier: [String]]) {
+    private static func order(_ root: PrimSpec, _ orders: [ObjectIdentifier: UInt64], _ values: CrateValueReader) throws {
         var stack = [root]
         while let spec = stack.popLast() {
-            if let names = orders[ObjectIdentifier(spec)] {
+            if let rep = orders[ObjectIdentifier(spec)], let names = try values.value(rep).asStrings {
                 let rank = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
                 spec.reorderChildren { (rank[$0.name] ?? Int.max, 0) < (rank[$1.name] ?? Int.max, 0) }
             }
