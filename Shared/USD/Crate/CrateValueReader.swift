@@ -3,6 +3,13 @@
 struct CrateValueReader {
     let file: CrateFile
     let arrays: CrateArrayDecoder
+    /// Decoded token arrays by rep: the crate stores identical arrays once (every Xform's
+    /// `xformOpOrder`), so here they share one array too.
+    private let tokenArrays = TokenArrayCache()
+
+    private final class TokenArrayCache {
+        var arrays: [UInt64: [String]] = [:]
+    }
 
     init(file: CrateFile) {
         self.file = file
@@ -91,7 +98,12 @@ struct CrateValueReader {
             if isArray { return .strings(try indexArray(payload).map(string)) }
             return .string(try string(Int(small)))
         case 11: // token
-            if isArray { return .strings(try indexArray(payload).map(token)) }
+            if isArray {
+                if let shared = tokenArrays.arrays[rep] { return .strings(shared) }
+                let decoded = try indexArray(payload).map(token)
+                if tokenArrays.arrays.count < 4096 { tokenArrays.arrays[rep] = decoded }
+                return .strings(decoded)
+            }
             return .string(try token(Int(small)))
         case 12: // asset path: inlined as a token, in arrays as strings
             if isArray { return .assets(try indexArray(payload).map(string)) }
