@@ -18,21 +18,41 @@ public enum USDInspectCommand {
             FileHandle.standardError.write(Data((usage + "\n").utf8))
             return 2
         }
-        let report = inspect(path: file)
-        if json {
-            var buffer = ""
-            report.writeJSON { piece in
-                buffer += piece
-                if buffer.utf8.count >= 1 << 16 {
-                    FileHandle.standardOutput.write(Data(buffer.utf8))
-                    buffer = ""
-                }
-            }
-            FileHandle.standardOutput.write(Data((buffer + "\n").utf8))
-        } else {
+        guard json else {
+            let report = inspect(path: file)
             FileHandle.standardOutput.write(Data(report.text.utf8))
+            return report.hasErrors ? 1 : 0
         }
-        return report.hasErrors ? 1 : 0
+        var buffer = ""
+        let hasErrors = writeJSON(path: file) { piece in
+            buffer += piece
+            if buffer.utf8.count >= 1 << 16 {
+                FileHandle.standardOutput.write(Data(buffer.utf8))
+                buffer = ""
+            }
+        }
+        FileHandle.standardOutput.write(Data((buffer + "\n").utf8))
+        return hasErrors ? 1 : 0
+    }
+
+    /// Streams the JSON report of `inspect(path:)` without keeping a report per prim;
+    /// returns whether it has error findings.
+    public static func writeJSON(path: String, _ emit: (String) -> Void) -> Bool {
+        let failure: InspectReport
+        do {
+            let package = try USDZPackage(contentsOf: path)
+            do {
+                return InspectReport.writeJSON(stage: try USDStage(package: package), emit)
+            } catch let error as USDError {
+                failure = InspectReport(failure: error, findings: package.findings)
+            }
+        } catch let error as USDError {
+            failure = InspectReport(failure: error)
+        } catch {
+            failure = InspectReport(failure: USDError(.ioFailure, "\(error)", context: path))
+        }
+        failure.writeJSON(emit)
+        return failure.hasErrors
     }
 
     /// Reads, composes and reports on a package; never throws: failures become findings.

@@ -1,7 +1,7 @@
 /// The structural sections of a `.usdc` crate file: tokens, strings, fields, field sets,
 /// paths and specs. Every declared count is checked against the bytes before allocating.
 struct CrateFile {
-    struct Version: Comparable {
+    struct Version: Comparable, Sendable {
         let major: UInt8, minor: UInt8, patch: UInt8
         static func < (a: Version, b: Version) -> Bool {
             (a.major, a.minor, a.patch) < (b.major, b.minor, b.patch)
@@ -10,9 +10,17 @@ struct CrateFile {
     }
 
     struct Spec {
-        let pathIndex: Int
-        let fieldSetIndex: Int
+        private let rawPath: UInt32
+        private let rawFieldSet: UInt32
         let type: UInt32
+        var pathIndex: Int { Int(rawPath) }
+        var fieldSetIndex: Int { Int(rawFieldSet) }
+
+        init(pathIndex: UInt32, fieldSetIndex: UInt32, type: UInt32) {
+            rawPath = pathIndex
+            rawFieldSet = fieldSetIndex
+            self.type = type
+        }
     }
 
     /// Newest version whose layout this reader knows.
@@ -25,11 +33,26 @@ struct CrateFile {
     let version: Version
     var tokens: [String] = []
     var strings: [Int] = []
-    var fieldTokens: [Int] = []
+    var fieldTokens: [UInt32] = []
     var fieldReps: [UInt64] = []
-    var fieldSets: [Int64] = []
-    /// Path strings (`/A/B`, `/A/B.attr`) by path index.
-    var paths: [String] = []
+    /// Field indexes of each field set, each set ending with 0xFFFF_FFFF.
+    var fieldSets: [UInt32] = []
+    /// One node of the path tree: parent path index and element token (negative for a
+    /// property), so paths cost 12 bytes each instead of a string (see `path(_:)`).
+    struct PathNode {
+        static let root: Int32 = -1
+        static let unassigned: Int32 = -2
+        let parent: Int32
+        let element: Int32
+        /// Prim components (the root has 0; a property has its prim's).
+        let depth: UInt16
+        /// Some element is a variant selection (`{set=sel}`).
+        let variant: Bool
+        var isProperty: Bool { element < 0 }
+    }
+
+    /// The path tree by path index.
+    var paths: [PathNode] = []
     var specs: [Spec] = []
 
     init(bytes: [UInt8], range: Range<Int>, identifier: String) throws {
@@ -77,6 +100,7 @@ struct CrateFile {
         var fieldSetReader = try section("FIELDSETS")
         let fieldSetCount = try fieldSetReader.read(UInt64.self)
         fieldSets = try CrateCompression.readInts(&fieldSetReader, count: try checkedCount(fieldSetCount, fieldSetReader), wide: false)
+            .map { UInt32(truncatingIfNeeded: $0) }
         var pathReader = try section("PATHS")
         try readPaths(&pathReader)
         var specReader = try section("SPECS")
@@ -118,7 +142,7 @@ struct CrateFile {
 
     private mutating func readFields(_ reader: inout ByteReader) throws {
         let count = try checkedCount(try reader.read(UInt64.self), reader)
-        fieldTokens = try CrateCompression.readInts(&reader, count: count, wide: false).map { Int(UInt32(truncatingIfNeeded: $0)) }
+        fieldTokens = try CrateCompression.readInts(&reader, count: count, wide: false).map { UInt32(truncatingIfNeeded: $0) }
         let repsSize = try reader.read(UInt64.self)
         guard repsSize <= UInt64(reader.remaining) else { throw reader.error(.truncated, "field values declare \(repsSize) bytes") }
         let plain = try CrateCompression.decompress(try reader.readBytes(Int(repsSize)), outputSize: count * 8, context: reader.context)
@@ -132,11 +156,11 @@ struct CrateFile {
         let pathIndexes = try CrateCompression.readInts(&reader, count: encoded, wide: false)
         let elements = try CrateCompression.readInts(&reader, count: encoded, wide: false)
         let jumps = try CrateCompression.readInts(&reader, count: encoded, wide: false)
-        paths = [String](repeating: "", count: pathCount)
+        paths = [PathNode](repeating: PathNode(parent: PathNode.unassigned, element: 0, depth: 0, variant: false), count: pathCount)
         guard encoded > 0 else { return }
         // Depth-first rebuild: each item names its element; jump −2 leaf, −1 child next,
         // 0 sibling next, > 0 child next and sibling at index + jump.
-        var pending: [(index: Int, parent: String?)] = [(0, nil)]
+        var pending: [(index: Int, parent: Int?)] = [(0, nil)]
         var visited = 0
         while let (first, parentPath) = pending.popLast() {
             var index = first
@@ -148,23 +172,23 @@ struct CrateFile {
                 }
                 let pathIndex = Int(UInt32(truncatingIfNeeded: pathIndexes[index]))
                 guard pathIndex < pathCount else { throw USDError(.corruptCrate, "path index \(pathIndex) out of range", context: reader.context) }
-                let path: String
                 if let parent {
-                    let element = Int(Int32(truncatingIfNeeded: elements[index]))
+                    let element = Int32(truncatingIfNeeded: elements[index])
                     let tokenIndex = element.magnitude
                     guard tokenIndex < tokens.count else { throw USDError(.corruptCrate, "path element token out of range", context: reader.context) }
-                    let name = tokens[Int(tokenIndex)]
-                    path = element < 0 ? parent + "." + name : (parent == "/" ? "/" + name : parent + "/" + name)
+                    let above = paths[parent]
+                    let variant = above.variant || tokens[Int(tokenIndex)].utf8.contains(UInt8(ascii: "{"))
+                    let depth = element < 0 ? above.depth : above.depth &+ 1
+                    paths[pathIndex] = PathNode(parent: Int32(parent), element: element, depth: depth, variant: variant)
                 } else {
-                    path = "/"
+                    paths[pathIndex] = PathNode(parent: PathNode.root, element: 0, depth: 0, variant: false)
                 }
-                paths[pathIndex] = path
                 let jump = Int(Int32(truncatingIfNeeded: jumps[index]))
                 let hasChild = jump > 0 || jump == -1
                 let hasSibling = jump >= 0
                 if hasChild {
                     if hasSibling { pending.append((index + jump, parent)) }
-                    parent = path
+                    parent = pathIndex
                     index += 1
                 } else if hasSibling {
                     index += 1
@@ -175,14 +199,33 @@ struct CrateFile {
         }
     }
 
+    /// The path string (`/A/B`, `/A/B.attr`; "" for an index the tree never named).
+    func path(_ index: Int) throws -> String {
+        var names: [(name: String, isProperty: Bool)] = []
+        var current = index
+        while true {
+            let node = paths[current]
+            if node.parent == PathNode.unassigned { return names.isEmpty ? "" : "/" }
+            if node.parent == PathNode.root { break }
+            names.append((tokens[Int(node.element.magnitude)], node.element < 0))
+            current = Int(node.parent)
+            guard names.count <= 4096 else { throw USDError(.corruptCrate, "path \(index) loops", context: identifier) }
+        }
+        var result = "/"
+        for (name, isProperty) in names.reversed() {
+            result = isProperty ? result + "." + name : (result == "/" ? "/" + name : result + "/" + name)
+        }
+        return result
+    }
+
     private mutating func readSpecs(_ reader: inout ByteReader) throws {
         let count = try checkedCount(try reader.read(UInt64.self), reader)
         let pathIndexes = try CrateCompression.readInts(&reader, count: count, wide: false)
         let fieldSetIndexes = try CrateCompression.readInts(&reader, count: count, wide: false)
         let types = try CrateCompression.readInts(&reader, count: count, wide: false)
         specs = (0..<count).map {
-            Spec(pathIndex: Int(UInt32(truncatingIfNeeded: pathIndexes[$0])),
-                 fieldSetIndex: Int(UInt32(truncatingIfNeeded: fieldSetIndexes[$0])),
+            Spec(pathIndex: UInt32(truncatingIfNeeded: pathIndexes[$0]),
+                 fieldSetIndex: UInt32(truncatingIfNeeded: fieldSetIndexes[$0]),
                  type: UInt32(truncatingIfNeeded: types[$0]))
         }
     }
@@ -191,12 +234,12 @@ struct CrateFile {
     func fields(of spec: Spec) throws -> [(name: String, rep: UInt64)] {
         var result: [(String, UInt64)] = []
         var index = spec.fieldSetIndex
-        while index < fieldSets.count, fieldSets[index] != 0xFFFF_FFFF, fieldSets[index] != -1 {
-            let field = Int(UInt32(truncatingIfNeeded: fieldSets[index]))
-            guard field < fieldTokens.count, fieldTokens[field] < tokens.count else {
+        while index < fieldSets.count, fieldSets[index] != 0xFFFF_FFFF {
+            let field = Int(fieldSets[index])
+            guard field < fieldTokens.count, Int(fieldTokens[field]) < tokens.count else {
                 throw USDError(.corruptCrate, "field \(field) out of range", context: identifier)
             }
-            result.append((tokens[fieldTokens[field]], fieldReps[field]))
+            result.append((tokens[Int(fieldTokens[field])], fieldReps[field]))
             index += 1
             guard result.count < 10_000 else { throw USDError(.corruptCrate, "unterminated field set", context: identifier) }
         }

@@ -11,23 +11,35 @@ enum CrateReader {
         let file = try CrateFile(bytes: bytes, range: range, identifier: identifier)
         let values = CrateValueReader(file: file)
         let layer = LayerData(identifier: identifier)
-        var childOrder: [ObjectIdentifier: [String]] = [:]
-        var primsByPath: [Substring: PrimSpec] = ["/": layer.root]
-        func prim(_ path: Substring) -> PrimSpec {
-            if let found = primsByPath[path] { return found }
-            let created = primSpec(at: String(path), in: layer)
-            primsByPath[path] = created
+        // primChildren reps, checked when read and decoded again when ordering (a name
+        // array per prim would stay alive through the whole read).
+        var childOrder: [ObjectIdentifier: UInt64] = [:]
+        var primsByIndex = [PrimSpec?](repeating: nil, count: file.paths.count)
+        func prim(_ index: Int, budget: Int = maxDepth + 8) throws -> PrimSpec {
+            if let found = primsByIndex[index] { return found }
+            guard budget > 0 else { throw USDError(.corruptCrate, "path \(index) loops", context: identifier) }
+            let node = file.paths[index]
+            let created: PrimSpec
+            if node.parent < 0 {
+                created = layer.root
+            } else if !node.isProperty, !file.paths[Int(node.parent)].isProperty {
+                created = try prim(Int(node.parent), budget: budget - 1)
+                    .addChild(try values.token(Int(node.element)), specifier: .over)
+            } else {
+                created = primSpec(at: try file.path(index), in: layer)
+            }
+            primsByIndex[index] = created
             return created
         }
         for spec in file.specs {
             guard spec.pathIndex < file.paths.count else {
                 throw USDError(.corruptCrate, "spec path index \(spec.pathIndex) out of range", context: identifier)
             }
-            let path = file.paths[spec.pathIndex]
-            if path.utf8.reduce(0, { $0 + ($1 == UInt8(ascii: "/") ? 1 : 0) }) > maxDepth {
+            let node = file.paths[spec.pathIndex]
+            if max(1, Int(node.depth)) > maxDepth {
                 throw USDError(.limitExceeded, "path deeper than \(maxDepth) prims", context: identifier)
             }
-            if path.utf8.contains(UInt8(ascii: "{")) {
+            if node.variant {
                 layer.noteUnsupported("variant specs")
                 continue
             }
@@ -39,13 +51,14 @@ enum CrateReader {
                     case "defaultPrim": layer.defaultPrim = try values.value(field.rep).asString
                     case "upAxis": layer.upAxis = try values.value(field.rep).asString
                     case "metersPerUnit": layer.metersPerUnit = try values.value(field.rep).asNumbers?.first
-                    case "primChildren": childOrder[ObjectIdentifier(layer.root)] = try values.value(field.rep).asStrings
+                    case "primChildren":
+                        childOrder[ObjectIdentifier(layer.root)] = try values.value(field.rep).asStrings == nil ? nil : field.rep
                     case "subLayers": layer.noteUnsupported("subLayers")
                     default: break
                     }
                 }
             case primSpec:
-                let prim = prim(path[...])
+                let prim = try prim(spec.pathIndex)
                 for field in fields {
                     switch field.name {
                     case "specifier":
@@ -58,16 +71,17 @@ enum CrateReader {
                         if case .dictionary(let dictionary) = try values.value(field.rep) { prim.customData = dictionary }
                     case "references": prim.references = try values.arcs(field.rep)
                     case "payload": prim.payloads = try values.arcs(field.rep)
-                    case "primChildren": childOrder[ObjectIdentifier(prim)] = try values.value(field.rep).asStrings
+                    case "primChildren":
+                        childOrder[ObjectIdentifier(prim)] = try values.value(field.rep).asStrings == nil ? nil : field.rep
                     case "inherits", "specializes", "variantSelection", "variantSetNames":
                         layer.noteUnsupported("prim field '\(field.name)'")
                     default: break
                     }
                 }
             case attributeSpec, relationshipSpec:
-                guard let dot = path.utf8.lastIndex(of: UInt8(ascii: ".")) else { continue }
-                let prim = prim(path[..<dot])
-                let name = String(path[path.utf8.index(after: dot)...])
+                guard node.isProperty, node.parent >= 0 else { continue }
+                let prim = try prim(Int(node.parent))
+                let name = try values.token(Int(node.element.magnitude))
                 var value: USDValue?
                 var sample: USDValue?
                 for field in fields {
@@ -88,7 +102,8 @@ enum CrateReader {
                 layer.noteUnsupported("spec type \(spec.type)")
             }
         }
-        order(layer.root, childOrder)
+        primsByIndex = []
+        try order(layer.root, childOrder, values)
         return layer
     }
 
@@ -102,10 +117,10 @@ enum CrateReader {
     }
 
     /// Applies `primChildren` ordering, iteratively.
-    private static func order(_ root: PrimSpec, _ orders: [ObjectIdentifier: [String]]) {
+    private static func order(_ root: PrimSpec, _ orders: [ObjectIdentifier: UInt64], _ values: CrateValueReader) throws {
         var stack = [root]
         while let spec = stack.popLast() {
-            if let names = orders[ObjectIdentifier(spec)] {
+            if let rep = orders[ObjectIdentifier(spec)], let names = try values.value(rep).asStrings {
                 let rank = Dictionary(names.enumerated().map { ($1, $0) }, uniquingKeysWith: { a, _ in a })
                 spec.reorderChildren { (rank[$0.name] ?? Int.max, 0) < (rank[$1.name] ?? Int.max, 0) }
             }

@@ -2,6 +2,19 @@
 /// 61 compressed, bits 48–55 type, low 48 bits payload) into `USDValue`s.
 struct CrateValueReader {
     let file: CrateFile
+    let arrays: CrateArrayDecoder
+    /// Decoded token arrays by rep: the crate stores identical arrays once (every Xform's
+    /// `xformOpOrder`), so here they share one array too.
+    private let tokenArrays = TokenArrayCache()
+
+    private final class TokenArrayCache {
+        var arrays: [UInt64: [String]] = [:]
+    }
+
+    init(file: CrateFile) {
+        self.file = file
+        arrays = CrateArrayDecoder(bytes: file.bytes, range: file.range, version: file.version, identifier: file.identifier)
+    }
 
     enum Scalar { case bool, uchar, int32, uint32, int64, uint64, half, float, double }
 
@@ -64,13 +77,16 @@ struct CrateValueReader {
         guard depth < 16 else { throw USDError(.corruptCrate, "values nested too deeply", context: file.identifier) }
         let isArray = rep & (1 << 63) != 0
         let inlined = rep & (1 << 62) != 0
-        let compressed = rep & (1 << 61) != 0
         let type = Int((rep >> 48) & 0xFF)
         let payload = rep & 0xFFFF_FFFF_FFFF
         let small = UInt32(truncatingIfNeeded: payload)
 
         if let (scalar, components) = CrateValueReader.numericLayout(type) {
-            if isArray { return .numbers(try numericArray(payload, scalar: scalar, components: components, compressed: compressed, isQuat: (16...18).contains(type))) }
+            if isArray {
+                // Checked now (a corrupt array fails the layer), decoded again when asked.
+                _ = try arrays.numbers(rep)
+                return .lazyNumbers(LazyNumbers(crate: arrays, rep: rep))
+            }
             if inlined { return inlineNumeric(small, scalar: scalar, components: components, type: type) }
             var r = try position(payload)
             var values = try (0..<components).map { _ in try read(scalar, &r) }
@@ -82,7 +98,12 @@ struct CrateValueReader {
             if isArray { return .strings(try indexArray(payload).map(string)) }
             return .string(try string(Int(small)))
         case 11: // token
-            if isArray { return .strings(try indexArray(payload).map(token)) }
+            if isArray {
+                if let shared = tokenArrays.arrays[rep] { return .strings(shared) }
+                let decoded = try indexArray(payload).map(token)
+                if tokenArrays.arrays.count < 4096 { tokenArrays.arrays[rep] = decoded }
+                return .strings(decoded)
+            }
             return .string(try token(Int(small)))
         case 12: // asset path: inlined as a token, in arrays as strings
             if isArray { return .assets(try indexArray(payload).map(string)) }
@@ -193,66 +214,11 @@ struct CrateValueReader {
         return try (0..<count).map { _ in Int(try r.read(UInt32.self)) }
     }
 
-    private func numericArray(_ payload: UInt64, scalar: Scalar, components: Int, compressed: Bool, isQuat: Bool) throws -> [Double] {
-        guard payload != 0 else { return [] }
-        var r = try position(payload)
-        if file.version < CrateFile.Version(major: 0, minor: 5, patch: 0) { try r.skip(4) }
-        let wideCount = file.version >= CrateFile.Version(major: 0, minor: 7, patch: 0)
-        let elementSize = CrateValueReader.size(scalar) * components
-        if compressed, components == 1 {
-            let raw: UInt64 = wideCount ? try r.read(UInt64.self) : UInt64(try r.read(UInt32.self))
-            guard raw <= UInt64(r.remaining) * 1024 + 64, raw <= UInt64(Int32.max) else {
-                throw r.error(.limitExceeded, "compressed array declares \(raw) elements")
-            }
-            let count = Int(raw)
-            if count < 16 { return try (0..<count).map { _ in try read(scalar, &r) } }
-            switch scalar {
-            case .int32, .uint32, .int64, .uint64:
-                let wide = scalar == .int64 || scalar == .uint64
-                let ints = try CrateCompression.readInts(&r, count: count, wide: wide)
-                return scalar == .uint32 ? ints.map { Double(UInt32(truncatingIfNeeded: $0)) } : ints.map { Double($0) }
-            case .half, .float, .double:
-                let code = try r.read(UInt8.self)
-                if code == UInt8(ascii: "i") {
-                    return try CrateCompression.readInts(&r, count: count, wide: false).map { Double($0) }
-                }
-                guard code == UInt8(ascii: "t") else { throw r.error(.corruptCrate, "unknown float array code \(code)") }
-                let tableSize = try r.readCount(elementSize: CrateValueReader.size(scalar), wide: false)
-                let table = try (0..<tableSize).map { _ in try read(scalar, &r) }
-                let indexes = try CrateCompression.readInts(&r, count: count, wide: false)
-                return try indexes.map { index in
-                    let i = Int(UInt32(truncatingIfNeeded: index))
-                    guard i < table.count else { throw r.error(.corruptCrate, "lookup index \(i) out of range") }
-                    return table[i]
-                }
-            default:
-                throw r.error(.corruptCrate, "compressed array of an uncompressible type")
-            }
-        }
-        let count = try r.readCount(elementSize: elementSize, wide: wideCount)
-        var values = [Double]()
-        values.reserveCapacity(count * components)
-        try r.check(r.offset, count * elementSize)
-        if scalar == .float {
-            file.bytes.withUnsafeBytes { raw in
-                for i in 0..<(count * components) {
-                    values.append(Double(Float(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: r.offset + i * 4, as: UInt32.self)))))
-                }
-            }
-        } else {
-            for _ in 0..<(count * components) { values.append(try read(scalar, &r)) }
-        }
-        if isQuat {
-            for base in stride(from: 0, to: values.count - 3, by: 4) {
-                let real = values[base + 3]
-                values[base + 3] = values[base + 2]; values[base + 2] = values[base + 1]; values[base + 1] = values[base]
-                values[base] = real
-            }
-        }
-        return values
+    private func read(_ scalar: Scalar, _ r: inout ByteReader) throws -> Double {
+        try CrateValueReader.read(scalar, &r)
     }
 
-    private func read(_ scalar: Scalar, _ r: inout ByteReader) throws -> Double {
+    static func read(_ scalar: Scalar, _ r: inout ByteReader) throws -> Double {
         switch scalar {
         case .bool, .uchar: Double(try r.read(UInt8.self))
         case .int32: Double(try r.read(Int32.self))
@@ -312,6 +278,6 @@ struct CrateValueReader {
 
     func path(_ index: Int) throws -> String {
         guard index >= 0, index < file.paths.count else { throw USDError(.corruptCrate, "path index \(index) out of range", context: file.identifier) }
-        return file.paths[index]
+        return try file.path(index)
     }
 }

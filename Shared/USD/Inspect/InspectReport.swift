@@ -22,23 +22,45 @@ public struct InspectReport: Sendable {
     /// Builds the report for a composed stage.
     public init(stage: USDStage) {
         let geometry = WorldGeometry()
-        var prims: [PrimReport] = []
-        for prim in stage.traverse() {
-            prims.append(PrimReport(
-                path: prim.path, type: prim.typeName, kind: prim.kind,
-                worldBounds: geometry.worldBounds(prim),
-                vertexCount: prim.vertexCount, triangleCount: prim.triangleCount,
-                textures: MaterialTextures.textures(for: prim, in: stage), customData: prim.customData))
+        let traversal = stage.traverse()
+        geometry.computeBounds(traversal)
+        prims = traversal.map { InspectReport.primReport($0, in: stage) }
+        geometry.clearBounds(traversal)
+        findings = InspectReport.findings(of: stage, geometry)
+        upAxis = stage.upAxis
+        metersPerUnit = stage.metersPerUnit
+        defaultPrim = stage.defaultPrim
+    }
+
+    /// Streams what `InspectReport(stage:).writeJSON` writes without keeping a report per
+    /// prim; returns whether the report has error findings.
+    public static func writeJSON(stage: USDStage, _ emit: (String) -> Void) -> Bool {
+        let geometry = WorldGeometry()
+        let traversal = stage.traverse()
+        geometry.computeBounds(traversal)
+        defer { geometry.clearBounds(traversal) }
+        let findings = findings(of: stage, geometry)
+        emit(head(findings: findings, upAxis: stage.upAxis, metersPerUnit: stage.metersPerUnit, defaultPrim: stage.defaultPrim))
+        for (index, prim) in traversal.enumerated() {
+            emit((index == 0 ? "" : ",") + json(primReport(prim, in: stage)))
         }
+        emit("]}")
+        return findings.contains { $0.severity == .error }
+    }
+
+    /// A prim's report; its world box must have been computed (`computeBounds`).
+    private static func primReport(_ prim: USDPrim, in stage: USDStage) -> PrimReport {
+        PrimReport(path: prim.path, type: prim.typeName, kind: prim.kind, worldBounds: prim.computedWorldBox ?? nil,
+                   vertexCount: prim.vertexCount, triangleCount: prim.triangleCount,
+                   textures: MaterialTextures.textures(for: prim, in: stage), customData: prim.customData)
+    }
+
+    private static func findings(of stage: USDStage, _ geometry: WorldGeometry) -> [ValidationFinding] {
         var findings = stage.findings
         for problem in geometry.transformProblems.prefix(20) {
             findings.append(ValidationFinding(.unsupportedConstruct, .warning, problem))
         }
-        self.findings = findings
-        self.upAxis = stage.upAxis
-        self.metersPerUnit = stage.metersPerUnit
-        self.defaultPrim = stage.defaultPrim
-        self.prims = prims
+        return findings
     }
 
     /// The report for a package that could not be read at all.
@@ -61,11 +83,15 @@ public struct InspectReport: Sendable {
 
     /// Streams the JSON object in pieces (one per prim), so large reports need no big buffer.
     public func writeJSON(_ emit: (String) -> Void) {
-        func box(_ box: BoundingBox?) -> JSONValue {
-            guard let box else { return .null }
-            return .object([("min", .array([.number(box.min.x), .number(box.min.y), .number(box.min.z)])),
-                            ("max", .array([.number(box.max.x), .number(box.max.y), .number(box.max.z)]))])
+        emit(InspectReport.head(findings: findings, upAxis: upAxis, metersPerUnit: metersPerUnit, defaultPrim: defaultPrim))
+        for (index, prim) in prims.enumerated() {
+            emit((index == 0 ? "" : ",") + InspectReport.json(prim))
         }
+        emit("]}")
+    }
+
+    /// The object up to the opening of the `prims` array.
+    private static func head(findings: [ValidationFinding], upAxis: String, metersPerUnit: Double, defaultPrim: String?) -> String {
         let head: JSONValue = .object([
             ("findings", .array(findings.map {
                 .object([("code", .string($0.code.rawValue)), ("severity", .string($0.severity.rawValue)),
@@ -77,18 +103,23 @@ public struct InspectReport: Sendable {
         ])
         var text = head.text
         text.removeLast() // reopen the object to append the prims
-        emit(text + ",\"prims\":[")
-        for (index, prim) in prims.enumerated() {
-            var members: [(String, JSONValue)] = [
-                ("path", .string(prim.path)), ("type", .string(prim.type)), ("worldBounds", box(prim.worldBounds)),
-                ("vertexCount", .int(prim.vertexCount)), ("triangleCount", .int(prim.triangleCount)),
-                ("textures", .array(prim.textures.map { .string($0) })),
-            ]
-            if let kind = prim.kind { members.append(("kind", .string(kind))) }
-            if !prim.customData.isEmpty { members.append(("customData", USDValue.dictionary(prim.customData).jsonObject)) }
-            emit((index == 0 ? "" : ",") + JSONValue.object(members).text)
+        return text + ",\"prims\":["
+    }
+
+    private static func json(_ prim: PrimReport) -> String {
+        func box(_ box: BoundingBox?) -> JSONValue {
+            guard let box else { return .null }
+            return .object([("min", .array([.number(box.min.x), .number(box.min.y), .number(box.min.z)])),
+                            ("max", .array([.number(box.max.x), .number(box.max.y), .number(box.max.z)]))])
         }
-        emit("]}")
+        var members: [(String, JSONValue)] = [
+            ("path", .string(prim.path)), ("type", .string(prim.type)), ("worldBounds", box(prim.worldBounds)),
+            ("vertexCount", .int(prim.vertexCount)), ("triangleCount", .int(prim.triangleCount)),
+            ("textures", .array(prim.textures.map { .string($0) })),
+        ]
+        if let kind = prim.kind { members.append(("kind", .string(kind))) }
+        if !prim.customData.isEmpty { members.append(("customData", USDValue.dictionary(prim.customData).jsonObject)) }
+        return JSONValue.object(members).text
     }
 
     /// A human-readable rendering: findings, then an indented prim tree.

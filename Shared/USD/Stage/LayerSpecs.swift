@@ -31,11 +31,25 @@ final class PrimSpec {
     var specifier: Specifier
     var typeName: String = ""
     var children: [PrimSpec] = []
+    /// Child positions by name, kept only once there are many children (few are searched).
     private var childIndex: [String: Int] = [:]
-    var attributes: [String: USDValue] = [:]
+    private static let indexedChildren = 8
+    var attributes = AttributeTable()
     var relationships: [String: [String]] = [:]
-    var references = ListOp<CompositionArc>()
-    var payloads = ListOp<CompositionArc>()
+    /// References and payloads, boxed: most specs have none, so they cost a pointer.
+    private final class Arcs {
+        var references = ListOp<CompositionArc>()
+        var payloads = ListOp<CompositionArc>()
+    }
+    private var arcs: Arcs?
+    var references: ListOp<CompositionArc> {
+        get { arcs?.references ?? ListOp() }
+        set { (arcs ?? makeArcs()).references = newValue }
+    }
+    var payloads: ListOp<CompositionArc> {
+        get { arcs?.payloads ?? ListOp() }
+        set { (arcs ?? makeArcs()).payloads = newValue }
+    }
     var kind: String?
     var customData: [String: USDValue] = [:]
     var active: Bool?
@@ -45,8 +59,24 @@ final class PrimSpec {
         self.specifier = specifier
     }
 
+    /// Whether references or payloads were authored (even empty ones).
+    var hasArcs: Bool { arcs != nil }
+
+    /// Drops the child specs (after composition, when nothing can reference them again).
+    func releaseChildren() {
+        children = []
+        childIndex = [:]
+    }
+
+    private func makeArcs() -> Arcs {
+        let made = Arcs()
+        arcs = made
+        return made
+    }
+
     func child(named name: String) -> PrimSpec? {
-        childIndex[name].map { children[$0] }
+        if children.count > PrimSpec.indexedChildren { return childIndex[name].map { children[$0] } }
+        return children.first { $0.name == name }
     }
 
     /// Sorts children stably by `areInIncreasingOrder` and reindexes them.
@@ -57,7 +87,9 @@ final class PrimSpec {
             return a.offset < b.offset
         }
         children = indexed.map(\.element)
-        childIndex = Dictionary(uniqueKeysWithValues: children.enumerated().map { ($1.name, $0) })
+        if children.count > PrimSpec.indexedChildren {
+            childIndex = Dictionary(uniqueKeysWithValues: children.enumerated().map { ($1.name, $0) })
+        }
     }
 
     /// Adds a child or returns the existing one of that name.
@@ -65,8 +97,12 @@ final class PrimSpec {
     func addChild(_ name: String, specifier: Specifier) -> PrimSpec {
         if let existing = child(named: name) { return existing }
         let spec = PrimSpec(name: name, specifier: specifier)
-        childIndex[name] = children.count
         children.append(spec)
+        if children.count == PrimSpec.indexedChildren + 1 {
+            childIndex = Dictionary(uniqueKeysWithValues: children.enumerated().map { ($1.name, $0) })
+        } else if children.count > PrimSpec.indexedChildren + 1 {
+            childIndex[name] = children.count - 1
+        }
         return spec
     }
 }
@@ -94,6 +130,16 @@ final class LayerData {
             spec = child
         }
         return spec
+    }
+
+    /// Whether any spec of the layer has references or payloads.
+    func hasArcs() -> Bool {
+        var stack = [root]
+        while let spec = stack.popLast() {
+            if spec.hasArcs { return true }
+            stack.append(contentsOf: spec.children)
+        }
+        return false
     }
 
     func noteUnsupported(_ what: String) {

@@ -73,6 +73,9 @@ struct Composer {
     }
 
     let loader: LayerLoader
+    /// Set when the root layer has no arcs: then no spec is read twice, and each spec's
+    /// children are released once composed, so specs and prims are not all alive at once.
+    private var releaseSpecs = false
     private var composedCount = 0
     private var limitReported = false
 
@@ -83,6 +86,7 @@ struct Composer {
     mutating func composeRoot(_ layer: LayerData) -> USDPrim {
         let root = USDPrim(path: "/", name: "", parent: nil)
         root.specifier = .def
+        releaseSpecs = !layer.hasArcs()
         composeChildren(of: root, sources: [Source(layer: layer, spec: layer.root)], abstract: false, depth: 0)
         return root
     }
@@ -115,6 +119,9 @@ struct Composer {
             merge(expanded, into: child, abstract: abstract)
             prim.children.append(child)
             composeChildren(of: child, sources: expanded, abstract: abstract || child.specifier == .class, depth: depth + 1)
+        }
+        if releaseSpecs {
+            for source in sources { source.spec.releaseChildren() }
         }
     }
 

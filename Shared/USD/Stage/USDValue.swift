@@ -4,6 +4,9 @@ public enum USDValue: Sendable, Equatable {
     case bool(Bool)
     case number(Double)
     case numbers([Double])
+    /// A numeric array still in its layer's bytes, decoded when asked (`asNumbers`); equal
+    /// to another lazy array with the same numbers.
+    case lazyNumbers(LazyNumbers)
     case string(String)
     case strings([String])
     case asset(String)
@@ -17,6 +20,7 @@ public enum USDValue: Sendable, Equatable {
     public var asNumbers: [Double]? {
         switch self {
         case .numbers(let values): values
+        case .lazyNumbers(let lazy): lazy.numbers
         case .number(let value): [value]
         case .bool(let value): [value ? 1 : 0]
         default: nil
@@ -44,6 +48,7 @@ public enum USDValue: Sendable, Equatable {
         case .bool(let value): .bool(value)
         case .number(let value): .number(value)
         case .numbers(let values): .array(values.map { .number($0) })
+        case .lazyNumbers(let lazy): .array(lazy.numbers.map { .number($0) })
         case .string(let value), .asset(let value), .path(let value): .string(value)
         case .strings(let values), .assets(let values), .paths(let values): .array(values.map { .string($0) })
         case .dictionary(let values): .object(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value.jsonObject) })

@@ -6,7 +6,7 @@ public final class WorldGeometry {
     private var worldCache: [ObjectIdentifier: Matrix4] = [:]
     private var boundCache: [ObjectIdentifier: (range: BoundingBox, frame: Matrix4)] = [:]
     private var problems: [String] = []
-    private static let includedPurposes: Set<String> = ["default", "render"]
+    static let includedPurposes: Set<String> = ["default", "render"]
 
     public init() {}
 
@@ -17,18 +17,18 @@ public final class WorldGeometry {
     public func worldTransform(_ prim: USDPrim) -> Matrix4 {
         let key = ObjectIdentifier(prim)
         if let cached = worldCache[key] { return cached }
-        var result = Matrix4.identity
-        let parentWorld = prim.parent.map { worldTransform($0) } ?? .identity
-        if prim.isXformable, let order = prim.attributes["xformOpOrder"]?.asStrings {
-            let (local, resets) = XformStack.evaluate(order: order, attributes: prim.attributes) { problem in
-                if problems.count < 100 { problems.append("\(prim.path): \(problem)") }
-            }
-            result = resets ? local : local * parentWorld
-        } else {
-            result = parentWorld
-        }
+        let result = world(of: prim, parentWorld: prim.parent.map { worldTransform($0) } ?? .identity, report: true)
         worldCache[key] = result
         return result
+    }
+
+    /// The prim's world matrix from its parent's; `report` records transform problems.
+    func world(of prim: USDPrim, parentWorld: Matrix4, report: Bool) -> Matrix4 {
+        guard prim.isXformable, let order = prim.attributes["xformOpOrder"]?.asStrings else { return parentWorld }
+        let (local, resets) = XformStack.evaluate(order: order, attributes: prim.attributes) { problem in
+            if report, problems.count < 100 { problems.append("\(prim.path): \(problem)") }
+        }
+        return resets ? local : local * parentWorld
     }
 
     /// The world-space box of the prim's subtree, or nil when it has no bounded geometry.
@@ -58,9 +58,9 @@ public final class WorldGeometry {
         return ImplicitShapes.extent(prim)
     }
 
-    private func isComponent(_ prim: USDPrim) -> Bool { prim.kind == "component" || prim.kind == "subcomponent" }
+    func isComponent(_ prim: USDPrim) -> Bool { prim.kind == "component" || prim.kind == "subcomponent" }
 
-    private func purpose(_ prim: USDPrim) -> String {
+    func purpose(_ prim: USDPrim) -> String {
         var current: USDPrim? = prim
         while let p = current {
             if let value = p.attributes["purpose"]?.asString { return value }
@@ -69,7 +69,7 @@ public final class WorldGeometry {
         return "default"
     }
 
-    private func isVisible(_ prim: USDPrim) -> Bool {
+    func isVisible(_ prim: USDPrim) -> Bool {
         var current: USDPrim? = prim
         while let p = current {
             if p.attributes["visibility"]?.asString == "invisible" { return false }

@@ -2,7 +2,7 @@
 enum XformStack {
     /// Returns the local matrix and whether the stack resets the parent transform.
     /// Unknown ops and missing values are reported through `problem`.
-    static func evaluate(order: [String], attributes: [String: USDValue],
+    static func evaluate(order: [String], attributes: AttributeTable,
                          problem: (String) -> Void) -> (matrix: Matrix4, resets: Bool) {
         var resets = false
         var ops = order[...]

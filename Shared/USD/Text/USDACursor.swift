@@ -3,24 +3,31 @@ import Foundation
 /// Low-level scanning over `.usda` text: whitespace and comments, identifiers, numbers,
 /// strings, asset paths and prim paths. Errors carry the line number.
 struct USDACursor {
-    /// The text followed by a NUL sentinel, so look-ahead never leaves the buffer.
-    private let text: [UInt8]
+    /// The layer's bytes, shared with the package (not copied); reads past the end give NUL,
+    /// so look-ahead never leaves the buffer.
+    private let text: Window
     private(set) var position: Int
     let name: String
 
-    init(_ bytes: ArraySlice<UInt8>, name: String) {
-        var text = [UInt8](bytes)
-        text.append(0)
-        self.text = text
-        self.position = 0
+    struct Window {
+        let bytes: ArraySlice<UInt8>
+        subscript(index: Int) -> UInt8 { index < bytes.endIndex ? bytes[index] : 0 }
+        subscript(range: Range<Int>) -> ArraySlice<UInt8> { bytes[range.clamped(to: bytes.indices)] }
+        /// One past the virtual NUL sentinel.
+        var count: Int { bytes.endIndex + 1 }
+    }
+
+    init(_ bytes: ArraySlice<UInt8>, name: String, at offset: Int? = nil) {
+        self.text = Window(bytes: bytes)
+        self.position = offset ?? bytes.startIndex
         self.name = name
     }
 
     var atEnd: Bool { position >= text.count - 1 }
     var peek: UInt8 { text[position] }
-    func peek(_ ahead: Int) -> UInt8 { position + ahead < text.count ? text[position + ahead] : 0 }
+    func peek(_ ahead: Int) -> UInt8 { text[position + ahead] }
 
-    var line: Int { 1 + text[0..<min(position, text.count)].reduce(0) { $0 + ($1 == 10 ? 1 : 0) } }
+    var line: Int { 1 + text[text.bytes.startIndex..<min(position, text.count)].reduce(0) { $0 + ($1 == 10 ? 1 : 0) } }
 
     func error(_ message: String) -> USDError {
         USDError(.syntax, message, context: "\(name) line \(line)")
@@ -144,8 +151,11 @@ struct USDACursor {
         }
         let start = position
         let length = end - position
-        let value: Double? = text.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Double? in
-            let base = raw.baseAddress!.assumingMemoryBound(to: CChar.self) + start
+        // strtod needs a terminated copy: the window is not NUL-terminated.
+        let value: Double? = withUnsafeTemporaryAllocation(of: CChar.self, capacity: length + 1) { buffer -> Double? in
+            for i in 0..<length { buffer[i] = CChar(bitPattern: text[start + i]) }
+            buffer[length] = 0
+            let base = UnsafePointer(buffer.baseAddress!)
             var stop: UnsafeMutablePointer<CChar>? = nil
             let parsed = strtod(base, &stop)
             guard let stop, UnsafePointer(stop) - base == length else { return nil }

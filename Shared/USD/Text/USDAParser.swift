@@ -3,13 +3,27 @@
 struct USDAParser {
     var cursor: USDACursor
     let layer: LayerData
+    /// The layer's text, for numeric arrays parsed again when read.
+    let source: USDATextSource
+    /// Reused buffer for checking numeric arrays.
+    var scratch: [Double] = []
+    /// One copy of each attribute name and token-list item (most repeat on every prim).
+    private var interned: [String: String] = [:]
+
+    mutating func intern(_ text: String) -> String {
+        if text.utf8.count <= 15 { return text } // stored inline anyway
+        if let known = interned[text] { return known }
+        if interned.count < 100_000 { interned[text] = text }
+        return text
+    }
     private static let maxPrimDepth = 256
 
     static func parse(_ bytes: ArraySlice<UInt8>, identifier: String) throws -> LayerData {
         guard bytes.starts(with: Array("#usda".utf8)) else {
             throw USDError(.badMagic, "a usda layer starts with '#usda'", context: "\(identifier) line 1")
         }
-        var parser = USDAParser(cursor: USDACursor(bytes, name: identifier), layer: LayerData(identifier: identifier))
+        var parser = USDAParser(cursor: USDACursor(bytes, name: identifier), layer: LayerData(identifier: identifier),
+                                source: USDATextSource(bytes: bytes, identifier: identifier))
         try parser.parseLayer()
         return parser.layer
     }
@@ -165,7 +179,7 @@ struct USDAParser {
             try cursor.expect(93)
             typeName += "[]"
         }
-        let fullName = try cursor.expectIdentifier()
+        let fullName = intern(try cursor.expectIdentifier())
         if fullName.hasSuffix(".timeSamples") {
             let name = String(fullName.dropLast(".timeSamples".count))
             try cursor.expect(61)

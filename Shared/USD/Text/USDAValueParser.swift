@@ -19,9 +19,16 @@ extension USDAParser {
             return .none
         }
         if USDAParser.numericBaseTypes.contains(base) {
+            if isArray {
+                // Checked now (a malformed array fails the layer), parsed again when asked.
+                let offset = cursor.position
+                scratch.removeAll(keepingCapacity: true)
+                try cursor.flatNumbers(into: &scratch, depth: 0)
+                return .lazyNumbers(LazyNumbers(text: source, offset: offset))
+            }
             var numbers: [Double] = []
-            try flatNumbers(into: &numbers, depth: 0)
-            if !isArray, numbers.count == 1 { return .number(numbers[0]) }
+            try cursor.flatNumbers(into: &numbers, depth: 0)
+            if numbers.count == 1 { return .number(numbers[0]) }
             return .numbers(numbers)
         }
         switch base {
@@ -51,36 +58,14 @@ extension USDAParser {
         }
     }
 
-    /// Numbers, tuples and lists of them, flattened in order.
-    mutating func flatNumbers(into numbers: inout [Double], depth: Int) throws {
-        guard depth < 8 else { throw cursor.error("values nested too deeply") }
-        cursor.skipSpace()
-        let open = cursor.peek
-        if open == 40 || open == 91 { // ( or [
-            let close: UInt8 = open == 40 ? 41 : 93
-            cursor.advance()
-            if cursor.consume(close) { return }
-            while true {
-                try flatNumbers(into: &numbers, depth: depth + 1)
-                if cursor.consume(44) {
-                    if cursor.consume(close) { return } // trailing comma
-                    continue
-                }
-                try cursor.expect(close)
-                return
-            }
-        }
-        numbers.append(try cursor.number())
-    }
-
     mutating func stringList() throws -> [String] {
         try cursor.expect(91)
         var items: [String] = []
         while !cursor.consume(93) {
             if let text = try cursor.string() {
-                items.append(text)
+                items.append(intern(text))
             } else if let word = cursor.identifier() {
-                items.append(word)
+                items.append(intern(word))
             } else {
                 throw cursor.error("expected a string, found \(cursor.describeNext())")
             }
@@ -145,5 +130,37 @@ extension USDAParser {
             _ = cursor.consume(44)
         }
         return items
+    }
+}
+
+extension USDACursor {
+    /// Numbers, tuples and lists of them, flattened in order.
+    mutating func flatNumbers(into numbers: inout [Double], depth: Int) throws {
+        guard depth < 8 else { throw error("values nested too deeply") }
+        skipSpace()
+        let open = peek
+        if open == 40 || open == 91 { // ( or [
+            let close: UInt8 = open == 40 ? 41 : 93
+            advance()
+            if consume(close) { return }
+            while true {
+                try flatNumbers(into: &numbers, depth: depth + 1)
+                if consume(44) {
+                    if consume(close) { return } // trailing comma
+                    continue
+                }
+                try expect(close)
+                return
+            }
+        }
+        numbers.append(try number())
+    }
+
+    /// The flattened numbers of the value at `offset` of a layer's text.
+    static func numbers(in bytes: ArraySlice<UInt8>, name: String, at offset: Int) throws -> [Double] {
+        var cursor = USDACursor(bytes, name: name, at: offset)
+        var numbers: [Double] = []
+        try cursor.flatNumbers(into: &numbers, depth: 0)
+        return numbers
     }
 }
