@@ -1,6 +1,6 @@
 // swift-tools-version: 6.0
 // Zhixi Backbone — the server side of the reading app and CrowdRoom.
-// Toolchain modules and Debian C libraries only: no `.package(url:)`, ever.
+// Toolchain modules and Debian C libraries only: no package dependencies, ever.
 import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [
