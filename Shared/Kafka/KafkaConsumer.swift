@@ -99,8 +99,8 @@ struct ConsumerPollLoop {
         while !thread.isStopRequested {
             // Backpressure: while our buffer is full, stop polling. librdkafka keeps prefetching
             // into its own bounded queue (`queued.max.messages.kbytes`) and then stops fetching;
-            // positions never move, so nothing is skipped. (Pausing partitions instead purges
-            // that queue and loses the fetch position of partitions not yet polled from.)
+            // positions never move. (Pausing partitions instead purges that queue, and every
+            // pause/resume cycle refetches it.)
             if core.backpressureAction().paused {
                 usleep(5_000)
                 continue
