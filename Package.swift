@@ -114,7 +114,7 @@ let testTargets: [Target] = [
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer"], exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
-                          "Logging", "Metrics", "Hashing"]),
+                          "Logging", "Metrics", "Hashing", "BackboneTestSupport"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport",

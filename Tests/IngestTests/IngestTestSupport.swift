@@ -1,4 +1,5 @@
 import Auth
+import BackboneTestSupport
 import Contracts
 import Foundation
 import HTTPServer
@@ -12,39 +13,8 @@ import ServiceRuntime
 import Synchronization
 import Testing
 
-let integrationEnabled = ProcessInfo.processInfo.environment["BACKBONE_INTEGRATION"] == "1"
 let testSecret = "ingest-tests-secret-0123456789"
 let testLogger = Logger(label: "ingest-tests", level: .critical)
-
-/// A fresh database per suite, created from `TEST_DATABASE_URL` and dropped at the end.
-struct TestDatabase: Sendable {
-    let adminURL: String
-    let name: String
-    let url: String
-
-    static func create() async throws -> TestDatabase {
-        let adminURL = ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
-        let name = "ingest_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        let admin = PostgresClient(configuration: PostgresConfiguration(url: adminURL, maxConnections: 1), logger: testLogger)
-        try await admin.execute("CREATE DATABASE \(name)")
-        await admin.close()
-        return TestDatabase(adminURL: adminURL, name: name, url: Self.replacingDatabase(in: adminURL, with: name))
-    }
-
-    static func replacingDatabase(in url: String, with name: String) -> String {
-        let (base, query) = url.firstIndex(of: "?").map { (String(url[..<$0]), String(url[$0...])) } ?? (url, "")
-        guard let scheme = base.range(of: "://") else { return url }
-        let rest = base[scheme.upperBound...]
-        let authority = rest.firstIndex(of: "/").map { rest[..<$0] } ?? rest
-        return String(base[..<scheme.upperBound]) + authority + "/" + name + query
-    }
-
-    func drop() async {
-        let admin = PostgresClient(configuration: PostgresConfiguration(url: adminURL, maxConnections: 1), logger: testLogger)
-        _ = try? await admin.execute("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-        await admin.close()
-    }
-}
 
 /// One ingest over a fresh database and an embedded Kafka cluster; requests go straight
 /// to its router (or over loopback HTTP with `startHTTP`).
@@ -63,7 +33,7 @@ final class IngestHarness: Sendable {
         cluster = try EmbeddedKafkaCluster(brokers: 1)
         try cluster.createTopic(configuration.readingEventsTopic, partitions: 3)
         try cluster.createTopic(configuration.roomTranscodeTopic, partitions: 3)
-        database = try await TestDatabase.create()
+        database = try await TestDatabase.create("ingest_test")
         let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
                                          jwtSecret: testSecret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4)
         let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: testLogger)

@@ -1,5 +1,6 @@
 import Auth
 import Contracts
+import BackboneTestSupport
 import Foundation
 import HTTPTypes
 import Ingest
@@ -9,7 +10,7 @@ import Postgres
 import Testing
 
 @Suite("Materials catalog and room upload completion against Postgres and the embedded Kafka cluster", .serialized,
-       .enabled(if: integrationEnabled), .timeLimit(.minutes(3)))
+       .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct MaterialsAndRoomsIntegrationTests {
     static func withHarness(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
                             _ body: (IngestHarness) async throws -> Void) async throws {

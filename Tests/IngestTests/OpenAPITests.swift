@@ -1,4 +1,5 @@
 import Contracts
+import BackboneTestSupport
 import Foundation
 import Ingest
 import Testing
@@ -27,7 +28,7 @@ struct OpenAPIDocumentTests {
 }
 
 @Suite("OpenAPI validation and a bounded fuzz of the ingest endpoints", .serialized,
-       .enabled(if: integrationEnabled), .timeLimit(.minutes(4)))
+       .enabled(if: Integration.isEnabled), .timeLimit(.minutes(4)))
 struct OpenAPIFuzzTests {
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()

@@ -1,5 +1,6 @@
 import Auth
 import Contracts
+import BackboneTestSupport
 import Foundation
 import HTTPTypes
 import Ingest
@@ -8,7 +9,7 @@ import ServiceRuntime
 import Testing
 
 @Suite("POST /learning/reading-events/batch against Postgres and the embedded Kafka cluster", .serialized,
-       .enabled(if: integrationEnabled), .timeLimit(.minutes(3)))
+       .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct ReadingEventBatchIntegrationTests {
     static func withHarness(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
                             _ body: (IngestHarness) async throws -> Void) async throws {
