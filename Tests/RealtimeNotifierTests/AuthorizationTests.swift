@@ -1,10 +1,11 @@
+import BackboneTestSupport
 import Contracts
 import Foundation
 import Postgres
 import Testing
 @testable import RealtimeNotifier
 
-@Suite("Authorization on join", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.enabled))
+@Suite("Authorization on join", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.isEnabled))
 struct AuthorizationTests {
     func join(_ socket: RawSocket, _ channel: String, ref: String) async throws -> [String: Any] {
         try await socket.send(json: ["topic": "realtime:\(channel)", "event": "phx_join", "payload": ["config": [String: Any]()],

@@ -1,3 +1,4 @@
+import BackboneTestSupport
 import Contracts
 import Foundation
 import Testing
@@ -16,7 +17,7 @@ func joinV2(_ socket: RawSocket, _ topic: String, ref: String, config: [String: 
 }
 
 @Suite("Conformance with real clients", .serialized, .timeLimit(.minutes(3)),
-       .enabled(if: Integration.enabled))
+       .enabled(if: Integration.isEnabled))
 struct ConformanceTests {
     @Test("the Python realtime client (v1) subscribes to room:123 and receives a ready broadcast produced to Kafka")
     func pythonClientReceivesReady() async throws {

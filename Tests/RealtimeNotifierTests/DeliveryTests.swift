@@ -1,3 +1,4 @@
+import BackboneTestSupport
 import Contracts
 import Foundation
 import Testing
@@ -49,7 +50,7 @@ func broadcasts(_ socket: RawSocket, count: Int, timeout: Double = 45) async thr
 }
 
 @Suite("Nothing lost: replay, catch-up, scale-out, slow consumers", .serialized, .timeLimit(.minutes(5)),
-       .enabled(if: Integration.enabled))
+       .enabled(if: Integration.isEnabled))
 struct DeliveryTests {
     @Test("a client that rejoins with the last id it saw gets exactly the 50 events it missed, in order, then live ones; the HTTP catch-up serves the same")
     func replayAfterReconnect() async throws {
@@ -205,7 +206,7 @@ struct DeliveryTests {
     }
 }
 
-@Suite("Client broadcasts", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.enabled))
+@Suite("Client broadcasts", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.isEnabled))
 struct ClientBroadcastTests {
     @Test("a client broadcast is acknowledged when asked, reaches the other sockets, and comes back to the sender only with self")
     func clientBroadcasts() async throws {

@@ -1,10 +1,11 @@
+import BackboneTestSupport
 import Contracts
 import Foundation
 import Postgres
 import Testing
 @testable import RealtimeNotifier
 
-@Suite("Outbox and idle sockets", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.enabled))
+@Suite("Outbox and idle sockets", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.isEnabled))
 struct MaintenanceTests {
     @Test("an event committed but never published (a crash after commit) is re-published and reaches the subscribers")
     func outboxRepublishes() async throws {

@@ -1,4 +1,5 @@
 import Auth
+import BackboneTestSupport
 import Contracts
 import Foundation
 #if canImport(FoundationNetworking)
@@ -13,21 +14,14 @@ import ServiceRuntime
 import Synchronization
 import Testing
 
-enum Integration {
-    static var enabled: Bool { ProcessInfo.processInfo.environment["BACKBONE_INTEGRATION"] == "1" }
-    static var adminURL: String {
-        ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
-    }
-}
-
 /// A fresh database, an embedded Kafka cluster with every topic, and N notifier instances
 /// on ephemeral ports, all in this process.
 final class RealtimeHarness: Sendable {
     static let secret = "realtime-test-secret-0123456789"
     let codec = JWTCodec(secret: RealtimeHarness.secret)
     let cluster: EmbeddedKafkaCluster
-    let databaseName: String
-    let databaseURL: String
+    let testDatabase: TestDatabase
+    var databaseURL: String { testDatabase.url }
     let database: PostgresClient
     let producer: KafkaProducer
     private let instances = Mutex<[(task: Task<Void, any Error>, port: Int, service: RealtimeNotifierService, context: ServiceContext)]>([])
@@ -37,14 +31,8 @@ final class RealtimeHarness: Sendable {
         logger = ProcessInfo.processInfo.environment["REALTIME_TEST_LOG"] == "1" ? Logger(label: "realtime-test", level: .debug) : .disabled
         cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
-        databaseName = "rt_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
-        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminURL, maxConnections: 1), logger: .disabled)
-        _ = try await admin.execute("CREATE DATABASE \(databaseName)")
-        await admin.close()
-        var url = URLComponents(string: Integration.adminURL)!
-        url.path = "/" + databaseName
-        databaseURL = url.string!
-        database = PostgresClient(configuration: PostgresConfiguration(url: databaseURL, maxConnections: 4), logger: .disabled)
+        testDatabase = try await TestDatabase.create("rt")
+        database = PostgresClient(configuration: PostgresConfiguration(url: testDatabase.url, maxConnections: 4), logger: .disabled)
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: .disabled).migrate(database)
         // A table shaped like ingest's `rooms`, for the fallback lookup.
         _ = try await database.execute("""
@@ -146,9 +134,7 @@ final class RealtimeHarness: Sendable {
         }
         await producer.shutdown()
         await database.close()
-        let admin = PostgresClient(configuration: PostgresConfiguration(url: Integration.adminURL, maxConnections: 1), logger: .disabled)
-        _ = try? await admin.execute("DROP DATABASE IF EXISTS \(databaseName) WITH (FORCE)")
-        await admin.close()
+        await testDatabase.drop()
         cluster.shutdown()
     }
 }
