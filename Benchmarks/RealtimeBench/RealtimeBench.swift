@@ -53,7 +53,9 @@ struct RealtimeBench {
                                          httpHost: "127.0.0.1", httpPort: 0, logLevel: .warning, databasePoolSize: 8)
         let context = try await ServiceHost.makeContext(name: "realtime-notifier", configuration: common, metrics: MetricsRegistry(), logger: logger)
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: logger).migrate(context.database)
-        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096))
+        // `fetch.wait.max.ms` of the notifier's consumers (the service's REALTIME_FETCH_WAIT_MS, default 5).
+        let fetchWait = Duration.milliseconds(Int(ProcessInfo.processInfo.environment["REALTIME_FETCH_WAIT_MS"] ?? "") ?? 5)
+        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096, fetchWait: fetchWait))
         let port = Mutex<Int?>(nil)
         service.onListening = { bound in port.withLock { $0 = bound } }
         let parts = service.parts()
