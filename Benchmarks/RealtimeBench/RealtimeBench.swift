@@ -9,11 +9,12 @@ import RealtimeNotifier
 import ServiceRuntime
 import Synchronization
 
-/// `swift run -c release realtime-bench [connections] [channels] [events/s] [seconds] [client processes]`
+/// `swift run -c release realtime-bench [connections] [channels] [events/s] [seconds] [client threads (Python processes with BENCH_CLIENT=python)]`
 ///
 /// Starts an embedded Kafka broker, a PostgreSQL (a private cluster, or a fresh database on
-/// `BENCH_DATABASE_URL`), one realtime-notifier in this process, and Python load-client
-/// processes (`load_client.py`) holding the connections. Then it produces broadcasts at a
+/// `BENCH_DATABASE_URL`), one realtime-notifier in this process, and the load client holding
+/// the connections: ``LoadClient`` (epoll threads in this process), or with
+/// `BENCH_CLIENT=python` the older `load_client.py` processes. Then it produces broadcasts at a
 /// steady rate, round-robin over the channels, each carrying its publish time, and reports
 /// delivered messages/s and publish-to-receive latency p50/p99.
 @main
@@ -26,7 +27,7 @@ struct RealtimeBench {
         let seconds = args.count > 3 ? args[3] : 20
         let processes = args.count > 4 ? args[4] : 2
         let logger = Logger(label: "realtime-bench", level: .warning)
-        print("realtime-bench: \(connections) connections, \(channelCount) channels, \(rate) events/s, \(seconds) s, \(processes) client processes")
+        print("realtime-bench: \(connections) connections, \(channelCount) channels, \(rate) events/s, \(seconds) s, \(processes) client threads/processes")
 
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
@@ -52,7 +53,9 @@ struct RealtimeBench {
                                          httpHost: "127.0.0.1", httpPort: 0, logLevel: .warning, databasePoolSize: 8)
         let context = try await ServiceHost.makeContext(name: "realtime-notifier", configuration: common, metrics: MetricsRegistry(), logger: logger)
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: logger).migrate(context.database)
-        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096))
+        // `fetch.wait.max.ms` of the notifier's consumers (the service's REALTIME_FETCH_WAIT_MS, default 5).
+        let fetchWait = Duration.milliseconds(Int(ProcessInfo.processInfo.environment["REALTIME_FETCH_WAIT_MS"] ?? "") ?? 5)
+        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096, fetchWait: fetchWait))
         let port = Mutex<Int?>(nil)
         service.onListening = { bound in port.withLock { $0 = bound } }
         let parts = service.parts()
@@ -63,28 +66,42 @@ struct RealtimeBench {
         // Channels are users' own channels, so any token for that user may join.
         let channels = (0..<channelCount).map { "user:bench\($0)" }
         let codec = JWTCodec(secret: secret)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("load_client.py").path
-        var clients: [(Process, Pipe, Pipe)] = []
         let perProcess = connections / processes
-        // One client process per channel group: a service token may join every channel.
+        // A service token may join every channel.
         let token = codec.issue(userID: "bench", ttl: 3600, role: "service")
-        for index in 0..<processes {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", script, url, token, channels.joined(separator: ","), String(index * perProcess), String(perProcess)]
-            let input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
-            clients.append((process, input, output))
-        }
+        let python = ProcessInfo.processInfo.environment["BENCH_CLIENT"] == "python"
+        var clients: [(Process, Pipe, Pipe)] = []
+        var swiftClient: LoadClient?
         let started = ContinuousClock.now
-        for (_, _, output) in clients {
-            let line = try readLine(output.fileHandleForReading)
-            guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
+        if python {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("load_client.py").path
+            for index in 0..<processes {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                process.arguments = ["python3", script, url, token, channels.joined(separator: ","), String(index * perProcess), String(perProcess)]
+                let input = Pipe()
+                let output = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                try process.run()
+                clients.append((process, input, output))
+            }
+            for (_, _, output) in clients {
+                let line = try readLine(output.fileHandleForReading)
+                guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
+            }
+        } else {
+            let topics = (0..<perProcess * processes).map { "realtime:" + channels[$0 % channels.count] }
+            let client = LoadClient(port: UInt16(port.withLock { $0! }), path: "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
+                                    topics: topics, threads: processes)
+            client.start()
+            while client.ready < topics.count {
+                if let failure = client.failure { throw BenchError(description: "load client failed: \(failure)") }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            swiftClient = client
         }
-        print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now))")
+        print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now)) (\(python ? "Python" : "Swift epoll") client)")
         while service.hub.subscriptionCount < perProcess * processes { try await Task.sleep(for: .milliseconds(50)) }
 
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
@@ -128,6 +145,12 @@ struct RealtimeBench {
         var received = 0
         var errors = 0
         var histogram: [Int: Int] = [:]
+        if let swiftClient {
+            let totals = await swiftClient.stop()
+            received = totals.received
+            errors = totals.errors
+            for (bucket, count) in totals.histogram.enumerated() where count > 0 { histogram[bucket] = count }
+        }
         for (process, input, output) in clients {
             try input.fileHandleForWriting.close()
             let line = try readLine(output.fileHandleForReading)
