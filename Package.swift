@@ -21,6 +21,7 @@ let cLibraries: [Target] = [
     system("CWebSockets", pkgConfig: "libwebsockets", apt: ["libwebsockets-dev"]),
     system("COpenSSL", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
+    system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -40,7 +41,7 @@ let sharedModules: [Target] = [
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
-    shared("Contracts"),
+    shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
 ]

@@ -33,7 +33,7 @@ struct ThroughputBench {
     /// Decodes like the analytics projection, applies nothing.
     struct DecodeOnlyProjection: Projection {
         func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
-            try ContractCoding.decode(ReadingEventRecord.self, from: record.value)
+            try ReadingEventRecord(json: record.value)
         }
         func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws {}
     }

@@ -20,7 +20,7 @@ public struct AnalyticsProjection: Projection {
         let context = ["kafka.topic": record.topic, "kafka.partition": String(record.partition), "kafka.offset": String(record.offset)]
         let event: ReadingEventRecord
         do {
-            event = try ContractCoding.decode(ReadingEventRecord.self, from: record.value)
+            event = try ReadingEventRecord(json: record.value)
         } catch {
             throw AnalyticsRecordError(code: .undecodable, message: "not a reading event record: \(error)", context: context)
         }

@@ -26,10 +26,6 @@ struct ReadingEventBatchHandler: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
 
-    private struct Body: Decodable {
-        let events: [RawReadingEvent]
-    }
-
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         let userID = try authenticator.userID(request)
         guard request.body.count <= configuration.maxBatchBytes else {
@@ -41,13 +37,18 @@ struct ReadingEventBatchHandler: Sendable {
             throw HTTPError(.tooManyRequests, code: ErrorCode.rateLimited.rawValue, message: "too many requests; retry later",
                             headers: ["Retry-After": String(retryAfter)])
         }
-        let body = try request.decode(Body.self, decoder: JSONDecoder())
-        guard body.events.count <= configuration.maxBatchEvents else {
+        let events: [RawReadingEvent]
+        do {
+            events = try RawReadingEvent.parseBatch(request.body)
+        } catch {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidJSON.rawValue, message: "the body is not valid JSON: \(error)")
+        }
+        guard events.count <= configuration.maxBatchEvents else {
             throw HTTPError(.payloadTooLarge, code: ErrorCode.payloadTooLarge.rawValue,
                             message: "a batch may hold at most \(configuration.maxBatchEvents) events")
         }
         let now = Date()
-        var plan = ReadingEventBatchPlan(events: body.events, validator: validator, now: now)
+        var plan = ReadingEventBatchPlan(events: events, validator: validator, now: now)
         do {
             let materialIDs = plan.candidateMaterialIDs
             if !materialIDs.isEmpty {
@@ -65,7 +66,7 @@ struct ReadingEventBatchHandler: Sendable {
         metrics.increment("ingest_events_total", by: Double(response.accepted), labels: ["result": "accepted"])
         metrics.increment("ingest_events_total", by: Double(response.duplicates), labels: ["result": "duplicate"])
         metrics.increment("ingest_events_total", by: Double(response.rejected), labels: ["result": "rejected"])
-        return .json(response, encoder: ContractCoding.encoder)
+        return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: response.json)
     }
 
     /// Sends the candidates and records the acknowledged ids; throws 503 unless all were acknowledged.
@@ -76,7 +77,7 @@ struct ReadingEventBatchHandler: Sendable {
         var records: [KafkaProducerRecord] = []
         records.reserveCapacity(candidates.count)
         for candidate in candidates {
-            let value = try ContractCoding.encode(ReadingEventRecord(userId: userID, receivedAt: receivedAt, item: candidate.item))
+            let value = ReadingEventRecord(userId: userID, receivedAt: receivedAt, item: candidate.item).json
             records.append(KafkaProducerRecord(topic: configuration.readingEventsTopic, key: key, value: value))
         }
         let results = await producer.send(records)

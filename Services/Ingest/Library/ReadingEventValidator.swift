@@ -111,12 +111,7 @@ public struct ReadingEventValidator: Sendable {
     }
 
     private func timestamp(_ raw: RawReadingEvent, now: Date) throws -> Date {
-        var date: Date?
-        if let text = raw.clientTimestampText.value {
-            date = ContractCoding.parseTimestamp(text)
-        } else if let millis = raw.clientTimestampMillis.value, millis.isFinite {
-            date = Date(timeIntervalSince1970: millis / 1000)
-        }
+        let date = raw.clientTimestamp.value?.date
         guard let date else {
             throw Rejection(code: .invalidTimestamp, field: "clientTimestamp",
                             message: "clientTimestamp must be ISO-8601 or epoch milliseconds")

@@ -29,7 +29,7 @@ public struct ReadingProgressProjection: Projection {
     }
 
     public func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
-        let event = try ContractCoding.decode(ReadingEventRecord.self, from: record.value)
+        let event = try ReadingEventRecord(json: record.value)
         guard event.schemaVersion == ReadingEventRecord.currentSchemaVersion else {
             throw InvalidReadingEvent(description: "unsupported schemaVersion \(event.schemaVersion)")
         }

@@ -1,0 +1,215 @@
+import Foundation
+
+/// One reading-event JSON object read leniently: every known field is read with its exact
+/// type, and a field that is missing, null or of the wrong type is recorded as such instead
+/// of failing the whole document — ingest's validator turns that into the event's own
+/// rejection code, and `ReadingEventRecord.init(json:)` into a decoding error.
+///
+/// Read by `ReadingEventJSON` (a streaming parser on yajl) straight from the bytes, without
+/// `Decodable` containers: this is the hot path of ingest and of every projection.
+public struct RawReadingEvent: Sendable {
+    public enum Field<T: Sendable>: Sendable {
+        case missing, null, invalid
+        case value(T)
+
+        public var value: T? { if case .value(let v) = self { return v }; return nil }
+        public var isAbsent: Bool {
+            switch self {
+            case .missing, .null: true
+            default: false
+            }
+        }
+    }
+
+    /// A timestamp as sent: ISO-8601 text or epoch milliseconds.
+    public enum Timestamp: Sendable {
+        case text(String)
+        case millis(Double)
+
+        /// The instant, if the text parses (any finite number of milliseconds does).
+        public var date: Date? {
+            switch self {
+            case .text(let text): ContractCoding.parseTimestamp(text)
+            case .millis(let millis): millis.isFinite ? Date(timeIntervalSince1970: millis / 1000) : nil
+            }
+        }
+    }
+
+    /// A position object: its values and whether it had keys outside the three forms.
+    public struct RawPosition: Sendable {
+        public var page: Field<Int> = .missing
+        public var totalPages: Field<Int> = .missing
+        public var progress: Field<Double> = .missing
+        public var scrollOffset: Field<Double> = .missing
+        public var contentLength: Field<Double> = .missing
+        public var anchor: Field<String> = .missing
+        public var hasUnknownKeys = false
+    }
+
+    /// False when the item is not a JSON object at all.
+    public var isObject = true
+    public var eventId: Field<String> = .missing
+    public var clientSessionId: Field<String> = .missing
+    public var readingTargetType: Field<String> = .missing
+    public var materialId: Field<String> = .missing
+    public var knowledgeBaseId: Field<String> = .missing
+    public var eventType: Field<String> = .missing
+    public var position: Field<RawPosition> = .missing
+    public var activeSecondsDelta: Field<Int> = .missing
+    public var clientTimestamp: Field<Timestamp> = .missing
+    public var clientTimezoneOffsetMinutes: Field<Int> = .missing
+    public var sequence: Field<Int> = .missing
+    public var platform: Field<String> = .missing
+    public var appVersion: Field<String> = .missing
+    // Set by ingest on the Kafka record only.
+    public var schemaVersion: Field<Int> = .missing
+    public var userId: Field<String> = .missing
+    public var receivedAt: Field<Timestamp> = .missing
+
+    public init() {}
+
+    public var rawEventID: String? { eventId.value }
+
+    /// The events of a `{"events":[…]}` upload body.
+    public static func parseBatch(_ bytes: [UInt8]) throws(ReadingEventJSON.Error) -> [RawReadingEvent] {
+        try ReadingEventJSON.parse(bytes, batch: true)
+    }
+
+    /// One event object (a Kafka record value).
+    public static func parse(_ bytes: [UInt8]) throws(ReadingEventJSON.Error) -> RawReadingEvent {
+        try ReadingEventJSON.parse(bytes, batch: false)[0]
+    }
+
+    /// The same event from a `JSONValue` (tests, tools).
+    public init(_ value: JSONValue) {
+        guard case .object = value, let bytes = try? ContractCoding.encode(value),
+              let event = try? Self.parse(bytes) else {
+            isObject = false
+            return
+        }
+        self = event
+    }
+}
+
+extension ReadingEventRecord {
+    /// Decodes a `reading.events.v2` record value: the same rules as its `Decodable`
+    /// conformance (required fields present with their types; unknown keys ignored), several
+    /// times faster.
+    public init(json bytes: [UInt8]) throws(ReadingEventJSON.Error) {
+        let raw = try RawReadingEvent.parse(bytes)
+        func required<T>(_ field: RawReadingEvent.Field<T>, _ name: String) throws(ReadingEventJSON.Error) -> T {
+            guard case .value(let value) = field else { throw .init("\(name): \(Self.describe(field))") }
+            return value
+        }
+        func optional<T>(_ field: RawReadingEvent.Field<T>, _ name: String) throws(ReadingEventJSON.Error) -> T? {
+            if case .invalid = field { throw .init("\(name): value of the wrong type") }
+            return field.value
+        }
+        func date(_ field: RawReadingEvent.Field<RawReadingEvent.Timestamp>, _ name: String) throws(ReadingEventJSON.Error) -> Date {
+            guard let date = try required(field, name).date else { throw .init("\(name): not an ISO-8601 timestamp or epoch milliseconds") }
+            return date
+        }
+        func enumeration<T: RawRepresentable>(_ field: RawReadingEvent.Field<String>, _ name: String) throws(ReadingEventJSON.Error) -> T
+        where T.RawValue == String {
+            let text = try required(field, name)
+            guard let value = T(rawValue: text) else { throw .init("\(name): unknown value \"\(text)\"") }
+            return value
+        }
+        var position: ReadingPosition?
+        if let p = try optional(raw.position, "position") {
+            position = ReadingPosition(
+                page: try optional(p.page, "position.page"), totalPages: try optional(p.totalPages, "position.totalPages"),
+                progress: try optional(p.progress, "position.progress"),
+                scrollOffset: try optional(p.scrollOffset, "position.scrollOffset"),
+                contentLength: try optional(p.contentLength, "position.contentLength"),
+                anchor: try optional(p.anchor, "position.anchor"))
+        }
+        let item = ReadingEventUploadItem(
+            eventId: try required(raw.eventId, "eventId"), clientSessionId: try required(raw.clientSessionId, "clientSessionId"),
+            readingTargetType: try enumeration(raw.readingTargetType, "readingTargetType"),
+            materialId: try required(raw.materialId, "materialId"),
+            knowledgeBaseId: try optional(raw.knowledgeBaseId, "knowledgeBaseId"),
+            eventType: try enumeration(raw.eventType, "eventType"), position: position,
+            activeSecondsDelta: try required(raw.activeSecondsDelta, "activeSecondsDelta"),
+            clientTimestamp: try date(raw.clientTimestamp, "clientTimestamp"),
+            clientTimezoneOffsetMinutes: try required(raw.clientTimezoneOffsetMinutes, "clientTimezoneOffsetMinutes"),
+            sequence: try required(raw.sequence, "sequence"), platform: try required(raw.platform, "platform"),
+            appVersion: try required(raw.appVersion, "appVersion"))
+        self.init(userId: try required(raw.userId, "userId"), receivedAt: try date(raw.receivedAt, "receivedAt"), item: item)
+        schemaVersion = try required(raw.schemaVersion, "schemaVersion")
+    }
+
+    private static func describe<T>(_ field: RawReadingEvent.Field<T>) -> String {
+        switch field {
+        case .missing: "missing"
+        case .null: "null"
+        default: "value of the wrong type"
+        }
+    }
+
+    /// The record value, byte for byte what `ContractCoding.encode(self)` writes.
+    public var json: [UInt8] {
+        var w = JSONWriter(capacity: 512)
+        w.beginObject()
+        w.key("activeSecondsDelta"); w.int(activeSecondsDelta)
+        w.key("appVersion"); w.string(appVersion)
+        w.key("clientSessionId"); w.string(clientSessionId)
+        w.key("clientTimestamp"); w.timestamp(clientTimestamp)
+        w.key("clientTimezoneOffsetMinutes"); w.int(clientTimezoneOffsetMinutes)
+        w.key("eventId"); w.string(eventId)
+        w.key("eventType"); w.string(eventType.rawValue)
+        w.string("knowledgeBaseId", knowledgeBaseId)
+        w.key("materialId"); w.string(materialId)
+        w.key("platform"); w.string(platform)
+        if let position {
+            w.key("position")
+            position.write(to: &w)
+        }
+        w.key("readingTargetType"); w.string(readingTargetType.rawValue)
+        w.key("receivedAt"); w.timestamp(receivedAt)
+        w.key("schemaVersion"); w.int(schemaVersion)
+        w.key("sequence"); w.int(sequence)
+        w.key("userId"); w.string(userId)
+        w.endObject()
+        return w.bytes
+    }
+}
+
+extension ReadingPosition {
+    /// As `ContractCoding.encoder` writes it (keys sorted, nil members left out).
+    public func write(to w: inout JSONWriter) {
+        w.beginObject()
+        w.string("anchor", anchor)
+        if let contentLength { w.key("contentLength"); w.double(contentLength) }
+        if let page { w.key("page"); w.int(page) }
+        if let progress { w.key("progress"); w.double(progress) }
+        if let scrollOffset { w.key("scrollOffset"); w.double(scrollOffset) }
+        if let totalPages { w.key("totalPages"); w.int(totalPages) }
+        w.endObject()
+    }
+}
+
+extension ReadingEventBatchResponse {
+    /// The 200 body, byte for byte what `ContractCoding.encode(self)` writes.
+    public var json: [UInt8] {
+        var w = JSONWriter(capacity: 64 + results.count * 64)
+        w.beginObject()
+        w.key("accepted"); w.int(accepted)
+        w.key("duplicates"); w.int(duplicates)
+        w.key("rejected"); w.int(rejected)
+        w.key("results")
+        w.beginArray()
+        for result in results {
+            w.beginObject()
+            w.string("code", result.code?.rawValue)
+            w.string("eventId", result.eventId)
+            w.string("field", result.field)
+            w.string("message", result.message)
+            w.key("status"); w.string(result.status.rawValue)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.bytes
+    }
+}

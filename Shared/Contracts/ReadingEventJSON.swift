@@ -1,0 +1,312 @@
+import CYAJL
+import Foundation
+
+/// The streaming reader behind `RawReadingEvent.parseBatch` and `RawReadingEvent.parse`:
+/// yajl's event parser (UTF-8 validated, whole input consumed) fills `RawReadingEvent`s
+/// field by field as the tokens arrive; values of unknown keys are skipped.
+public enum ReadingEventJSON {
+    /// The bytes are not JSON, or not of the expected shape (`{"events":[…]}` for a batch,
+    /// an object for a record).
+    public struct Error: Swift.Error, Sendable, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    static func parse(_ bytes: [UInt8], batch: Bool) throws(Error) -> [RawReadingEvent] {
+        let reader = Reader(batch: batch)
+        let context = Unmanaged.passUnretained(reader).toOpaque()
+        let status: yajl_status = withUnsafePointer(to: callbacks) { callbacks in
+            guard let handle = yajl_alloc(callbacks, nil, context) else { return yajl_status_error }
+            defer { yajl_free(handle) }
+            var status = bytes.withUnsafeBufferPointer { yajl_parse(handle, $0.baseAddress, $0.count) }
+            if status == yajl_status_ok { status = yajl_complete_parse(handle) }
+            if status != yajl_status_ok, reader.failure == nil {
+                let message = bytes.withUnsafeBufferPointer { yajl_get_error(handle, 0, $0.baseAddress, $0.count) }
+                reader.failure = message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "malformed JSON"
+                yajl_free_error(handle, message)
+            }
+            return status
+        }
+        if let failure = reader.failure { throw Error(failure) }
+        guard status == yajl_status_ok else { throw Error("malformed JSON") }
+        if batch, !reader.sawEvents { throw Error("the body must be an object with an \"events\" array") }
+        return reader.events
+    }
+
+    // MARK: - Callbacks
+
+    private static func reader(_ context: UnsafeMutableRawPointer?) -> Reader {
+        Unmanaged<Reader>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    private static let callbacks: yajl_callbacks = {
+        var c = yajl_callbacks()
+        c.yajl_null = { reader($0).value(.null) }
+        c.yajl_boolean = { context, _ in reader(context).value(.boolean) }
+        c.yajl_number = { context, text, length in
+            reader(context).value(.number(UnsafeRawBufferPointer(start: text, count: length)))
+        }
+        c.yajl_string = { context, text, length in
+            reader(context).value(.string(UnsafeRawBufferPointer(start: text, count: length)))
+        }
+        c.yajl_start_map = { reader($0).value(.startObject) }
+        c.yajl_map_key = { context, text, length in
+            reader(context).key(UnsafeRawBufferPointer(start: text, count: length))
+        }
+        c.yajl_end_map = { reader($0).end() }
+        c.yajl_start_array = { reader($0).value(.startArray) }
+        c.yajl_end_array = { reader($0).end() }
+        return c
+    }()
+}
+
+// MARK: - The reader's state
+
+private enum Token {
+    case null, boolean, startObject, startArray
+    case number(UnsafeRawBufferPointer)
+    case string(UnsafeRawBufferPointer)
+
+    var opensContainer: Bool {
+        switch self {
+        case .startObject, .startArray: true
+        default: false
+        }
+    }
+}
+
+private enum EventKey: CaseIterable {
+    case eventId, clientSessionId, readingTargetType, materialId, knowledgeBaseId, eventType, position
+    case activeSecondsDelta, clientTimestamp, clientTimezoneOffsetMinutes, sequence, platform, appVersion
+    case schemaVersion, userId, receivedAt
+
+    static let names: [(name: [UInt8], key: EventKey)] = allCases.map { (Array("\($0)".utf8), $0) }
+}
+
+private enum PositionKey: CaseIterable {
+    case page, totalPages, progress, scrollOffset, contentLength, anchor
+
+    static let names: [(name: [UInt8], key: PositionKey)] = allCases.map { (Array("\($0)".utf8), $0) }
+}
+
+private func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8], key: K)]) -> K? {
+    for entry in names where entry.name.count == text.count && entry.name.elementsEqual(text) { return entry.key }
+    return nil
+}
+
+private final class Reader {
+    enum Container { case top, events, event, position }
+
+    let batch: Bool
+    var events: [RawReadingEvent] = []
+    var sawEvents = false
+    var failure: String?
+
+    private var stack: [Container] = []
+    /// Depth inside a value that is being skipped (unknown key, wrong-typed container).
+    private var skipping = 0
+    private var topKeyIsEvents = false
+    private var eventKey: EventKey?
+    private var positionKey: PositionKey?
+    private var position = RawReadingEvent.RawPosition()
+
+    init(batch: Bool) {
+        self.batch = batch
+        stack.reserveCapacity(4)
+    }
+
+    /// Every value token; returns 0 to stop the parser.
+    func value(_ token: Token) -> Int32 {
+        if skipping > 0 {
+            if token.opensContainer { skipping += 1 }
+            return 1
+        }
+        switch stack.last {
+        case nil:
+            guard case .startObject = token else { return fail(batch ? "the body must be a JSON object" : "a record must be a JSON object") }
+            if batch {
+                stack.append(.top)
+            } else {
+                events.append(RawReadingEvent())
+                stack.append(.event)
+            }
+        case .top:
+            if topKeyIsEvents {
+                guard case .startArray = token else { return fail("\"events\" must be an array") }
+                sawEvents = true
+                events.removeAll(keepingCapacity: true)
+                stack.append(.events)
+            } else if token.opensContainer {
+                skipping = 1
+            }
+        case .events:
+            var event = RawReadingEvent()
+            switch token {
+            case .startObject:
+                stack.append(.event)
+            case .startArray:
+                event.isObject = false
+                skipping = 1
+            default:
+                event.isObject = false
+            }
+            events.append(event)
+        case .event:
+            setEventField(token)
+        case .position:
+            setPositionField(token)
+        }
+        return 1
+    }
+
+    func key(_ text: UnsafeRawBufferPointer) -> Int32 {
+        guard skipping == 0 else { return 1 }
+        switch stack.last {
+        case .top: topKeyIsEvents = text.elementsEqual("events".utf8)
+        case .event: eventKey = lookup(text, in: EventKey.names)
+        case .position:
+            positionKey = lookup(text, in: PositionKey.names)
+            if positionKey == nil { position.hasUnknownKeys = true }
+        default: break
+        }
+        return 1
+    }
+
+    func end() -> Int32 {
+        if skipping > 0 {
+            skipping -= 1
+            return 1
+        }
+        if stack.popLast() == .position {
+            events[events.count - 1].position = .value(position)
+        }
+        return 1
+    }
+
+    private func fail(_ message: String) -> Int32 {
+        failure = message
+        return 0
+    }
+
+    private func setEventField(_ token: Token) {
+        guard let key = eventKey else {
+            if token.opensContainer { skipping = 1 }
+            return
+        }
+        let i = events.count - 1
+        switch key {
+        case .eventId: events[i].eventId = string(token)
+        case .clientSessionId: events[i].clientSessionId = string(token)
+        case .readingTargetType: events[i].readingTargetType = string(token)
+        case .materialId: events[i].materialId = string(token)
+        case .knowledgeBaseId: events[i].knowledgeBaseId = string(token)
+        case .eventType: events[i].eventType = string(token)
+        case .platform: events[i].platform = string(token)
+        case .appVersion: events[i].appVersion = string(token)
+        case .userId: events[i].userId = string(token)
+        case .activeSecondsDelta: events[i].activeSecondsDelta = integer(token)
+        case .clientTimezoneOffsetMinutes: events[i].clientTimezoneOffsetMinutes = integer(token)
+        case .sequence: events[i].sequence = integer(token)
+        case .schemaVersion: events[i].schemaVersion = integer(token)
+        case .clientTimestamp: events[i].clientTimestamp = timestamp(token)
+        case .receivedAt: events[i].receivedAt = timestamp(token)
+        case .position:
+            switch token {
+            case .startObject:
+                position = RawReadingEvent.RawPosition()
+                stack.append(.position)
+            case .null: events[i].position = .null
+            default: events[i].position = .invalid
+            }
+        }
+    }
+
+    private func setPositionField(_ token: Token) {
+        guard let key = positionKey else {
+            if token.opensContainer { skipping = 1 }
+            return
+        }
+        switch key {
+        case .page: position.page = integer(token)
+        case .totalPages: position.totalPages = integer(token)
+        case .progress: position.progress = double(token)
+        case .scrollOffset: position.scrollOffset = double(token)
+        case .contentLength: position.contentLength = double(token)
+        case .anchor: position.anchor = string(token)
+        }
+    }
+
+    // MARK: Typed values (a container in a scalar's place is skipped and marks it invalid)
+
+    private func string(_ token: Token) -> RawReadingEvent.Field<String> {
+        switch token {
+        case .string(let text): .value(String(decoding: text, as: UTF8.self))
+        case .null: .null
+        default: invalid(token)
+        }
+    }
+
+    private func integer(_ token: Token) -> RawReadingEvent.Field<Int> {
+        switch token {
+        case .number(let text):
+            if let value = Number.integer(text) { return .value(value) }
+            return .invalid
+        case .null: return .null
+        default: return invalid(token)
+        }
+    }
+
+    private func double(_ token: Token) -> RawReadingEvent.Field<Double> {
+        switch token {
+        case .number(let text):
+            if let value = Number.double(text) { return .value(value) }
+            return .invalid
+        case .null: return .null
+        default: return invalid(token)
+        }
+    }
+
+    private func timestamp(_ token: Token) -> RawReadingEvent.Field<RawReadingEvent.Timestamp> {
+        switch token {
+        case .string(let text): return .value(.text(String(decoding: text, as: UTF8.self)))
+        case .number(let text):
+            if let value = Number.double(text) { return .value(.millis(value)) }
+            return .invalid
+        case .null: return .null
+        default: return invalid(token)
+        }
+    }
+
+    private func invalid<T>(_ token: Token) -> RawReadingEvent.Field<T> {
+        if token.opensContainer { skipping = 1 }
+        return .invalid
+    }
+}
+
+/// JSON number text (as yajl validated it) to Swift numbers, with Foundation's rules: an
+/// integer field takes any number that is exactly an `Int` (`3`, `3.0`, `1e2`); a double
+/// field any finite number.
+private enum Number {
+    static func integer(_ text: UnsafeRawBufferPointer) -> Int? {
+        let plain = !text.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
+        if plain {
+            // Accumulated negatively, so Int.min fits too; overflow is not an Int.
+            var value = 0
+            for byte in text where byte != UInt8(ascii: "-") {
+                let (shifted, o1) = value.multipliedReportingOverflow(by: 10)
+                let (next, o2) = shifted.subtractingReportingOverflow(Int(byte &- UInt8(ascii: "0")))
+                if o1 || o2 { return nil }
+                value = next
+            }
+            if text.first == UInt8(ascii: "-") { return value }
+            return value == .min ? nil : -value
+        }
+        guard let value = double(text) else { return nil }
+        return Int(exactly: value)
+    }
+
+    static func double(_ text: UnsafeRawBufferPointer) -> Double? {
+        guard let value = Double(Substring(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
+        return value
+    }
+}
