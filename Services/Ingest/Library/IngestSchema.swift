@@ -3,7 +3,7 @@ import Postgres
 /// The tables ingest owns (migration versions 100–199).
 ///
 /// - `materials`: the catalog behind the reading-event material rules.
-/// - `ingest_accepted_events`: event ids Kafka acknowledged, kept for the dedup window.
+/// - `ingest_accepted_events`: event ids (`uuid`) Kafka acknowledged, kept for the dedup window.
 /// - `rooms` / `room_versions`: CrowdRoom rooms and their uploaded versions; the realtime
 ///   notifier reads `rooms` (owner, visibility) to authorise `room:{id}` joins.
 /// - `room_upload_usage`: bytes each user uploaded per UTC calendar month (quota).
@@ -62,6 +62,9 @@ public enum IngestSchema {
                 bytes bigint NOT NULL DEFAULT 0,
                 PRIMARY KEY (user_id, month)
             );
+            """),
+        PostgresMigration(version: 103, name: "ingest_accepted_events_uuid", sql: """
+            ALTER TABLE ingest_accepted_events ALTER COLUMN event_id TYPE uuid USING event_id::uuid;
             """),
     ]
 }

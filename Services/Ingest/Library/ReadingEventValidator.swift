@@ -55,7 +55,7 @@ public struct ReadingEventValidator: Sendable {
         guard raw.isObject else {
             throw Rejection(code: .invalidField, field: "event", message: "an event must be a JSON object")
         }
-        guard let eventID = raw.eventId.value, UUID(uuidString: eventID) != nil else {
+        guard let eventID = raw.eventId.value, Self.isUUID(eventID) else {
             throw Rejection(code: .invalidEventID, field: "eventId", message: "eventId must be a UUID")
         }
         guard let typeText = raw.eventType.value, let eventType = ReadingEventType(rawValue: typeText) else {
@@ -93,9 +93,35 @@ public struct ReadingEventValidator: Sendable {
 
     // MARK: - Fields
 
+    /// `8-4-4-4-12` hexadecimal digits, either case — what `UUID(uuidString:)` accepts.
+    public static func isUUID(_ text: String) -> Bool {
+        var index = 0
+        for byte in text.utf8 {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else {
+                guard (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
+                else { return false }
+            }
+            index += 1
+        }
+        return index == 36
+    }
+
+    /// Whether `text` has a character of general category Cc (U+0000–U+001F, U+007F–U+009F),
+    /// read straight from its UTF-8 (U+0080–U+009F are `C2 80`…`C2 9F`).
+    static func containsControlCharacter(_ text: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && byte >= 0x80 && byte <= 0x9F) { return true }
+            previous = byte
+        }
+        return false
+    }
+
     private func identifier(_ value: RawReadingEvent.Field<String>, _ name: String) throws -> String {
         guard let text = value.value, !text.isEmpty, text.utf8.count <= Self.maxIdentifierLength,
-              !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+              !Self.containsControlCharacter(text) else {
             throw Rejection(code: .invalidField, field: name,
                             message: "\(name) must be a non-empty string of at most \(Self.maxIdentifierLength) bytes")
         }
