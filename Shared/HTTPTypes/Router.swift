@@ -6,6 +6,7 @@ public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPRespo
 public struct Router: Sendable {
     struct Route: Sendable {
         let method: HTTPMethod
+        let pattern: String
         let segments: [Segment]
         let handler: HTTPHandler
     }
@@ -23,7 +24,7 @@ public struct Router: Sendable {
         let segments = pattern.split(separator: "/").map { part -> Segment in
             part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(String(part))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler) { on(.get, pattern, handler) }
@@ -50,6 +51,12 @@ public struct Router: Sendable {
             if ok && (route.method == method || (method == .head && route.method == .get)) { return (route, parameters) }
         }
         return nil
+    }
+
+    /// The pattern a request is routed by (`/materials/:id`), for metrics labels that do not
+    /// grow with ids; nil when no route matches.
+    public func pattern(for method: HTTPMethod, path: String) -> String? {
+        match(method, path)?.0.pattern
     }
 
     private func pathExists(_ path: String) -> Bool {

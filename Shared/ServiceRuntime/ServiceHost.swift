@@ -27,18 +27,20 @@ public struct HTTPService: Service {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        metrics.describe("http_requests_total", type: "counter", help: "HTTP requests answered, by method and status.")
+        metrics.describe("http_requests_total", type: "counter", help: "HTTP requests answered, by route pattern, method and status.")
         metrics.describe("http_request_seconds", type: "histogram", help: "Time from a complete request to its response.")
     }
 
     public func run() async throws {
         let metrics = self.metrics
         let service = name
+        let router = self.router
         let server = HTTPServer(configuration: configuration, router: router, logger: logger) { request, response, elapsed in
-            metrics.increment("http_requests_total", labels: ["service": service, "method": request.method.rawValue,
+            let route = router.pattern(for: request.method, path: request.path) ?? "unmatched"
+            metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
                                                               "status": String(response.status.rawValue)])
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            metrics.observe("http_request_seconds", seconds, labels: ["service": service])
+            metrics.observe("http_request_seconds", seconds, labels: ["service": service, "route": route])
         }
         try server.start()
         onListening(server.port)

@@ -103,5 +103,9 @@ struct RuntimeTests {
         #expect(String(decoding: bad.body, as: UTF8.self).contains(#""code":"INVALID_JSON""#))
         #expect(await router.respond(to: HTTPRequest(method: .get, path: "/echo")).status == .methodNotAllowed)
         #expect(await router.respond(to: HTTPRequest(method: .get, path: "/nope")).status == .notFound)
+        // Metrics are labelled by pattern, so ids do not multiply the series.
+        #expect(router.pattern(for: .get, path: "/materials/m-1/reading-progress") == "/materials/:id/reading-progress")
+        #expect(router.pattern(for: .head, path: "/materials/m-2/reading-progress") == "/materials/:id/reading-progress")
+        #expect(router.pattern(for: .get, path: "/nope") == nil)
     }
 }
