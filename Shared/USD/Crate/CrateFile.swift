@@ -199,6 +199,18 @@ struct CrateFile {
         }
     }
 
+    /// A copy keeping only what decoding values needs besides paths (bytes, tokens,
+    /// strings), so the structural tables can be released once the layer is read.
+    func valueTablesOnly() -> CrateFile {
+        var copy = self
+        copy.fieldTokens = []
+        copy.fieldReps = []
+        copy.fieldSets = []
+        copy.paths = []
+        copy.specs = []
+        return copy
+    }
+
     /// The path string (`/A/B`, `/A/B.attr`; "" for an index the tree never named).
     func path(_ index: Int) throws -> String {
         var names: [(name: String, isProperty: Bool)] = []
