@@ -122,6 +122,7 @@ final class PrimTable {
 
     /// The value stores attribute slots refer to; `stores[0]` is the table's own.
     private(set) var stores: [ValueStore]
+    private var storeIndex: [ObjectIdentifier: Int] = [:]
 
     var customData: [Int32: [String: USDValue]] = [:]
     var relationships: [Int32: [String: [String]]] = [:]
@@ -157,7 +158,6 @@ final class PrimTable {
     }
 
     var count: Int { nameID.count }
-    var store: ValueStore { stores[0] }
 
     /// Drops what only adding rows needs.
     func finishBuilding() {
@@ -299,7 +299,6 @@ final class PrimTable {
     // MARK: Composition arcs
 
     var hasArcs: Bool { !arcs.isEmpty }
-    func hasArcs(_ row: Int32) -> Bool { arcs[row] != nil }
     func references(_ row: Int32) -> ListOp<CompositionArc> { arcs[row]?.references ?? ListOp() }
     func payloads(_ row: Int32) -> ListOp<CompositionArc> { arcs[row]?.payloads ?? ListOp() }
     func setReferences(_ row: Int32, _ op: ListOp<CompositionArc>) { arcs[row, default: Arcs()].references = op }
@@ -354,10 +353,14 @@ final class PrimTable {
         return nil
     }
 
-    /// The stores of another table, appended to this one's (once); returns their indexes.
-    func adoptStore(_ store: ValueStore) -> Int {
-        if let index = stores.firstIndex(where: { $0 === store }) { return index }
+    /// The index of another table's store in this one's list, added once (nil when the
+    /// list is full: 65,536 stores).
+    func adoptStore(_ store: ValueStore) -> Int? {
+        if store === stores[0] { return 0 }
+        if let index = storeIndex[ObjectIdentifier(store)] { return index }
+        guard stores.count <= Int(UInt16.max) else { return nil }
         stores.append(store)
+        storeIndex[ObjectIdentifier(store)] = stores.count - 1
         return stores.count - 1
     }
 

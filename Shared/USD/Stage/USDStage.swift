@@ -215,11 +215,13 @@ struct Composer {
             for attribute in table.attributes(spec) {
                 let name = table.attributeName(attribute)
                 if let existing = composed.attributeValue(prim, name), existing != .none { continue }
+                let (store, slot) = table.slot(of: attribute)
                 if table.isAsset(attribute) {
                     composed.setAttribute(prim, name, resolvedAssets(table.value(of: attribute), layer: source.layer))
+                } else if let adopted = composed.adoptStore(table.stores[store]) {
+                    composed.setAttribute(prim, nameID: composed.intern(name), store: adopted, slot: slot)
                 } else {
-                    let (store, slot) = table.slot(of: attribute)
-                    composed.setAttribute(prim, nameID: composed.intern(name), store: composed.adoptStore(table.stores[store]), slot: slot)
+                    composed.setAttribute(prim, name, table.value(of: attribute))
                 }
             }
             if let relationships = table.relationships[spec] {
