@@ -8,6 +8,14 @@ enum CrateReader {
     static let maxDepth = 256
 
     static func read(_ bytes: [UInt8], range: Range<Int>, identifier: String) throws -> LayerData {
+        let layer = try read(bytes, range: range, identifier: identifier, mergingSameNames: false)
+        // A well-formed crate names each path once; a corrupt one can name two prims alike
+        // under one parent: they are one spec, so read again looking each name up.
+        guard layer.table.hasSiblingsWithSameName() else { return layer }
+        return try read(bytes, range: range, identifier: identifier, mergingSameNames: true)
+    }
+
+    private static func read(_ bytes: [UInt8], range: Range<Int>, identifier: String, mergingSameNames: Bool) throws -> LayerData {
         let file = try CrateFile(bytes: bytes, range: range, identifier: identifier)
         let values = CrateValueReader(file: file)
         // Values are decoded again when read, by a reader that keeps only the tokens and
@@ -33,8 +41,9 @@ enum CrateReader {
                 created = 0
             } else if !node.isProperty, !file.paths[Int(node.parent)].isProperty {
                 // A prim under a prim: its name is the element token (checked when read).
-                created = table.appendRow(nameID: UInt32(node.element), parent: try prim(Int(node.parent), budget: budget - 1),
-                                          specifier: .over)
+                let parent = try prim(Int(node.parent), budget: budget - 1)
+                created = mergingSameNames ? table.addChild(nameID: UInt32(node.element), to: parent, specifier: .over)
+                    : table.appendRow(nameID: UInt32(node.element), parent: parent, specifier: .over)
             } else {
                 created = primRow(at: try file.path(index), in: table)
             }

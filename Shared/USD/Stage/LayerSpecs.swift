@@ -241,6 +241,12 @@ final class PrimTable {
         return appendRow(nameID: intern(name), parent: parent, specifier: specifier)
     }
 
+    /// Adds a child named by a string id or returns the existing one of that name.
+    func addChild(nameID: UInt32, to parent: Int32, specifier: Specifier) -> Int32 {
+        if let existing = child(named: strings[Int(nameID)], of: parent) { return existing }
+        return appendRow(nameID: nameID, parent: parent, specifier: specifier)
+    }
+
     func child(named name: String, of parent: Int32) -> Int32? {
         if let index = childIndex[parent] { return index[name] }
         var found: Int32?
@@ -257,6 +263,19 @@ final class PrimTable {
             childIndex[parent] = index
         }
         return found
+    }
+
+    /// Whether some row has two children of the same name.
+    func hasSiblingsWithSameName() -> Bool {
+        var names: [String] = []
+        for row in 0..<Int32(count) where firstChild[Int(row)] != PrimTable.noRow {
+            names.removeAll(keepingCapacity: true)
+            for child in children(row) { names.append(name(child)) }
+            guard names.count > 1 else { continue }
+            names.sort()
+            if zip(names, names.dropFirst()).contains(where: { $0 == $1 }) { return true }
+        }
+        return false
     }
 
     /// Sorts a row's children stably by `areInIncreasingOrder`.
