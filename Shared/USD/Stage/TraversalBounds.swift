@@ -10,7 +10,7 @@ extension WorldGeometry {
     }
 
     /// The world box of every prim of `prims` (of one stage), by row; the same as calling
-    /// `worldBounds` on each prim in order.
+    /// `worldBounds` on each prim.
     func computeBounds(_ prims: [USDPrim]) -> PrimBoxes {
         guard let table = prims.first?.table else { return PrimBoxes(rows: 0) }
         startRecording(PrimBoxes(rows: table.count))
@@ -19,6 +19,32 @@ extension WorldGeometry {
             _ = bound(prim, world: world(of: prim, parentWorld: silentWorld(prim.parent), report: true), frameInverse: nil)
         }
         return stopRecording()
+    }
+
+    /// The `frameInverse` a traversal computes the prim's box with: that of the nearest
+    /// enclosing component when the prim is reached by an ancestor's recursion in `bound`,
+    /// nil when the traversal starts at the prim itself.
+    func traversalFrameInverse(of prim: USDPrim) -> Matrix4? {
+        var chain: [USDPrim] = []
+        var current: USDPrim? = prim
+        while let node = current, node.row != 0 {
+            chain.append(node)
+            current = node.parent
+        }
+        var world = Matrix4.identity
+        var frameInverse: Matrix4?
+        var parent: (prim: USDPrim, ownInverse: Matrix4?)?
+        for node in chain.reversed() {
+            world = self.world(of: node, parentWorld: world, report: false)
+            if let parent, !(parent.prim.isBoundable && localExtent(parent.prim) != nil),
+               node.active, node.isDefined, node.isImageable, isVisible(node) {
+                frameInverse = parent.ownInverse
+            } else {
+                frameInverse = nil
+            }
+            parent = (node, isComponent(node) ? (world.inverse ?? nil) : frameInverse)
+        }
+        return frameInverse
     }
 
     /// The prim's world matrix, walking up without caching or reporting.

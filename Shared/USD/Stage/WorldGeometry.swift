@@ -65,9 +65,10 @@ public final class WorldGeometry {
         recording?[row] = .some(box.isEmpty ? nil : box)
     }
 
-    /// The world-space box of the prim's subtree, or nil when it has no bounded geometry.
+    /// The world-space box of the prim's subtree, or nil when it has no bounded geometry:
+    /// what `traversalBounds` gives for the prim.
     public func worldBounds(_ prim: USDPrim) -> BoundingBox? {
-        let result = bound(prim, world: worldTransform(prim), frameInverse: nil)
+        let result = bound(prim, world: worldTransform(prim), frameInverse: traversalFrameInverse(of: prim))
         let box = result.range.transformed(by: result.frame)
         return box.isEmpty ? nil : box
     }
