@@ -93,3 +93,60 @@ struct InspectCommandTests {
         #expect(report.findings.contains { $0.code.rawValue == "io_failure" })
     }
 }
+
+@Suite("World geometry")
+struct WorldGeometryTests {
+    @Test("worldBounds of one prim is what the one-pass traversal gives it", arguments: Fixtures.wellFormed)
+    func worldBoundsMatchesTraversal(name: String) throws {
+        let stage = try USDStage(contentsOf: Fixtures.path(name))
+        let traversal = stage.traverse()
+        let expected = WorldGeometry().traversalBounds(traversal)
+        for (prim, want) in zip(traversal, expected).reversed() { // deepest first: no help from caches
+            #expect(WorldGeometry().worldBounds(prim) == want, "\(prim.path)")
+        }
+    }
+
+    @Test("a prim inside a rotated component is bounded in the component's space by both")
+    func nestedInComponent() throws {
+        let text = """
+        #usda 1.0
+        def Xform "World"
+        {
+            def Xform "Component" (
+                kind = "component"
+            )
+            {
+                double xformOp:rotateY = 45
+                uniform token[] xformOpOrder = ["xformOp:rotateY"]
+                def Xform "Inner"
+                {
+                    def Mesh "A"
+                    {
+                        float3[] extent = [(0, 0, 0), (1, 1, 1)]
+                    }
+                    def Mesh "B"
+                    {
+                        float3[] extent = [(0, 0, 0), (1, 1, 1)]
+                        double3 xformOp:translate = (2, 0, 2)
+                        uniform token[] xformOpOrder = ["xformOp:translate"]
+                    }
+                }
+            }
+        }
+        """
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("nested-\(UUID().uuidString).usda")
+        try Data(text.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let stage = try USDStage(contentsOf: file.path)
+        let traversal = stage.traverse()
+        let expected = WorldGeometry().traversalBounds(traversal)
+        let inner = try #require(traversal.firstIndex { $0.path == "/World/Component/Inner" })
+        let box = try #require(WorldGeometry().worldBounds(traversal[inner]))
+        #expect(box == expected[inner])
+        // Accumulated in world space, Inner's box would be the union of its children's boxes;
+        // in the component's space it has a corner (3, 0, 0) neither child has.
+        var union = BoundingBox.empty
+        for child in traversal[inner].children { union.formUnion(try #require(WorldGeometry().worldBounds(child))) }
+        #expect(box.min.z < union.min.z - 1, "\(box) \(union)")
+    }
+}

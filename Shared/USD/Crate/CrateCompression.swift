@@ -52,8 +52,10 @@ enum CrateCompression {
         return output
     }
 
-    /// Reads `uint64 compressedSize` + buffer at the reader and decodes `count` integers.
-    static func readInts(_ reader: inout ByteReader, count: Int, wide: Bool) throws -> [Int64] {
+    /// Reads `uint64 compressedSize` + buffer at the reader and decodes `count` integers,
+    /// stored as `T` (truncated: structural tables use 32-bit columns, half the memory).
+    static func readInts<T: FixedWidthInteger>(_ reader: inout ByteReader, count: Int, wide: Bool,
+                                               as type: T.Type = Int64.self) throws -> [T] {
         let compressedSize = try reader.read(UInt64.self)
         guard compressedSize <= UInt64(reader.remaining) else {
             throw reader.error(.truncated, "compressed integers declare \(compressedSize) bytes")
@@ -67,16 +69,17 @@ enum CrateCompression {
         let width = wide ? 8 : 4
         let working = width + (count * 2 + 7) / 8 + count * width
         let decoded = try decompress(buffer, outputSize: working, context: "\(reader.context) offset \(at)")
-        return try decodeInts(decoded, count: count, wide: wide, context: "\(reader.context) offset \(at)")
+        return try decodeInts(decoded, count: count, wide: wide, as: type, context: "\(reader.context) offset \(at)")
     }
 
-    static func decodeInts(_ data: [UInt8], count: Int, wide: Bool, context: String) throws -> [Int64] {
+    static func decodeInts<T: FixedWidthInteger>(_ data: [UInt8], count: Int, wide: Bool, as type: T.Type = Int64.self,
+                                                 context: String) throws -> [T] {
         let width = wide ? 8 : 4
         let codeBytes = (count * 2 + 7) / 8
         guard data.count >= width + codeBytes else {
             throw USDError(.decompression, "integer block shorter than its codes", context: context)
         }
-        var result = [Int64](repeating: 0, count: count)
+        var result = [T](repeating: 0, count: count)
         try data.withUnsafeBytes { raw in
             let common: Int64 = wide ? Int64(littleEndian: raw.loadUnaligned(as: Int64.self))
                 : Int64(Int32(littleEndian: raw.loadUnaligned(as: Int32.self)))
@@ -105,7 +108,7 @@ enum CrateCompression {
                 }
                 values += size
                 previous = wide ? previous &+ delta : Int64(Int32(truncatingIfNeeded: previous &+ delta))
-                result[index] = previous
+                result[index] = T(truncatingIfNeeded: previous)
             }
             codes += codeBytes
         }

@@ -99,8 +99,8 @@ struct CrateFile {
         try readFields(&fieldReader)
         var fieldSetReader = try section("FIELDSETS")
         let fieldSetCount = try fieldSetReader.read(UInt64.self)
-        fieldSets = try CrateCompression.readInts(&fieldSetReader, count: try checkedCount(fieldSetCount, fieldSetReader), wide: false)
-            .map { UInt32(truncatingIfNeeded: $0) }
+        fieldSets = try CrateCompression.readInts(&fieldSetReader, count: try checkedCount(fieldSetCount, fieldSetReader), wide: false,
+                                                  as: UInt32.self)
         var pathReader = try section("PATHS")
         try readPaths(&pathReader)
         var specReader = try section("SPECS")
@@ -142,7 +142,7 @@ struct CrateFile {
 
     private mutating func readFields(_ reader: inout ByteReader) throws {
         let count = try checkedCount(try reader.read(UInt64.self), reader)
-        fieldTokens = try CrateCompression.readInts(&reader, count: count, wide: false).map { UInt32(truncatingIfNeeded: $0) }
+        fieldTokens = try CrateCompression.readInts(&reader, count: count, wide: false, as: UInt32.self)
         let repsSize = try reader.read(UInt64.self)
         guard repsSize <= UInt64(reader.remaining) else { throw reader.error(.truncated, "field values declare \(repsSize) bytes") }
         let plain = try CrateCompression.decompress(try reader.readBytes(Int(repsSize)), outputSize: count * 8, context: reader.context)
@@ -153,9 +153,9 @@ struct CrateFile {
     private mutating func readPaths(_ reader: inout ByteReader) throws {
         let pathCount = try checkedCount(try reader.read(UInt64.self), reader)
         let encoded = try checkedCount(try reader.read(UInt64.self), reader)
-        let pathIndexes = try CrateCompression.readInts(&reader, count: encoded, wide: false)
-        let elements = try CrateCompression.readInts(&reader, count: encoded, wide: false)
-        let jumps = try CrateCompression.readInts(&reader, count: encoded, wide: false)
+        let pathIndexes = try CrateCompression.readInts(&reader, count: encoded, wide: false, as: UInt32.self)
+        let elements = try CrateCompression.readInts(&reader, count: encoded, wide: false, as: Int32.self)
+        let jumps = try CrateCompression.readInts(&reader, count: encoded, wide: false, as: Int32.self)
         paths = [PathNode](repeating: PathNode(parent: PathNode.unassigned, element: 0, depth: 0, variant: false), count: pathCount)
         guard encoded > 0 else { return }
         // Depth-first rebuild: each item names its element; jump −2 leaf, −1 child next,
@@ -170,10 +170,10 @@ struct CrateFile {
                 guard index >= 0, index < encoded, visited <= encoded * 2 else {
                     throw USDError(.corruptCrate, "path tree jumps outside its \(encoded) items", context: reader.context)
                 }
-                let pathIndex = Int(UInt32(truncatingIfNeeded: pathIndexes[index]))
+                let pathIndex = Int(pathIndexes[index])
                 guard pathIndex < pathCount else { throw USDError(.corruptCrate, "path index \(pathIndex) out of range", context: reader.context) }
                 if let parent {
-                    let element = Int32(truncatingIfNeeded: elements[index])
+                    let element = elements[index]
                     let tokenIndex = element.magnitude
                     guard tokenIndex < tokens.count else { throw USDError(.corruptCrate, "path element token out of range", context: reader.context) }
                     let above = paths[parent]
@@ -183,7 +183,7 @@ struct CrateFile {
                 } else {
                     paths[pathIndex] = PathNode(parent: PathNode.root, element: 0, depth: 0, variant: false)
                 }
-                let jump = Int(Int32(truncatingIfNeeded: jumps[index]))
+                let jump = Int(jumps[index])
                 let hasChild = jump > 0 || jump == -1
                 let hasSibling = jump >= 0
                 if hasChild {
@@ -197,6 +197,18 @@ struct CrateFile {
                 }
             }
         }
+    }
+
+    /// A copy keeping only what decoding values needs besides paths (bytes, tokens,
+    /// strings), so the structural tables can be released once the layer is read.
+    func valueTablesOnly() -> CrateFile {
+        var copy = self
+        copy.fieldTokens = []
+        copy.fieldReps = []
+        copy.fieldSets = []
+        copy.paths = []
+        copy.specs = []
+        return copy
     }
 
     /// The path string (`/A/B`, `/A/B.attr`; "" for an index the tree never named).
@@ -220,14 +232,10 @@ struct CrateFile {
 
     private mutating func readSpecs(_ reader: inout ByteReader) throws {
         let count = try checkedCount(try reader.read(UInt64.self), reader)
-        let pathIndexes = try CrateCompression.readInts(&reader, count: count, wide: false)
-        let fieldSetIndexes = try CrateCompression.readInts(&reader, count: count, wide: false)
-        let types = try CrateCompression.readInts(&reader, count: count, wide: false)
-        specs = (0..<count).map {
-            Spec(pathIndex: UInt32(truncatingIfNeeded: pathIndexes[$0]),
-                 fieldSetIndex: UInt32(truncatingIfNeeded: fieldSetIndexes[$0]),
-                 type: UInt32(truncatingIfNeeded: types[$0]))
-        }
+        let pathIndexes = try CrateCompression.readInts(&reader, count: count, wide: false, as: UInt32.self)
+        let fieldSetIndexes = try CrateCompression.readInts(&reader, count: count, wide: false, as: UInt32.self)
+        let types = try CrateCompression.readInts(&reader, count: count, wide: false, as: UInt32.self)
+        specs = (0..<count).map { Spec(pathIndex: pathIndexes[$0], fieldSetIndex: fieldSetIndexes[$0], type: types[$0]) }
     }
 
     /// The (name, value rep) pairs of a spec's field set.

@@ -72,6 +72,17 @@ struct CrateValueReader {
         return r
     }
 
+    /// Whether a rep decodes without the path table (and so can be kept and decoded again
+    /// after the layer is read): not a path, path vector, path list op, dictionary or time
+    /// samples, and no bits set outside the rep layout.
+    static func decodesWithoutPaths(_ rep: UInt64) -> Bool {
+        guard rep & (0x1F << 56) == 0 else { return false }
+        switch Int((rep >> 48) & 0xFF) {
+        case 31, 34, 40, 46: return false
+        default: return true
+        }
+    }
+
     /// Decodes one rep; `depth` bounds values that contain values (dictionaries, samples).
     func value(_ rep: UInt64, depth: Int = 0) throws -> USDValue {
         guard depth < 16 else { throw USDError(.corruptCrate, "values nested too deeply", context: file.identifier) }

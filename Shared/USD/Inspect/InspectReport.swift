@@ -23,9 +23,8 @@ public struct InspectReport: Sendable {
     public init(stage: USDStage) {
         let geometry = WorldGeometry()
         let traversal = stage.traverse()
-        geometry.computeBounds(traversal)
-        prims = traversal.map { InspectReport.primReport($0, in: stage) }
-        geometry.clearBounds(traversal)
+        let boxes = geometry.computeBounds(traversal)
+        prims = traversal.map { InspectReport.primReport($0, box: boxes[$0.row] ?? nil, in: stage) }
         findings = InspectReport.findings(of: stage, geometry)
         upAxis = stage.upAxis
         metersPerUnit = stage.metersPerUnit
@@ -37,20 +36,19 @@ public struct InspectReport: Sendable {
     public static func writeJSON(stage: USDStage, _ emit: (String) -> Void) -> Bool {
         let geometry = WorldGeometry()
         let traversal = stage.traverse()
-        geometry.computeBounds(traversal)
-        defer { geometry.clearBounds(traversal) }
+        let boxes = geometry.computeBounds(traversal)
         let findings = findings(of: stage, geometry)
         emit(head(findings: findings, upAxis: stage.upAxis, metersPerUnit: stage.metersPerUnit, defaultPrim: stage.defaultPrim))
         for (index, prim) in traversal.enumerated() {
-            emit((index == 0 ? "" : ",") + json(primReport(prim, in: stage)))
+            emit((index == 0 ? "" : ",") + json(primReport(prim, box: boxes[prim.row] ?? nil, in: stage)))
         }
         emit("]}")
         return findings.contains { $0.severity == .error }
     }
 
-    /// A prim's report; its world box must have been computed (`computeBounds`).
-    private static func primReport(_ prim: USDPrim, in stage: USDStage) -> PrimReport {
-        PrimReport(path: prim.path, type: prim.typeName, kind: prim.kind, worldBounds: prim.computedWorldBox ?? nil,
+    /// A prim's report, with its world box (from `computeBounds`).
+    private static func primReport(_ prim: USDPrim, box: BoundingBox?, in stage: USDStage) -> PrimReport {
+        PrimReport(path: prim.path, type: prim.typeName, kind: prim.kind, worldBounds: box,
                    vertexCount: prim.vertexCount, triangleCount: prim.triangleCount,
                    textures: MaterialTextures.textures(for: prim, in: stage), customData: prim.customData)
     }

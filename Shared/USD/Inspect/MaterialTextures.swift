@@ -29,8 +29,9 @@ enum MaterialTextures {
 
     private static func collect(_ prim: USDPrim, into textures: inout Set<String>, depth: Int) {
         guard depth < 64 else { return }
-        for (name, value) in prim.attributes where name.hasPrefix("inputs:") {
-            if case .asset(let path) = value, !path.isEmpty { textures.insert(path) }
+        let table = prim.table
+        for attribute in table.attributes(prim.row) where table.attributeName(attribute).hasPrefix("inputs:") {
+            if case .asset(let path) = table.value(of: attribute), !path.isEmpty { textures.insert(path) }
         }
         for child in prim.children { collect(child, into: &textures, depth: depth + 1) }
     }

@@ -1,6 +1,6 @@
-/// A prim's attributes by name, in authoring order. A flat list of entries: a prim carries a
-/// handful of attributes, so linear lookups are as fast as hashing and the storage is one
-/// small allocation instead of a hash table per prim.
+/// A prim's attributes by name, in authoring order, decoded (what `USDPrim.attributes`
+/// returns; the stage itself keeps attributes as rows of its `PrimTable`). A flat list of
+/// entries: a prim carries a handful of attributes, so linear lookups are as fast as hashing.
 public struct AttributeTable: Sendable, Sequence {
     public struct Entry: Sendable {
         public let key: String

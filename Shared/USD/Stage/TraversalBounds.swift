@@ -1,25 +1,50 @@
-/// World boxes of a whole traversal in one pass, without caching a matrix and a range per
-/// prim: each prim keeps only its final box, ranges travel up the recursion and world
-/// matrices down it. Gives exactly what calling `worldBounds` on each prim in order gives.
+/// World boxes: the one implementation of the bounding rules, used for one prim
+/// (`worldBounds`) and for a whole traversal in one pass (`computeBounds`), where ranges
+/// travel up the recursion, world matrices down it, and each prim's final box is recorded
+/// by row without caching a matrix and a range per prim.
 extension WorldGeometry {
     /// The world box of each prim of `prims` (depth-first order, as `traverse()` returns).
     public func traversalBounds(_ prims: [USDPrim]) -> [BoundingBox?] {
-        computeBounds(prims)
-        defer { clearBounds(prims) }
-        return prims.map { $0.computedWorldBox ?? nil }
+        let boxes = computeBounds(prims)
+        return prims.map { boxes[$0.row] ?? nil }
     }
 
-    /// Computes the world box of every prim of `prims` and leaves it on the prim
-    /// (`computedWorldBox`) until `clearBounds`.
-    func computeBounds(_ prims: [USDPrim]) {
-        for prim in prims where prim.computedWorldBox == nil {
+    /// The world box of every prim of `prims` (of one stage), by row; the same as calling
+    /// `worldBounds` on each prim.
+    func computeBounds(_ prims: [USDPrim]) -> PrimBoxes {
+        guard let table = prims.first?.table else { return PrimBoxes(rows: 0) }
+        startRecording(PrimBoxes(rows: table.count))
+        for prim in prims where recorded(prim.row) == nil {
             // Ancestors in the traversal came first and reported their problems then.
             _ = bound(prim, world: world(of: prim, parentWorld: silentWorld(prim.parent), report: true), frameInverse: nil)
         }
+        return stopRecording()
     }
 
-    func clearBounds(_ prims: [USDPrim]) {
-        for prim in prims { prim.computedWorldBox = nil }
+    /// The `frameInverse` a traversal computes the prim's box with: that of the nearest
+    /// enclosing component when the prim is reached by an ancestor's recursion in `bound`,
+    /// nil when the traversal starts at the prim itself.
+    func traversalFrameInverse(of prim: USDPrim) -> Matrix4? {
+        var chain: [USDPrim] = []
+        var current: USDPrim? = prim
+        while let node = current, node.row != 0 {
+            chain.append(node)
+            current = node.parent
+        }
+        var world = Matrix4.identity
+        var frameInverse: Matrix4?
+        var parent: (prim: USDPrim, ownInverse: Matrix4?)?
+        for node in chain.reversed() {
+            world = self.world(of: node, parentWorld: world, report: false)
+            if let parent, !(parent.prim.isBoundable && localExtent(parent.prim) != nil),
+               node.active, node.isDefined, node.isImageable, isVisible(node) {
+                frameInverse = parent.ownInverse
+            } else {
+                frameInverse = nil
+            }
+            parent = (node, isComponent(node) ? (world.inverse ?? nil) : frameInverse)
+        }
+        return frameInverse
     }
 
     /// The prim's world matrix, walking up without caching or reporting.
@@ -28,9 +53,10 @@ extension WorldGeometry {
         return world(of: prim, parentWorld: silentWorld(prim.parent), report: false)
     }
 
-    /// The prim's range and the matrix from the range's space to world (see `resolve`);
-    /// records the prim's world box on it.
-    private func bound(_ prim: USDPrim, world: Matrix4, frameInverse: Matrix4?) -> (range: BoundingBox, frame: Matrix4) {
+    /// The prim's range and the matrix from the range's space to world (`world` is the
+    /// prim's world matrix, `frameInverse` the inverse world matrix of the enclosing
+    /// component, nil = world); records the prim's world box while recording.
+    func bound(_ prim: USDPrim, world: Matrix4, frameInverse: Matrix4?) -> (range: BoundingBox, frame: Matrix4) {
         var result: (range: BoundingBox, frame: Matrix4)
         if prim.isBoundable, let extent = localExtent(prim) {
             let included = WorldGeometry.includedPurposes.contains(purpose(prim))
@@ -39,7 +65,9 @@ extension WorldGeometry {
             let ownInverse: Matrix4? = isComponent(prim) ? (world.inverse ?? nil) : frameInverse
             let frame = ownInverse.flatMap { $0.inverse } ?? .identity
             var range = BoundingBox.empty
-            for child in prim.children where child.active && child.isDefined && child.isImageable && isVisible(child) {
+            for child in prim.table.children(prim.row) {
+                let child = USDPrim(table: prim.table, row: child)
+                guard child.active, child.isDefined, child.isImageable, isVisible(child) else { continue }
                 let childWorld = self.world(of: child, parentWorld: world, report: true)
                 let childBound = bound(child, world: childWorld, frameInverse: ownInverse)
                 guard !childBound.range.isEmpty else { continue }
@@ -48,8 +76,51 @@ extension WorldGeometry {
             }
             result = (range, frame)
         }
-        let box = result.range.transformed(by: result.frame)
-        prim.computedWorldBox = .some(box.isEmpty ? nil : box)
+        record(prim.row) { result.range.transformed(by: result.frame) }
         return result
+    }
+}
+
+/// World boxes by prim row: six doubles a row and a state byte (no per-prim object, no
+/// optional or SIMD padding).
+struct PrimBoxes {
+    private var coordinates: [Double]
+    /// 0 not computed, 1 computed and empty, 2 computed.
+    private var states: [UInt8]
+
+    init(rows: Int) {
+        coordinates = [Double](repeating: 0, count: rows * 6)
+        states = [UInt8](repeating: 0, count: rows)
+    }
+
+    /// nil until computed, then the box (nil when empty).
+    subscript(row: Int32) -> BoundingBox?? {
+        get {
+            let row = Int(row)
+            switch states[row] {
+            case 0: return nil
+            case 1: return .some(nil)
+            default:
+                let c = row * 6
+                return .some(BoundingBox(min: SIMD3(coordinates[c], coordinates[c + 1], coordinates[c + 2]),
+                                         max: SIMD3(coordinates[c + 3], coordinates[c + 4], coordinates[c + 5])))
+            }
+        }
+        set {
+            let row = Int(row)
+            switch newValue {
+            case nil: states[row] = 0
+            case .some(nil): states[row] = 1
+            case .some(let box?):
+                let c = row * 6
+                coordinates[c] = box.min.x
+                coordinates[c + 1] = box.min.y
+                coordinates[c + 2] = box.min.z
+                coordinates[c + 3] = box.max.x
+                coordinates[c + 4] = box.max.y
+                coordinates[c + 5] = box.max.z
+                states[row] = 2
+            }
+        }
     }
 }

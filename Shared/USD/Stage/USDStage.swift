@@ -1,7 +1,9 @@
 /// A composed stage: the root layer of a package with references and payloads resolved
 /// inside the package. Findings from the package and from composition are kept together.
+/// The composed prims are rows of a `PrimTable`; a root layer without references or payloads
+/// is its own composition (its table is used in place, no second tree is built).
 public final class USDStage {
-    public let pseudoRoot: USDPrim
+    let table: PrimTable
     public let upAxis: String
     public let metersPerUnit: Double
     public let defaultPrim: String?
@@ -25,32 +27,38 @@ public final class USDStage {
         metersPerUnit = root.metersPerUnit ?? 0.01
         defaultPrim = root.defaultPrim
         var composer = Composer(loader: loader)
-        pseudoRoot = composer.composeRoot(root)
+        table = composer.compose(root)
         self.package = loader.package
         findings = loader.package.findings
     }
+
+    /// The pseudo-root (`/`).
+    public var pseudoRoot: USDPrim { USDPrim(table: table, row: 0) }
 
     /// Prims in depth-first order that are active, defined and not abstract (like
     /// `Usd.Stage.Traverse()`): a failing prim prunes its subtree.
     public func traverse() -> [USDPrim] {
         var result: [USDPrim] = []
-        var stack = Array(pseudoRoot.children.reversed())
-        while let prim = stack.popLast() {
+        var stack = Array(table.children(0)).reversed() as [Int32]
+        while let row = stack.popLast() {
+            let prim = USDPrim(table: table, row: row)
             guard prim.active, prim.isDefined else { continue }
             result.append(prim)
-            stack.append(contentsOf: prim.children.reversed())
+            let start = stack.count
+            stack.append(contentsOf: table.children(row))
+            stack[start...].reverse()
         }
         return result
     }
 
     /// The prim at an absolute path.
     public func prim(at path: String) -> USDPrim? {
-        var prim = pseudoRoot
+        var row: Int32 = 0
         for part in path.split(separator: "/") {
-            guard let child = prim.children.first(where: { $0.name == part }) else { return nil }
-            prim = child
+            guard let child = table.children(row).first(where: { table.name($0) == part }) else { return nil }
+            row = child
         }
-        return prim
+        return USDPrim(table: table, row: row)
     }
 }
 
@@ -60,7 +68,7 @@ struct Composer {
     /// (paths under `mapFrom` in its layer appear under `mapTo` on the stage).
     struct Source {
         let layer: LayerData
-        let spec: PrimSpec
+        let spec: Int32
         var mapFrom = "/"
         var mapTo = "/"
 
@@ -73,9 +81,7 @@ struct Composer {
     }
 
     let loader: LayerLoader
-    /// Set when the root layer has no arcs: then no spec is read twice, and each spec's
-    /// children are released once composed, so specs and prims are not all alive at once.
-    private var releaseSpecs = false
+    private var composed = PrimTable(store: ValueStore())
     private var composedCount = 0
     private var limitReported = false
 
@@ -83,23 +89,44 @@ struct Composer {
         self.loader = loader
     }
 
-    mutating func composeRoot(_ layer: LayerData) -> USDPrim {
-        let root = USDPrim(path: "/", name: "", parent: nil)
-        root.specifier = .def
-        releaseSpecs = !layer.hasArcs()
-        composeChildren(of: root, sources: [Source(layer: layer, spec: layer.root)], abstract: false, depth: 0)
-        return root
+    /// The composed prims of a root layer.
+    mutating func compose(_ layer: LayerData) -> PrimTable {
+        if !layer.hasArcs(), layer.table.count - 1 <= Stage.maxComposedPrims {
+            composeInPlace(layer)
+            return layer.table
+        }
+        composeChildren(of: 0, path: "/", sources: [Source(layer: layer, spec: 0)], abstract: false, depth: 0)
+        composed.finishBuilding()
+        return composed
     }
 
-    private mutating func composeChildren(of prim: USDPrim, sources: [Source], abstract: Bool, depth: Int) {
+    /// A layer without arcs composes to itself: only class subtrees become abstract and asset
+    /// paths are resolved (what `merge` does for a prim with one spec), in the same order.
+    private func composeInPlace(_ layer: LayerData) {
+        let table = layer.table
+        var stack: [(row: Int32, abstract: Bool)] = Array(table.children(0)).reversed().map { (row: $0, abstract: false) }
+        while let (row, inherited) = stack.popLast() {
+            let abstract = inherited || table.specifier(row) == .class
+            if abstract { table.setSpecifier(row, .class) }
+            for attribute in table.attributes(row) where table.isAsset(attribute) {
+                table.replaceValue(of: attribute, with: resolvedAssets(table.value(of: attribute), layer: layer))
+            }
+            let start = stack.count
+            stack.append(contentsOf: table.children(row).map { (row: $0, abstract: abstract) })
+            stack[start...].reverse()
+        }
+    }
+
+    private mutating func composeChildren(of prim: Int32, path primPath: String, sources: [Source], abstract: Bool, depth: Int) {
         guard depth < Stage.maxPrimDepth else {
-            loader.report(ValidationFinding(.compositionLimit, .error, "prims nested deeper than \(Stage.maxPrimDepth) under \(prim.path); dropped"))
+            loader.report(ValidationFinding(.compositionLimit, .error, "prims nested deeper than \(Stage.maxPrimDepth) under \(primPath); dropped"))
             return
         }
         var names: [String] = []
         var seen = Set<String>()
         for source in sources {
-            for child in source.spec.children where seen.insert(child.name).inserted { names.append(child.name) }
+            let table = source.layer.table
+            for child in table.children(source.spec) where seen.insert(table.name(child)).inserted { names.append(table.name(child)) }
         }
         for name in names {
             guard composedCount < Stage.maxComposedPrims else {
@@ -110,18 +137,17 @@ struct Composer {
                 return
             }
             composedCount += 1
-            let path = prim.path == "/" ? "/" + name : prim.path + "/" + name
+            let path = primPath == "/" ? "/" + name : primPath + "/" + name
             let local = sources.compactMap { source in
-                source.spec.child(named: name).map { Source(layer: source.layer, spec: $0, mapFrom: source.mapFrom, mapTo: source.mapTo) }
+                source.layer.table.child(named: name, of: source.spec).map {
+                    Source(layer: source.layer, spec: $0, mapFrom: source.mapFrom, mapTo: source.mapTo)
+                }
             }
             let expanded = expand(local, path: path, depth: 0)
-            let child = USDPrim(path: path, name: name, parent: prim)
+            let child = composed.appendRow(nameID: composed.intern(name), parent: prim, specifier: .over)
             merge(expanded, into: child, abstract: abstract)
-            prim.children.append(child)
-            composeChildren(of: child, sources: expanded, abstract: abstract || child.specifier == .class, depth: depth + 1)
-        }
-        if releaseSpecs {
-            for source in sources { source.spec.releaseChildren() }
+            composeChildren(of: child, path: path, sources: expanded, abstract: abstract || composed.specifier(child) == .class,
+                            depth: depth + 1)
         }
     }
 
@@ -129,14 +155,15 @@ struct Composer {
     private func expand(_ sources: [Source], path: String, depth: Int) -> [Source] {
         var result = sources
         for source in sources {
-            let arcs = source.spec.references.items + source.spec.payloads.items
+            let table = source.layer.table
+            let arcs = table.references(source.spec).items + table.payloads(source.spec).items
             for arc in arcs {
                 guard depth < Stage.maxArcDepth else {
                     loader.report(ValidationFinding(.compositionLimit, .error, "references nested deeper than \(Stage.maxArcDepth) at \(source.layer.identifier)"))
                     continue
                 }
                 guard let target = resolve(arc, from: source, composedPath: path) else { continue }
-                if result.contains(where: { $0.spec === target.spec }) { continue } // cycle
+                if result.contains(where: { $0.layer === target.layer && $0.spec == target.spec }) { continue } // cycle
                 result += expand([target], path: path, depth: depth + 1)
             }
         }
@@ -161,38 +188,49 @@ struct Composer {
         return Source(layer: layer, spec: spec, mapFrom: primPath, mapTo: composedPath)
     }
 
-    private func merge(_ sources: [Source], into prim: USDPrim, abstract: Bool) {
-        if sources.count == 1, let only = sources.first, only.mapFrom == only.mapTo,
-           !only.spec.attributes.values.contains(where: { if case .asset = $0 { true } else if case .assets = $0 { true } else { false } }) {
-            // One spec and nothing to rewrite: share its storage instead of copying it.
-            let spec = only.spec
-            prim.typeName = spec.typeName
-            prim.kind = spec.kind
-            prim.active = spec.active ?? true
-            prim.customData = spec.customData
-            prim.attributes = spec.attributes
-            prim.relationships = spec.relationships
-            prim.specifier = abstract ? .class : spec.specifier
-            return
-        }
+    /// Strongest opinion wins; attribute values stay in their layer's store (asset paths,
+    /// once resolved, in the stage's own).
+    private func merge(_ sources: [Source], into prim: Int32, abstract: Bool) {
         var specifier: Specifier = .over
         var activeSet = false
+        var kindSet = false
         for source in sources {
+            let table = source.layer.table
             let spec = source.spec
-            if specifier == .over, spec.specifier != .over { specifier = spec.specifier }
-            if prim.typeName.isEmpty { prim.typeName = spec.typeName }
-            if prim.kind == nil { prim.kind = spec.kind }
-            if !activeSet, let active = spec.active { prim.active = active; activeSet = true }
-            for (key, value) in spec.customData where prim.customData[key] == nil { prim.customData[key] = value }
-            for (name, value) in spec.attributes {
-                if let existing = prim.attributes[name], existing != .none { continue }
-                prim.attributes[name] = resolvedAssets(value, layer: source.layer)
+            if specifier == .over, table.specifier(spec) != .over { specifier = table.specifier(spec) }
+            if composed.typeName(prim).isEmpty { composed.setTypeName(prim, composed.intern(table.typeName(spec))) }
+            if !kindSet, let kind = table.kind(spec) {
+                composed.setKind(prim, kind)
+                kindSet = true
             }
-            for (name, targets) in spec.relationships where prim.relationships[name] == nil {
-                prim.relationships[name] = targets.map(source.map)
+            if !activeSet, let active = table.active(spec) {
+                composed.setActive(prim, active)
+                activeSet = true
+            }
+            if let customData = table.customData[spec] {
+                var merged = composed.customData[prim] ?? [:]
+                for (key, value) in customData where merged[key] == nil { merged[key] = value }
+                composed.customData[prim] = merged
+            }
+            for attribute in table.attributes(spec) {
+                let name = table.attributeName(attribute)
+                if let existing = composed.attributeValue(prim, name), existing != .none { continue }
+                let (store, slot) = table.slot(of: attribute)
+                if table.isAsset(attribute) {
+                    composed.setAttribute(prim, name, resolvedAssets(table.value(of: attribute), layer: source.layer))
+                } else if let adopted = composed.adoptStore(table.stores[store]) {
+                    composed.setAttribute(prim, nameID: composed.intern(name), store: adopted, slot: slot)
+                } else {
+                    composed.setAttribute(prim, name, table.value(of: attribute))
+                }
+            }
+            if let relationships = table.relationships[spec] {
+                var merged = composed.relationships[prim] ?? [:]
+                for (name, targets) in relationships where merged[name] == nil { merged[name] = targets.map(source.map) }
+                composed.relationships[prim] = merged
             }
         }
-        prim.specifier = abstract ? .class : specifier
+        composed.setSpecifier(prim, abstract ? .class : specifier)
     }
 
     private func resolvedAssets(_ value: USDValue, layer: LayerData) -> USDValue {

@@ -2,7 +2,7 @@
 enum XformStack {
     /// Returns the local matrix and whether the stack resets the parent transform.
     /// Unknown ops and missing values are reported through `problem`.
-    static func evaluate(order: [String], attributes: AttributeTable,
+    static func evaluate(order: [String], value: (String) -> USDValue?,
                          problem: (String) -> Void) -> (matrix: Matrix4, resets: Bool) {
         var resets = false
         var ops = order[...]
@@ -19,7 +19,7 @@ enum XformStack {
                 invert = true
                 attribute = String(attribute.dropFirst("!invert!".count))
             }
-            guard let op = opMatrix(attribute, value: attributes[attribute], problem: problem) else { continue }
+            guard let op = opMatrix(attribute, value: value(attribute), problem: problem) else { continue }
             if invert {
                 guard let inverse = op.inverse else {
                     problem("singular op '\(attribute)' cannot be inverted")

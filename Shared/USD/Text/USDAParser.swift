@@ -22,10 +22,12 @@ struct USDAParser {
         guard bytes.starts(with: Array("#usda".utf8)) else {
             throw USDError(.badMagic, "a usda layer starts with '#usda'", context: "\(identifier) line 1")
         }
-        var parser = USDAParser(cursor: USDACursor(bytes, name: identifier), layer: LayerData(identifier: identifier),
+        let layer = LayerData(identifier: identifier, table: PrimTable(store: ValueStore()))
+        var parser = USDAParser(cursor: USDACursor(bytes, name: identifier), layer: layer,
                                 source: USDATextSource(bytes: bytes, identifier: identifier))
         try parser.parseLayer()
-        return parser.layer
+        layer.table.finishBuilding()
+        return layer
     }
 
     private mutating func parseLayer() throws {
@@ -34,7 +36,7 @@ struct USDAParser {
         while true {
             cursor.skipSpace()
             if cursor.atEnd { return }
-            try primStatement(parent: layer.root, depth: 0)
+            try primStatement(parent: 0, depth: 0)
         }
     }
 
@@ -62,7 +64,9 @@ struct USDAParser {
         }
     }
 
-    private mutating func primStatement(parent: PrimSpec, depth: Int) throws {
+    private var table: PrimTable { layer.table }
+
+    private mutating func primStatement(parent: Int32, depth: Int) throws {
         guard depth < USDAParser.maxPrimDepth else { throw cursor.error("prims nested too deeply") }
         let word = try cursor.expectIdentifier()
         guard let specifier = Specifier(rawValue: word) else {
@@ -71,15 +75,15 @@ struct USDAParser {
         var typeName = ""
         if cursor.peek != 34, cursor.peek != 39, let type = cursor.identifier() { typeName = type }
         guard let name = try cursor.string() else { throw cursor.error("expected a prim name") }
-        let spec = parent.addChild(name, specifier: specifier)
-        spec.specifier = specifier
-        if !typeName.isEmpty { spec.typeName = typeName }
+        let spec = table.addChild(name, to: parent, specifier: specifier)
+        table.setSpecifier(spec, specifier)
+        if !typeName.isEmpty { table.setTypeName(spec, table.intern(typeName)) }
         if cursor.consume(40) { try primMetadata(spec) }
         try cursor.expect(123)
         try primBody(spec, depth: depth)
     }
 
-    private mutating func primMetadata(_ spec: PrimSpec) throws {
+    private mutating func primMetadata(_ spec: Int32) throws {
         while !cursor.consume(41) {
             if cursor.atEnd { throw cursor.error("unterminated prim metadata") }
             if cursor.consume(59) { continue }
@@ -94,7 +98,7 @@ struct USDAParser {
             switch key {
             case "references", "payload":
                 let items = try arcs()
-                var list = key == "references" ? spec.references : spec.payloads
+                var list = key == "references" ? table.references(spec) : table.payloads(spec)
                 switch op {
                 case "prepend": list.prepended = items
                 case "append": list.appended = items
@@ -103,13 +107,13 @@ struct USDAParser {
                 case "reorder": break
                 default: list.explicit = items
                 }
-                if key == "references" { spec.references = list } else { spec.payloads = list }
+                if key == "references" { table.setReferences(spec, list) } else { table.setPayloads(spec, list) }
             case "kind":
-                spec.kind = try cursor.string() ?? cursor.identifier()
+                table.setKind(spec, try cursor.string() ?? cursor.identifier())
             case "active":
-                spec.active = try cursor.number() != 0
+                table.setActive(spec, try cursor.number() != 0)
             case "customData":
-                spec.customData = try dictionary(depth: 0)
+                table.customData[spec] = try dictionary(depth: 0)
             case "inherits", "specializes", "variantSets", "variants", "relocates":
                 layer.noteUnsupported("prim metadata '\(key)'")
                 try cursor.skipBalanced()
@@ -119,14 +123,14 @@ struct USDAParser {
         }
     }
 
-    private mutating func primBody(_ spec: PrimSpec, depth: Int) throws {
+    private mutating func primBody(_ spec: Int32, depth: Int) throws {
         while true {
             cursor.skipSpace()
             if cursor.consume(125) { return }
-            if cursor.atEnd { throw cursor.error("unterminated prim '\(spec.name)'") }
+            if cursor.atEnd { throw cursor.error("unterminated prim '\(table.name(spec))'") }
             if cursor.consume(59) { continue }
             guard let word = cursor.peekIdentifier() else {
-                throw cursor.error("unexpected \(cursor.describeNext()) in prim '\(spec.name)'")
+                throw cursor.error("unexpected \(cursor.describeNext()) in prim '\(table.name(spec))'")
             }
             switch word {
             case "def", "over", "class":
@@ -148,7 +152,7 @@ struct USDAParser {
         }
     }
 
-    private mutating func property(_ spec: PrimSpec) throws {
+    private mutating func property(_ spec: Int32) throws {
         var word = try cursor.expectIdentifier()
         var listOp = ""
         if ["prepend", "append", "add", "delete"].contains(word) {
@@ -161,15 +165,17 @@ struct USDAParser {
             let name = try cursor.expectIdentifier()
             if cursor.consume(61) {
                 let paths = try targets()
+                var relationships = table.relationships[spec] ?? [:]
                 if listOp == "delete" {
-                    spec.relationships[name, default: []].removeAll { paths.contains($0) }
+                    relationships[name, default: []].removeAll { paths.contains($0) }
                 } else if listOp == "append" || listOp == "add" {
-                    spec.relationships[name, default: []] += paths
+                    relationships[name, default: []] += paths
                 } else if listOp == "prepend" {
-                    spec.relationships[name] = paths + (spec.relationships[name] ?? [])
+                    relationships[name] = paths + (relationships[name] ?? [])
                 } else {
-                    spec.relationships[name] = paths
+                    relationships[name] = paths
                 }
+                table.relationships[spec] = relationships
             }
             if cursor.consume(40) { try cursor.skipBalanced(openedAlready: 40) }
             return
@@ -179,13 +185,14 @@ struct USDAParser {
             try cursor.expect(93)
             typeName += "[]"
         }
-        let fullName = intern(try cursor.expectIdentifier())
+        let fullName = try cursor.expectIdentifier()
         if fullName.hasSuffix(".timeSamples") {
             let name = String(fullName.dropLast(".timeSamples".count))
             try cursor.expect(61)
             let sample = try firstTimeSample(ofType: typeName)
-            if spec.attributes[name] == nil || spec.attributes[name] == USDValue.none, let sample {
-                spec.attributes[name] = sample
+            let existing = table.attributeValue(spec, name)
+            if existing == nil || existing == USDValue.none, let sample {
+                table.setAttribute(spec, name, sample)
             }
             return
         }
@@ -202,9 +209,9 @@ struct USDAParser {
         }
         if cursor.consume(61) {
             let value = try value(ofType: typeName)
-            spec.attributes[fullName] = value
-        } else if spec.attributes[fullName] == nil {
-            spec.attributes[fullName] = USDValue.none
+            table.setAttribute(spec, fullName, value)
+        } else if table.attributeValue(spec, fullName) == nil {
+            table.setAttribute(spec, fullName, USDValue.none)
         }
         if cursor.consume(40) { try cursor.skipBalanced(openedAlready: 40) }
     }
