@@ -68,7 +68,7 @@ extension UInt8: PostgresArrayElement {
 
 extension String: PostgresArrayElement {
     public static func postgresText(forArray elements: [String]) -> String {
-        ArrayLiteral.format(elements.map(ArrayLiteral.quote))
+        ArrayLiteral.quoted(elements)
     }
 
     public static func decodeArray(postgresText text: String) -> [String]? {

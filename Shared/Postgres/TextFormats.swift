@@ -39,13 +39,21 @@ enum ByteaHex {
 
 /// One-dimensional Postgres array literals (`{a,"b c",NULL}`).
 enum ArrayLiteral {
-    static func quote(_ element: String) -> String {
-        var item = "\""
-        for scalar in element.unicodeScalars {
-            if scalar == "\"" || scalar == "\\" { item += "\\" }
-            item.unicodeScalars.append(scalar)
+    /// `{"a","b\"c"}`: every element double-quoted, `"` and `\` escaped, built byte-wise.
+    static func quoted(_ elements: [String]) -> String {
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(2 + elements.reduce(0) { $0 + $1.utf8.count + 3 })
+        for (index, element) in elements.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                bytes.append(byte)
+            }
+            bytes.append(UInt8(ascii: "\""))
         }
-        return item + "\""
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     static func format(_ items: [String]) -> String { "{" + items.joined(separator: ",") + "}" }
