@@ -88,7 +88,7 @@ struct IngestBench {
                                                    body: try ContractCoding.encode(ReadingEventBatchRequest(events: items))))
                 for item in items {
                     let record = ReadingEventRecord(userId: "user-\(user)", receivedAt: now, item: item)
-                    records.append((Array("user-\(user)".utf8), try ContractCoding.encode(record)))
+                    records.append((Array("user-\(user)".utf8), record.json))
                 }
             }
             return (requests, records)

@@ -40,6 +40,14 @@ public enum ContractCoding {
     /// `2026-11-30T08:15:30.123Z`, rounded to the nearest millisecond (so a timestamp that
     /// came in as epoch milliseconds goes out as the same milliseconds).
     public static func formatTimestamp(_ date: Date) -> String {
+        var out = [UInt8]()
+        out.reserveCapacity(24)
+        appendTimestamp(date, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `formatTimestamp(date)`'s UTF-8 to `out`.
+    public static func appendTimestamp(_ date: Date, to out: inout [UInt8]) {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
         let (seconds, fraction) = millis.quotientAndRemainder(dividingBy: 1000)
         let whole = fraction < 0 ? seconds - 1 : seconds
@@ -48,11 +56,11 @@ public enum ContractCoding {
         var parts = tm()
         let year = gmtime_r(&time, &parts) == nil ? -1 : Int(parts.tm_year) + 1900
         guard (0...9999).contains(year) else {
-            return String(Date(timeIntervalSince1970: Double(whole)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt)).dropLast())
+            let text = String(Date(timeIntervalSince1970: Double(whole)).formatted(Date.ISO8601FormatStyle(timeZone: .gmt)).dropLast())
                 + "." + String(1000 + ms).dropFirst() + "Z"
+            out.append(contentsOf: text.utf8)
+            return
         }
-        var out = [UInt8]()
-        out.reserveCapacity(24)
         func digits(_ value: Int, _ count: Int, then separator: UInt8) {
             var divisor = 1
             for _ in 1..<count { divisor *= 10 }
@@ -69,7 +77,6 @@ public enum ContractCoding {
         digits(Int(parts.tm_min), 2, then: UInt8(ascii: ":"))
         digits(Int(parts.tm_sec), 2, then: UInt8(ascii: "."))
         digits(ms, 3, then: UInt8(ascii: "Z"))
-        return String(decoding: out, as: UTF8.self)
     }
 
     /// ISO-8601 with or without fractional seconds, with `Z` or a numeric offset.

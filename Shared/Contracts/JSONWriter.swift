@@ -20,7 +20,8 @@ public struct JSONWriter: Sendable {
         separate()
         bytes.append(UInt8(ascii: "\""))
         key.withUTF8Buffer { bytes.append(contentsOf: $0) }
-        bytes.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
@@ -56,7 +57,13 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
-    public mutating func timestamp(_ date: Date) { string(ContractCoding.formatTimestamp(date)) }
+    public mutating func timestamp(_ date: Date) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        ContractCoding.appendTimestamp(date, to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+        needsComma = true
+    }
 
     /// Optional members are left out when nil, as synthesized `Encodable` does.
     public mutating func string(_ key: StaticString, _ value: String?) {

@@ -35,7 +35,7 @@ struct ReadingEventJSONTests {
         case 0: return nil
         case 1: return .page(Int.random(in: 1...500, using: &g), of: 500, anchor: anchor)
         case 2: return .fraction([0, 1, 0.42, 1.0 / 3, 1.5e-7, Double.random(in: 0...1, using: &g)].randomElement(using: &g)!, anchor: anchor)
-        default: return .scroll([0, 1200, 1e20, 123_456_789_012_345_678, Double.random(in: 0...5000, using: &g)].randomElement(using: &g)!,
+        default: return .scroll([0, 1200, 1e20, 123_456_789_012_345_680, Double.random(in: 0...5000, using: &g)].randomElement(using: &g)!,
                                 of: 5000.5, anchor: anchor)
         }
     }
