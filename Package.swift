@@ -113,7 +113,7 @@ let testTargets: [Target] = [
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
-    tests("ContractsTests", ["Contracts"], exclude: ["Fixtures"]),
+    tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport"],
           exclude: ["Clients"]),

@@ -246,20 +246,13 @@ private final class Reader {
         }
     }
 
-    private func integer(_ token: Token) -> RawReadingEvent.Field<Int> {
-        switch token {
-        case .number(let text):
-            if let value = Number.integer(text) { return .value(value) }
-            return .invalid
-        case .null: return .null
-        default: return invalid(token)
-        }
-    }
+    private func integer(_ token: Token) -> RawReadingEvent.Field<Int> { number(token, Number.integer) }
+    private func double(_ token: Token) -> RawReadingEvent.Field<Double> { number(token, Number.double) }
 
-    private func double(_ token: Token) -> RawReadingEvent.Field<Double> {
+    private func number<T>(_ token: Token, _ parse: (UnsafeRawBufferPointer) -> T?) -> RawReadingEvent.Field<T> {
         switch token {
         case .number(let text):
-            if let value = Number.double(text) { return .value(value) }
+            if let value = parse(text) { return .value(value) }
             return .invalid
         case .null: return .null
         default: return invalid(token)

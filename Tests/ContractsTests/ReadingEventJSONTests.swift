@@ -1,3 +1,4 @@
+import BackboneTestSupport
 import Contracts
 import Foundation
 import Testing
@@ -6,30 +7,18 @@ import Testing
 /// write exactly what the `Codable` conformances do; these tests hold the two side by side.
 @Suite("Reading-event JSON fast path")
 struct ReadingEventJSONTests {
-    /// A deterministic generator (SplitMix64), so a failure names a reproducible case.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let awkward: [String] = ["", "plain", "quote\"d", "back\\slash", "a/b", "tab\tnew\nline\r", "\u{1}\u{8}\u{c}\u{1f}\u{7f}",
                                     "中文阅读", "emoji 😀", "\u{2028}\u{2029}", "ü"]
 
-    static func string(_ g: inout Generator) -> String {
+    static func string(_ g: inout SplitMix64) -> String {
         (0..<Int.random(in: 1...3, using: &g)).map { _ in awkward.randomElement(using: &g)! }.joined()
     }
 
-    static func date(_ g: inout Generator) -> Date {
+    static func date(_ g: inout SplitMix64) -> Date {
         Date(timeIntervalSince1970: Double(Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &g)) / 1000)
     }
 
-    static func position(_ g: inout Generator) -> ReadingPosition? {
+    static func position(_ g: inout SplitMix64) -> ReadingPosition? {
         let anchor = Bool.random(using: &g) ? string(&g) : nil
         switch Int.random(in: 0..<4, using: &g) {
         case 0: return nil
@@ -40,7 +29,7 @@ struct ReadingEventJSONTests {
         }
     }
 
-    static func record(_ g: inout Generator) -> ReadingEventRecord {
+    static func record(_ g: inout SplitMix64) -> ReadingEventRecord {
         var record = ReadingEventRecord(userId: string(&g), receivedAt: date(&g), item: ReadingEventUploadItem(
             eventId: UUID().uuidString, clientSessionId: string(&g),
             readingTargetType: ReadingTargetType.allCases.randomElement(using: &g)!, materialId: string(&g),
@@ -54,7 +43,7 @@ struct ReadingEventJSONTests {
 
     @Test("records encode byte for byte as JSONEncoder does, and decode to the same value as JSONDecoder")
     func recordsMatchCodable() throws {
-        var g = Generator(state: 42)
+        var g = SplitMix64(state: 42)
         for _ in 0..<2_000 {
             let record = Self.record(&g)
             let reference = try ContractCoding.encode(record)
@@ -84,7 +73,7 @@ struct ReadingEventJSONTests {
 
     @Test("a record missing a field, or with one of the wrong type, is refused with the field's name")
     func strictRecord() throws {
-        var g = Generator(state: 7)
+        var g = SplitMix64(state: 7)
         let good = try JSONSerialization.jsonObject(with: Data(Self.record(&g).json)) as! [String: Any]
         for (field, value) in [("userId", nil), ("receivedAt", "yesterday"), ("sequence", "1"), ("eventType", "skimmed"),
                                ("position", 3), ("activeSecondsDelta", 1.5)] as [(String, Any?)] {
@@ -142,7 +131,7 @@ struct ReadingEventJSONTests {
 
     @Test("timestamps format and parse as Foundation's ISO-8601 style does")
     func timestamps() throws {
-        var g = Generator(state: 1)
+        var g = SplitMix64(state: 1)
         let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)  // .fff truncated, so compared on whole seconds
         for _ in 0..<5_000 {
             let date = Self.date(&g)

@@ -9,18 +9,6 @@ import ProgressProjector
 import Projection
 import ServiceRuntime
 
-/// A deterministic random source, so a failing stream can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Realistic reading sessions: several users, materials and devices, each session an
 /// `opened`, heartbeats with positions, sometimes `markedAsRead`, and `closed`.
 enum ReadingStream {
