@@ -28,6 +28,7 @@ struct ProgressCrashTests {
             "KAFKA_BROKERS": harness.cluster.bootstrapServers, "DATABASE_URL": harness.database.url, "JWT_SECRET": harness.secret,
             "READING_EVENTS_TOPIC": "crash.events", "READING_PROGRESS_TOPIC": "crash.events.progress",
             "PROGRESS_GROUP_ID": "g-crash", "PROGRESS_BATCH_RECORDS": "25", "KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "PROGRESS_OUTBOX_INTERVAL_MS": "300",
         ]
         var kills = 0
         for _ in 0..<4 {
@@ -50,7 +51,14 @@ struct ProgressCrashTests {
             try await harness.caughtUp(group: "g-crash", topic: "crash.events")
         }
         #expect(caughtUp, "projector log: \(survivor.log.suffix(2000))")
+        // Notifications a kill cut off between commit and publish are sent by the outbox relay.
+        let drained = try await Integration.eventually(timeout: .seconds(30)) {
+            try await harness.client.query("SELECT 1 FROM progress_notify_outbox LIMIT 1").isEmpty
+        }
+        #expect(drained, "projector log: \(survivor.log.suffix(2000))")
         survivor.terminate()
+        #expect(try await harness.lastNotifications("crash.events.progress") == (try await harness.progressStates()),
+                "the last notification of every row is its final state")
         let crashed = try await harness.progressDump()
         let logged = try await harness.client.query("SELECT count(*)::bigint AS n FROM progress_event_log")
 

@@ -128,6 +128,46 @@ final class ProgressHarness: Sendable {
             """).map { try $0.decode(String.self, "line") }
     }
 
+    /// Every record of `topic` (up to its high watermarks), in offset order per partition.
+    func consumeAll(_ topic: String, partitions: Int32 = 6) async throws -> [KafkaConsumerRecord] {
+        var total: Int64 = 0
+        for p in 0..<partitions { total += try await admin.watermarks(topic: topic, partition: p).high }
+        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(
+            bootstrapServers: cluster.bootstrapServers, groupID: "progress-test-\(UUID().uuidString)", topics: [topic]),
+            rebalanceListener: nil, logger: .disabled)
+        var records: [KafkaConsumerRecord] = []
+        let deadline = ContinuousClock.now + .seconds(30)
+        while records.count < total, ContinuousClock.now < deadline {
+            records += try await consumer.nextBatch(maxRecords: 500, maxWait: .milliseconds(300))
+        }
+        await consumer.close()
+        return records
+    }
+
+    /// The last `reading.progress.v1` notification of each (user, material), as `progressDump`-like text.
+    func lastNotifications(_ topic: String) async throws -> [String: ReadingProgressChanged] {
+        var last: [String: ReadingProgressChanged] = [:]
+        for record in try await consumeAll(topic) {
+            let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
+            last[change.userId + "|" + change.materialId] = change
+        }
+        return last
+    }
+
+    /// `reading_progress` as the notification a row's state would give.
+    func progressStates(client other: PostgresClient? = nil) async throws -> [String: ReadingProgressChanged] {
+        var states: [String: ReadingProgressChanged] = [:]
+        for row in try await (other ?? client).query("""
+            SELECT user_id, material_id, status, last_position, progress_percent, total_active_seconds, last_read_at,
+                   last_session_id, 0::bigint AS version
+            FROM reading_progress
+            """) {
+            let change = try ProgressNotification(row: row).change
+            states[change.userId + "|" + change.materialId] = change
+        }
+        return states
+    }
+
     func reset() async throws {
         _ = try await client.execute("TRUNCATE reading_progress, progress_event_log, consumer_offsets")
     }

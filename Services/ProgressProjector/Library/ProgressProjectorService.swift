@@ -14,20 +14,23 @@ public struct ProgressConfiguration: Sendable {
     public var maxBatchRecords: Int
     public var maxBatchWait: Duration
     public var sessionTimeout: Duration
+    /// How often the outbox relay looks for notifications left unpublished.
+    public var outboxInterval: Duration
 
     public init(eventsTopic: String = Topics.readingEvents, progressTopic: String = Topics.readingProgress,
                 groupID: String = "progress-projector", maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(20),
-                sessionTimeout: Duration = .seconds(10)) {
+                sessionTimeout: Duration = .seconds(10), outboxInterval: Duration = .seconds(5)) {
         self.eventsTopic = eventsTopic
         self.progressTopic = progressTopic
         self.groupID = groupID
         self.maxBatchRecords = maxBatchRecords
         self.maxBatchWait = maxBatchWait
         self.sessionTimeout = sessionTimeout
+        self.outboxInterval = outboxInterval
     }
 
     /// `READING_EVENTS_TOPIC`, `READING_PROGRESS_TOPIC`, `PROGRESS_GROUP_ID`,
-    /// `PROGRESS_BATCH_RECORDS`, `PROGRESS_BATCH_WAIT_MS`, `KAFKA_SESSION_TIMEOUT_MS`.
+    /// `PROGRESS_BATCH_RECORDS`, `PROGRESS_BATCH_WAIT_MS`, `KAFKA_SESSION_TIMEOUT_MS`, `PROGRESS_OUTBOX_INTERVAL_MS`.
     public static func read(from env: inout EnvironmentReader) -> ProgressConfiguration {
         ProgressConfiguration(
             eventsTopic: env.string("READING_EVENTS_TOPIC", default: Topics.readingEvents),
@@ -35,7 +38,8 @@ public struct ProgressConfiguration: Sendable {
             groupID: env.string("PROGRESS_GROUP_ID", default: "progress-projector"),
             maxBatchRecords: env.int("PROGRESS_BATCH_RECORDS", default: 500, range: 1...10_000),
             maxBatchWait: env.milliseconds("PROGRESS_BATCH_WAIT_MS", default: .milliseconds(20)),
-            sessionTimeout: env.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: .seconds(10)))
+            sessionTimeout: env.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: .seconds(10)),
+            outboxInterval: env.milliseconds("PROGRESS_OUTBOX_INTERVAL_MS", default: .seconds(5)))
     }
 }
 
@@ -54,12 +58,21 @@ public struct ProgressProjectorService: Sendable {
 
     public func parts() -> ServiceParts {
         let runner = makeRunner()
-        return ServiceParts(router: router(), background: [ClosureService(name: "progress-projection") { try await runner.run() }])
+        let relay = ProgressOutboxRelay(projection: projection, database: context.database, interval: configuration.outboxInterval,
+                                        logger: context.logger)
+        return ServiceParts(router: router(), background: [
+            ClosureService(name: "progress-projection") { try await runner.run() },
+            ClosureService(name: "progress-outbox-relay") { try await relay.run() },
+        ])
+    }
+
+    var projection: ReadingProgressProjection {
+        ReadingProgressProjection(producer: context.producer, database: context.database, progressTopic: configuration.progressTopic)
     }
 
     public func makeRunner() -> ProjectionRunner<ReadingProgressProjection> {
         ProjectionRunner(
-            projection: ReadingProgressProjection(producer: context.producer, progressTopic: configuration.progressTopic),
+            projection: projection,
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
                 topics: [configuration.eventsTopic], maxBatchRecords: configuration.maxBatchRecords,

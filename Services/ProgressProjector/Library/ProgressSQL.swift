@@ -2,7 +2,8 @@
 enum ProgressSQL {
     /// Merges one delta per (user, material) into `reading_progress`. Every column follows
     /// an order-independent rule: sums, LEAST/GREATEST, and "the row of the greater ordering
-    /// key wins" for the position and for the latest session.
+    /// key wins" for the position and for the latest session. In the same statement each
+    /// changed row is put in the notification outbox with a fresh version.
     static let upsert = """
         WITH d AS (
             SELECT u, m, delta, first_ts::timestamptz AS first_ts, last_ts::timestamptz AS last_ts,
@@ -15,7 +16,7 @@ enum ProgressSQL {
                         $16::bigint[], $17::text[])
                  AS t(u, m, delta, first_ts, last_ts, completed_ts, pos, pct, pos_ts, pos_seq, pos_id,
                       session, target, kb, latest_ts, latest_seq, latest_id)
-        )
+        ), changed AS (
         INSERT INTO reading_progress AS p (
             user_id, material_id, status, last_position, position_percent, progress_percent, total_active_seconds,
             first_read_at, last_read_at, completed_at, last_session_id, reading_target_type, knowledge_base_id,
@@ -48,6 +49,29 @@ enum ProgressSQL {
             latest_event_id = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_event_id ELSE p.latest_event_id END,
             updated_at = now()
         RETURNING user_id, material_id, status, last_position, progress_percent, total_active_seconds, last_read_at, last_session_id
+        ), queued AS (
+            INSERT INTO progress_notify_outbox (user_id, material_id, version)
+            SELECT user_id, material_id, nextval('progress_notify_version') FROM changed
+            ON CONFLICT (user_id, material_id) DO UPDATE SET version = EXCLUDED.version, enqueued_at = now()
+            RETURNING user_id, material_id, version
+        )
+        SELECT changed.*, queued.version FROM changed JOIN queued USING (user_id, material_id)
+        """
+
+    /// Removes outbox entries whose notification went out, unless a newer change replaced them.
+    static let dequeue = """
+        DELETE FROM progress_notify_outbox o USING unnest($1::text[], $2::text[], $3::bigint[]) AS t(u, m, v)
+        WHERE o.user_id = t.u AND o.material_id = t.m AND o.version = t.v
+        """
+
+    /// Outbox entries older than the grace period (their after-commit publish never
+    /// completed), with the row's current state.
+    static let pendingNotifications = """
+        SELECT p.user_id, p.material_id, p.status, p.last_position, p.progress_percent, p.total_active_seconds,
+               p.last_read_at, p.last_session_id, o.version
+        FROM progress_notify_outbox o JOIN reading_progress p USING (user_id, material_id)
+        WHERE o.enqueued_at < now() - make_interval(secs => $1)
+        ORDER BY o.version LIMIT $2
         """
 
     static let newerPosition = """

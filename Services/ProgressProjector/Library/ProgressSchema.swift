@@ -47,5 +47,15 @@ public enum ProgressSchema {
             CREATE INDEX IF NOT EXISTS reading_progress_continue
                 ON reading_progress (user_id, last_read_at DESC) WHERE status = 'in_progress';
             """),
+        PostgresMigration(version: 301, name: "progress_notify_outbox", sql: """
+            CREATE SEQUENCE IF NOT EXISTS progress_notify_version;
+            CREATE TABLE IF NOT EXISTS progress_notify_outbox (
+                user_id     text        NOT NULL,
+                material_id text        NOT NULL,
+                version     bigint      NOT NULL,
+                enqueued_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (user_id, material_id)
+            );
+            """),
     ]
 }

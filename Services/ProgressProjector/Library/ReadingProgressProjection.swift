@@ -16,15 +16,21 @@ struct InvalidReadingEvent: Error, CustomStringConvertible {
 /// state of the in-order stream: the position is the one of the latest event by
 /// (clientTimestamp, sequence, eventId); `markedAsRead` completes for good; active seconds
 /// sum over distinct events (the event log's unique `event_id` drops repeats).
+///
+/// Every change is also queued in `progress_notify_outbox` by the same transaction, and
+/// dequeued once its `reading.progress.v1` record was acknowledged; `ProgressOutboxRelay`
+/// publishes what a crash or a broker outage left behind.
 public struct ReadingProgressProjection: Projection {
     public typealias Event = ReadingEventRecord
-    public typealias Effects = [ReadingProgressChanged]
+    public typealias Effects = [ProgressNotification]
 
     let producer: KafkaProducer
+    let database: PostgresClient
     let progressTopic: String
 
-    public init(producer: KafkaProducer, progressTopic: String = Topics.readingProgress) {
+    public init(producer: KafkaProducer, database: PostgresClient, progressTopic: String = Topics.readingProgress) {
         self.producer = producer
+        self.database = database
         self.progressTopic = progressTopic
     }
 
@@ -45,19 +51,23 @@ public struct ReadingProgressProjection: Projection {
         return event
     }
 
-    public func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws -> [ReadingProgressChanged] {
+    public func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws -> [ProgressNotification] {
         guard !events.isEmpty else { return [] }
         let fresh = try await insertIntoLog(events, connection)
         guard !fresh.isEmpty else { return [] }
         return try await upsertProgress(ProgressDelta.fold(fresh), connection)
     }
 
-    public func afterCommit(_ effects: [ReadingProgressChanged]) async throws {
+    /// Publishes the changes, then takes them out of the outbox (a newer change of the same
+    /// row stays queued). A failed publish leaves them queued for the relay.
+    public func afterCommit(_ effects: [ProgressNotification]) async throws {
         guard !effects.isEmpty else { return }
         let records = try effects.map {
-            KafkaProducerRecord(topic: progressTopic, key: Array($0.userId.utf8), value: try ContractCoding.encode($0))
+            KafkaProducerRecord(topic: progressTopic, key: Array($0.change.userId.utf8), value: try ContractCoding.encode($0.change))
         }
         for result in await producer.send(records) { _ = try result.get() }
+        _ = try await database.execute(ProgressSQL.dequeue, [effects.map(\.change.userId), effects.map(\.change.materialId),
+                                                             effects.map(\.version)])
     }
 
     /// Inserts the batch into the event log; returns the events not seen before (first
@@ -80,7 +90,7 @@ public struct ReadingProgressProjection: Projection {
         return e.filter { inserted.contains($0.eventId) && seen.insert($0.eventId).inserted }
     }
 
-    func upsertProgress(_ deltas: [ProgressDelta], _ connection: PostgresConnection) async throws -> [ReadingProgressChanged] {
+    func upsertProgress(_ deltas: [ProgressDelta], _ connection: PostgresConnection) async throws -> [ProgressNotification] {
         func ts(_ d: Date?) -> String { d.map(ContractCoding.formatTimestamp) ?? "" }
         let positions = try deltas.map { d -> String in
             guard let p = d.position?.position else { return "" }
@@ -95,14 +105,24 @@ public struct ReadingProgressProjection: Projection {
             deltas.map(\.latest.sessionID), deltas.map(\.latest.targetType.rawValue), deltas.map { $0.latest.knowledgeBaseID ?? "" },
             deltas.map { ts($0.latest.key.timestamp) }, deltas.map { Int64($0.latest.key.sequence) }, deltas.map(\.latest.key.eventID),
         ])
-        return try rows.map { row in
-            let position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
-            return ReadingProgressChanged(
-                userId: try row.decode(String.self, "user_id"), materialId: try row.decode(String.self, "material_id"),
-                status: ReadingStatus(rawValue: try row.decode(String.self, "status")) ?? .inProgress,
-                lastPosition: position, progressPercent: try row.decode(Double.self, "progress_percent"),
-                totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
-                lastReadAt: try row.decode(Date.self, "last_read_at"), lastSessionId: try row.decode(String?.self, "last_session_id"))
-        }
+        return try rows.map(ProgressNotification.init(row:))
+    }
+}
+
+/// A change to announce on `reading.progress.v1`, with its version in the outbox.
+public struct ProgressNotification: Sendable {
+    public var change: ReadingProgressChanged
+    public var version: Int64
+
+    /// From a row with the `reading_progress` columns of the notification and `version`.
+    public init(row: PostgresRow) throws {
+        let position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+        change = ReadingProgressChanged(
+            userId: try row.decode(String.self, "user_id"), materialId: try row.decode(String.self, "material_id"),
+            status: ReadingStatus(rawValue: try row.decode(String.self, "status")) ?? .inProgress,
+            lastPosition: position, progressPercent: try row.decode(Double.self, "progress_percent"),
+            totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
+            lastReadAt: try row.decode(Date.self, "last_read_at"), lastSessionId: try row.decode(String?.self, "last_session_id"))
+        version = try row.decode(Int64.self, "version")
     }
 }

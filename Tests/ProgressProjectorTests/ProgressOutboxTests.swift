@@ -1,0 +1,62 @@
+import BackboneTestSupport
+import Contracts
+import Foundation
+import Logging
+import Postgres
+import ProgressProjector
+import Projection
+import Testing
+
+@Suite("Progress notification outbox", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
+struct ProgressOutboxTests {
+    @Test("a change committed without its publish (a crash in between) is published by the relay, once dequeued")
+    func relayPublishesWhatACrashLeftBehind() async throws {
+        let harness = try await ProgressHarness(databasePrefix: "progress_outbox")
+        try harness.createTopics(["outbox.progress"])
+        let projection = ReadingProgressProjection(producer: harness.producer, database: harness.client, progressTopic: "outbox.progress")
+        let events = ReadingStream.sessions(users: 3, materials: 2, sessionsPerPair: 1, seed: 7)
+        let projected = events.enumerated().map { ProjectedEvent(event: $1, topic: "t", partition: 0, offset: Int64($0)) }
+
+        // The transaction commits; the process "dies" before afterCommit.
+        let effects = try await harness.client.withTransaction { try await projection.apply(projected, in: $0) }
+        #expect(effects.count == 6)
+        let queued = try await harness.client.query("SELECT count(*)::bigint AS n FROM progress_notify_outbox")
+        #expect(try queued.first?.decode(Int64.self, "n") == 6)
+        #expect(try await harness.consumeAll("outbox.progress").isEmpty)
+
+        // Within the grace period the relay leaves entries to the after-commit publish.
+        let relay = ProgressOutboxRelay(projection: projection, database: harness.client, interval: .milliseconds(100),
+                                        grace: .seconds(60), logger: .disabled)
+        try await relay.relayPending()
+        #expect(try await harness.consumeAll("outbox.progress").isEmpty)
+
+        let eager = ProgressOutboxRelay(projection: projection, database: harness.client, interval: .milliseconds(100),
+                                        grace: .zero, logger: .disabled)
+        try await eager.relayPending()
+        let published = try await harness.lastNotifications("outbox.progress")
+        #expect(published == (try await harness.progressStates()))
+        let left = try await harness.client.query("SELECT count(*)::bigint AS n FROM progress_notify_outbox")
+        #expect(try left.first?.decode(Int64.self, "n") == 0)
+        await harness.close()
+    }
+
+    @Test("a newer change of the same row stays queued when an older publish completes")
+    func olderPublishDoesNotDequeueNewerChange() async throws {
+        let harness = try await ProgressHarness(databasePrefix: "progress_outbox_order")
+        try harness.createTopics(["outbox.order"])
+        let projection = ReadingProgressProjection(producer: harness.producer, database: harness.client, progressTopic: "outbox.order")
+        let events = ReadingStream.sessions(users: 1, materials: 1, sessionsPerPair: 2, seed: 9)
+        let half = events.count / 2
+        func batch(_ slice: ArraySlice<ReadingEventRecord>) -> [ProjectedEvent<ReadingEventRecord>] {
+            slice.enumerated().map { ProjectedEvent(event: $1, topic: "t", partition: 0, offset: Int64(slice.startIndex + $0)) }
+        }
+        let first = try await harness.client.withTransaction { try await projection.apply(batch(events[..<half]), in: $0) }
+        let second = try await harness.client.withTransaction { try await projection.apply(batch(events[half...]), in: $0) }
+        try await projection.afterCommit(first)  // late: the row has changed since
+        let queued = try await harness.client.query("SELECT version FROM progress_notify_outbox")
+        #expect(try queued.map { try $0.decode(Int64.self, "version") } == second.map(\.version))
+        try await projection.afterCommit(second)
+        #expect(try await harness.client.query("SELECT 1 FROM progress_notify_outbox").isEmpty)
+        await harness.close()
+    }
+}
