@@ -21,7 +21,10 @@ import Synchronization
 ///    connections to a live ingest (HTTP → validation → catalog/dedup → Kafka ack →
 ///    response), reporting accepted events/s and p50/p99 request latency;
 /// 3. ingest, paced at half the saturated rate (open loop, latency from each request's
-///    scheduled time), reporting p50/p99.
+///    scheduled time), reporting p50/p99;
+/// 4. the dedup ledger alone: the same number of 100-id lookups and inserts
+///    (`AcceptedEventLedger`, CONNECTIONS at a time, fresh ids), no HTTP and no Kafka — the
+///    PostgreSQL part of every accepted event.
 @main
 struct IngestBench {
     static let eventsPerBatch = 100
@@ -115,6 +118,25 @@ struct IngestBench {
         let half = try await Load.run(port: port, requests: paced.requests, connections: connections,
                                       batchesPerSecond: halfBatchesPerSecond)
 
+        // 4. the dedup ledger alone.
+        let ledger = AcceptedEventLedger(database: database, retentionDays: 30)
+        let keyBatches = (0..<batches).map { _ in (0..<eventsPerBatch).map { _ in UUID().uuidString.lowercased() } }
+        let ledgerStart = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<connections {
+                group.addTask {
+                    for index in stride(from: lane, to: keyBatches.count, by: connections) {
+                        _ = try await ledger.alreadyAccepted(keyBatches[index])
+                        try await ledger.record(keyBatches[index], userID: "user-\(index % 500)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let ledgerElapsed = ContinuousClock.now - ledgerStart
+        let ledgerSeconds = Double(ledgerElapsed.components.seconds) + Double(ledgerElapsed.components.attoseconds) / 1e18
+        let ledgerRate = Double(batches * eventsPerBatch) / ledgerSeconds
+
         print("")
         print("batches × events                 \(batches) × \(eventsPerBatch), \(connections) connections, 2 cores, all on this machine")
         print(String(format: "raw librdkafka produce (floor)   %10.0f records/s  (%.2f s)", rawRate, rawSeconds))
@@ -125,6 +147,7 @@ struct IngestBench {
         print(String(format: "ingest at half rate (%.0f ev/s) p50 %6.1f ms   p99 %6.1f ms   (%d accepted, %d failed)",
                      Double(half.acceptedEvents) / half.seconds, half.percentile(0.5), half.percentile(0.99),
                      half.acceptedEvents, half.failures))
+        print(String(format: "dedup ledger alone (PostgreSQL) %10.0f events/s   (%.2f s; lookup + insert per 100 ids)", ledgerRate, ledgerSeconds))
 
         server.cancel()
         _ = await server.result
