@@ -52,6 +52,12 @@ public struct ReadingProgressProjection: Projection {
         return try await upsertProgress(ProgressDelta.fold(fresh), connection)
     }
 
+    /// The changes of batches committed while a publish was waiting for its acknowledgements
+    /// go out together, in commit order.
+    public func combine(_ effects: [[ReadingProgressChanged]]) -> [[ReadingProgressChanged]] {
+        effects.count > 1 ? [effects.flatMap { $0 }] : effects
+    }
+
     public func afterCommit(_ effects: [ReadingProgressChanged]) async throws {
         guard !effects.isEmpty else { return }
         let records = try effects.map {
