@@ -1,5 +1,38 @@
 /// SQL of the progress read model.
 enum ProgressSQL {
+    /// SQLSTATE of a duplicate key.
+    static let uniqueViolation = "23505"
+
+    /// Per-connection staging table of a batch's events (emptied by every commit).
+    static let stagingTable = "progress_stage"
+
+    /// The event log's columns filled from a batch, in COPY order.
+    static let logColumns = [
+        "event_id", "user_id", "material_id", "client_session_id", "event_type", "client_timestamp",
+        "sequence", "active_seconds_delta", "kafka_partition", "kafka_offset",
+    ]
+
+    static let createStagingTable = """
+        CREATE TEMPORARY TABLE IF NOT EXISTS progress_stage (
+            event_id text NOT NULL, user_id text NOT NULL, material_id text NOT NULL, client_session_id text NOT NULL,
+            event_type text NOT NULL, client_timestamp timestamptz NOT NULL, sequence bigint NOT NULL,
+            active_seconds_delta integer NOT NULL, kafka_partition integer NOT NULL, kafka_offset bigint NOT NULL
+        ) ON COMMIT DELETE ROWS
+        """
+
+    /// Moves the staged batch (distinct ids) into the event log, skipping the ids logged
+    /// before, and returns those.
+    static let moveStagedIntoLog = """
+        WITH inserted AS (
+            INSERT INTO progress_event_log (\(logColumns.joined(separator: ", ")))
+            SELECT \(logColumns.joined(separator: ", ")) FROM progress_stage
+            ON CONFLICT (event_id) DO NOTHING
+            RETURNING event_id
+        )
+        SELECT DISTINCT s.event_id FROM progress_stage s
+        WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.event_id = s.event_id)
+        """
+
     /// Merges one delta per (user, material) into `reading_progress`. Every column follows
     /// an order-independent rule: sums, LEAST/GREATEST, and "the row of the greater ordering
     /// key wins" for the position and for the latest session.

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Postgres
 import Projection
+import Synchronization
 
 /// A record of `reading.events.v2` that cannot be projected.
 struct InvalidReadingEvent: Error, CustomStringConvertible {
@@ -22,6 +23,7 @@ public struct ReadingProgressProjection: Projection {
 
     let producer: KafkaProducer
     let progressTopic: String
+    let stagingTables = StagingTables()
 
     public init(producer: KafkaProducer, progressTopic: String = Topics.readingProgress) {
         self.producer = producer
@@ -68,22 +70,42 @@ public struct ReadingProgressProjection: Projection {
 
     /// Inserts the batch into the event log; returns the events not seen before (first
     /// occurrence of each id).
+    ///
+    /// The usual batch holds only new events: its distinct events are COPYed straight into
+    /// the log inside a savepoint, and the log's primary key checks them. When some were
+    /// logged before (a batch replayed after a crash, a resent event) that COPY fails with a
+    /// unique violation and is rolled back to the savepoint; the batch then goes through a
+    /// per-connection staging table and `INSERT … ON CONFLICT DO NOTHING`, which answers the
+    /// ids that were already there.
     func insertIntoLog(_ events: [ProjectedEvent<ReadingEventRecord>], _ connection: PostgresConnection) async throws -> [ReadingEventRecord] {
-        let e = events.map(\.event)
-        let rows = try await connection.query("""
-            INSERT INTO progress_event_log (event_id, user_id, material_id, client_session_id, event_type, client_timestamp,
-                                            sequence, active_seconds_delta, kafka_partition, kafka_offset)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
-                                 $7::bigint[], $8::int[], $9::int[], $10::bigint[])
-            ON CONFLICT (event_id) DO NOTHING
-            RETURNING event_id
-            """, [e.map(\.eventId), e.map(\.userId), e.map(\.materialId), e.map(\.clientSessionId), e.map(\.eventType.rawValue),
-                  e.map { ContractCoding.formatTimestamp($0.clientTimestamp) }, e.map { Int64($0.sequence) },
-                  e.map { Int64($0.activeSecondsDelta) }, events.map { Int64($0.partition) }, events.map(\.offset)])
-        var inserted = Set<String>()
-        for row in rows { inserted.insert(try row.decode(String.self, "event_id")) }
-        var seen = Set<String>()
-        return e.filter { inserted.contains($0.eventId) && seen.insert($0.eventId).inserted }
+        var seen = Set<String>(minimumCapacity: events.count)
+        let distinct = events.filter { seen.insert($0.event.eventId).inserted }
+        let rows = distinct.map(Self.logRow)
+        do {
+            try await connection.withSavepoint { connection in
+                _ = try await connection.copy(into: "progress_event_log", columns: ProgressSQL.logColumns, rows: rows)
+            }
+            return distinct.map(\.event)
+        } catch let error as PostgresError where error.sqlState == ProgressSQL.uniqueViolation {
+            // Some events are in the log already: filter them out below.
+        }
+        try await stagingTables.prepare(connection)
+        do {
+            _ = try await connection.copy(into: ProgressSQL.stagingTable, columns: ProgressSQL.logColumns, rows: rows)
+        } catch {
+            stagingTables.forget(connection, after: error)
+            throw error
+        }
+        var known = Set<String>()
+        for row in try await connection.query(ProgressSQL.moveStagedIntoLog) { known.insert(try row.decode(String.self, 0)) }
+        return distinct.lazy.map(\.event).filter { !known.contains($0.eventId) }
+    }
+
+    /// One event log row, in `ProgressSQL.logColumns` order.
+    static func logRow(_ p: ProjectedEvent<ReadingEventRecord>) -> [any PostgresBindable] {
+        let e = p.event
+        return [e.eventId, e.userId, e.materialId, e.clientSessionId, e.eventType.rawValue, e.clientTimestamp,
+                e.sequence, e.activeSecondsDelta, Int(p.partition), p.offset]
     }
 
     func upsertProgress(_ deltas: [ProgressDelta], _ connection: PostgresConnection) async throws -> [ReadingProgressChanged] {
@@ -110,5 +132,25 @@ public struct ReadingProgressProjection: Projection {
                 totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
                 lastReadAt: try row.decode(Date.self, "last_read_at"), lastSessionId: try row.decode(String?.self, "last_session_id"))
         }
+    }
+}
+
+/// Which connections have the staging table (a temporary table lives as long as its
+/// connection; connection ids are unique in the process).
+final class StagingTables: Sendable {
+    private let ready = Mutex(Set<Int>())
+
+    /// Creates the staging table on `connection` the first time it is used there.
+    func prepare(_ connection: PostgresConnection) async throws {
+        guard !ready.withLock({ $0.contains(connection.id) }) else { return }
+        try await connection.execute(ProgressSQL.createStagingTable)
+        ready.withLock { _ = $0.insert(connection.id) }
+    }
+
+    /// After a failed COPY: a table created in a transaction that was rolled back is gone,
+    /// so the next batch on this connection creates it again.
+    func forget(_ connection: PostgresConnection, after error: any Error) {
+        guard let error = error as? PostgresError, error.sqlState == "42P01" else { return }
+        ready.withLock { _ = $0.remove(connection.id) }
     }
 }
