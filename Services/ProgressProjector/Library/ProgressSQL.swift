@@ -80,7 +80,8 @@ enum ProgressSQL {
             latest_seq = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_seq ELSE p.latest_seq END,
             latest_event_id = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_event_id ELSE p.latest_event_id END,
             updated_at = now()
-        RETURNING user_id, material_id, status, last_position, progress_percent, total_active_seconds, last_read_at, last_session_id
+        RETURNING user_id, material_id, status, last_position, position_event_id, progress_percent, total_active_seconds,
+                  last_read_at, last_session_id
         """
 
     static let newerPosition = """

@@ -80,7 +80,8 @@ public struct ReadingProgressProjection: Projection {
     func insertIntoLog(_ events: [ProjectedEvent<ReadingEventRecord>], _ connection: PostgresConnection) async throws -> [ReadingEventRecord] {
         var seen = Set<String>(minimumCapacity: events.count)
         let distinct = events.filter { seen.insert($0.event.eventId).inserted }
-        let rows = distinct.map(Self.logRow)
+        var rows = PostgresCopyRows(reservingBytes: distinct.count * 160)
+        for p in distinct { Self.appendLogRow(p, to: &rows) }
         do {
             try await connection.withSavepoint { connection in
                 _ = try await connection.copy(into: "progress_event_log", columns: ProgressSQL.logColumns, rows: rows)
@@ -102,14 +103,16 @@ public struct ReadingProgressProjection: Projection {
     }
 
     /// One event log row, in `ProgressSQL.logColumns` order.
-    static func logRow(_ p: ProjectedEvent<ReadingEventRecord>) -> [any PostgresBindable] {
+    static func appendLogRow(_ p: ProjectedEvent<ReadingEventRecord>, to rows: inout PostgresCopyRows) {
         let e = p.event
-        return [e.eventId, e.userId, e.materialId, e.clientSessionId, e.eventType.rawValue, e.clientTimestamp,
-                e.sequence, e.activeSecondsDelta, Int(p.partition), p.offset]
+        rows.append(e.eventId); rows.append(e.userId); rows.append(e.materialId); rows.append(e.clientSessionId)
+        rows.append(e.eventType.rawValue); rows.append(e.clientTimestamp); rows.append(e.sequence)
+        rows.append(e.activeSecondsDelta); rows.append(p.partition); rows.append(p.offset)
+        rows.endRow()
     }
 
     func upsertProgress(_ deltas: [ProgressDelta], _ connection: PostgresConnection) async throws -> [ReadingProgressChanged] {
-        func ts(_ d: Date?) -> String { d.map(ContractCoding.formatTimestamp) ?? "" }
+        func ts(_ d: Date?) -> String { d.flatMap(\.postgresText) ?? "" }
         let positions = try deltas.map { d -> String in
             guard let p = d.position?.position else { return "" }
             return String(decoding: try ContractCoding.encode(p), as: UTF8.self)
@@ -123,10 +126,21 @@ public struct ReadingProgressProjection: Projection {
             deltas.map(\.latest.sessionID), deltas.map(\.latest.targetType.rawValue), deltas.map { $0.latest.knowledgeBaseID ?? "" },
             deltas.map { ts($0.latest.key.timestamp) }, deltas.map { Int64($0.latest.key.sequence) }, deltas.map(\.latest.key.eventID),
         ])
+        var deltaIndex: [String: Int] = [:]
+        for (index, d) in deltas.enumerated() { deltaIndex[d.userID + "\u{0}" + d.materialID] = index }
         return try rows.map { row in
-            let position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+            let userID = try row.decode(String.self, "user_id"), materialID = try row.decode(String.self, "material_id")
+            // The stored position is this batch's own when it comes from the same event;
+            // only an older-batch position is read back from its JSON.
+            let position: ReadingPosition?
+            if let index = deltaIndex[userID + "\u{0}" + materialID], let own = deltas[index].position,
+               try row.decode(String?.self, "position_event_id") == own.key.eventID {
+                position = own.position
+            } else {
+                position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+            }
             return ReadingProgressChanged(
-                userId: try row.decode(String.self, "user_id"), materialId: try row.decode(String.self, "material_id"),
+                userId: userID, materialId: materialID,
                 status: ReadingStatus(rawValue: try row.decode(String.self, "status")) ?? .inProgress,
                 lastPosition: position, progressPercent: try row.decode(Double.self, "progress_percent"),
                 totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
