@@ -11,7 +11,7 @@ import ProgressProjector
 import Projection
 import ServiceRuntime
 
-/// `swift run -c release progress-bench [EVENTS]`
+/// `swift run -c release progress-bench [EVENTS] [BATCH_RECORDS]` (100,000 events, batches of up to 2,000)
 ///
 /// Pre-fills a topic with reading events, then in the same run measures
 /// (a) a plain PostgreSQL COPY of the same rows into a table shaped like the event log —
@@ -25,6 +25,7 @@ struct ProgressBench {
 
     nonisolated static func run() async throws {
         let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
+        let batchRecords = CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? 2000
         let logger = Logger(label: "progress-bench", level: ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(name:)) ?? .warning)
         var privateCluster: PrivatePostgresCluster?
         let url: String
@@ -95,7 +96,7 @@ struct ProgressBench {
 
         // (a') the projection's apply alone, batch by batch in transactions (no Kafka, no
         //      decoding, no offsets, no publishing): what the SQL write path costs.
-        let applyBatch = 2000
+        let applyBatch = batchRecords
         let alone = ReadingProgressProjection(producer: producer, progressTopic: "bench.events.progress")
         let projected = events.enumerated().map { i, e in ProjectedEvent(event: e, topic: "bench.events", partition: Int32(i % 24), offset: Int64(i)) }
         var applyBatchSeconds: [Double] = []
@@ -120,7 +121,7 @@ struct ProgressBench {
             configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: "bench-secret-0123456789", httpPort: 0),
             database: database, producer: producer, admin: admin, metrics: metrics, logger: logger)
         let runner = ProgressProjectorService(context: context, configuration: ProgressConfiguration(
-            eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: 2000)).makeRunner()
+            eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: batchRecords)).makeRunner()
         let projectStart = ContinuousClock.now
         let task = Task { try await runner.run() }
         var firstRecordAt: ContinuousClock.Instant?
@@ -140,6 +141,30 @@ struct ProgressBench {
         let projectSeconds = seconds(projectEnd - (firstRecordAt ?? projectStart))
         let joinSeconds = seconds((firstRecordAt ?? projectStart) - projectStart)
 
+        // (b') the same run with decoding taken out: records are looked up pre-decoded, so
+        //      what is left is Kafka, the write path, offsets and publishing.
+        _ = try await database.execute("TRUNCATE progress_event_log, reading_progress")
+        var predecoded: [[UInt8]: ReadingEventRecord] = [:]
+        for (record, event) in zip(records, events) { predecoded[record.value] = event }
+        let lookupMetrics = MetricsRegistry()
+        let lookupRunner = ProjectionRunner(
+            projection: PredecodedProjection(inner: ReadingProgressProjection(producer: producer, progressTopic: "bench.events.progress"),
+                                             events: predecoded),
+            configuration: ProjectionRunnerConfiguration(bootstrapServers: kafka.bootstrapServers, groupID: "bench-predecoded",
+                                                         topics: ["bench.events"], maxBatchRecords: batchRecords, maxBatchWait: .milliseconds(20)),
+            database: database, deadLetters: producer, metrics: lookupMetrics, logger: logger)
+        let lookupTask = Task { try await lookupRunner.run() }
+        var lookupFirst: ContinuousClock.Instant?
+        while true {
+            let done = lookupMetrics.value("projection_records_total", labels: ["group": "bench-predecoded"]) ?? 0
+            if done > 0 && lookupFirst == nil { lookupFirst = .now }
+            if done >= Double(count) { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let lookupSeconds = seconds(ContinuousClock.now - lookupFirst!)
+        lookupTask.cancel()
+        _ = await lookupTask.result
+
         let copyAfter = try await copyBaseline("copy_baseline")
         let copySeconds = (copyBefore + copyAfter) / 2
         let copyRate = Double(count) / copySeconds
@@ -155,6 +180,9 @@ struct ProgressBench {
         print(String(format: "apply alone (SQL write path)   %10.0f events/s (%.2f s; per %d-event batch: median %.1f ms, p90 %.1f ms) = %.1f %% of COPY",
                      Double(count) / applySeconds, applySeconds, applyBatch, 1000 * applyBatchSeconds[applyBatchSeconds.count / 2],
                      1000 * applyBatchSeconds[applyBatchSeconds.count * 9 / 10], 100 * Double(count) / applySeconds / copyRate))
+        print(String(format: "projection, decoding excluded  %10.0f events/s (%.2f s) = %.1f %% of COPY",
+                     Double(count) / lookupSeconds, lookupSeconds, 100 * Double(count) / lookupSeconds / copyRate))
+        print(lookupMetrics.render().split(separator: "\n").filter { $0.hasPrefix("projection_stage_seconds_sum") || $0.hasPrefix("projection_batch_seconds_count") }.joined(separator: "\n"))
         print(String(format: "JSON decode alone              %10.0f events/s", Double(count) / decodeSeconds))
         print(String(format: "projection / COPY              %9.1f %%", 100 * projectRate / copyRate))
 
@@ -232,4 +260,26 @@ struct ProgressBench {
     struct BenchFailure: Error, CustomStringConvertible { let description: String }
 
     static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+}
+
+/// The progress projection with `decode` replaced by a lookup of the already-decoded event
+/// (the bench's own records), to show what the rest of the pipeline sustains.
+struct PredecodedProjection: Projection {
+    let inner: ReadingProgressProjection
+    let events: [[UInt8]: ReadingEventRecord]
+
+    struct Missing: Error {}
+
+    func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
+        guard let event = events[record.value] else { throw Missing() }
+        return event
+    }
+
+    func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws -> [ReadingProgressChanged] {
+        try await inner.apply(events, in: connection)
+    }
+
+    func combine(_ effects: [[ReadingProgressChanged]]) -> [[ReadingProgressChanged]] { inner.combine(effects) }
+
+    func afterCommit(_ effects: [ReadingProgressChanged]) async throws { try await inner.afterCommit(effects) }
 }
