@@ -31,7 +31,9 @@ extension ProjectionRunner {
     /// Fetches the next batch and decodes it (on both cores when it is large). Pure: nothing
     /// is written until the batch is applied.
     func fetch(_ consumer: KafkaConsumer) async throws -> FetchedBatch {
-        let records = try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait)
+        let records = try await timed("fetch") {
+            try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait)
+        }
         let generations = ownership.generations()
         guard !records.isEmpty else { return FetchedBatch(items: [], generations: generations, poison: [:]) }
         return try await timed("decode") {
