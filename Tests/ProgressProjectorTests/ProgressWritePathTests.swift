@@ -39,8 +39,18 @@ struct ProgressWritePathTests {
         #expect(changed.count == 1)
         #expect(changed.first?.totalActiveSeconds == 20)
 
-        // Old and new events mixed: only the new ones count (the fallback path), twice over
-        // on the same pooled connection.
+        // A fallback whose transaction rolls back (and its staging table with it) leaves no trace.
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await client.withConnection { connection in
+                try await connection.withTransaction { connection -> Int in
+                    _ = try await projection.apply([Self.event("e2", page: 2, at: 2), Self.event("x", page: 9, at: 9)], in: connection)
+                    throw Abort()
+                }
+            }
+        }
+
+        // Old and new events mixed: only the new ones count (the fallback path), twice over.
         for round in 0..<2 {
             let id = "e\(3 + round)"
             let mixed = [Self.event("e2", page: 2, at: 2), Self.event(id, page: 3 + round, at: Double(3 + round)), Self.event("e1", page: 1, at: 1)]

@@ -3,7 +3,6 @@ import Foundation
 import Kafka
 import Postgres
 import Projection
-import Synchronization
 
 /// A record of `reading.events.v2` that cannot be projected.
 struct InvalidReadingEvent: Error, CustomStringConvertible {
@@ -23,7 +22,6 @@ public struct ReadingProgressProjection: Projection {
 
     let producer: KafkaProducer
     let progressTopic: String
-    let stagingTables = StagingTables()
 
     public init(producer: KafkaProducer, progressTopic: String = Topics.readingProgress) {
         self.producer = producer
@@ -90,13 +88,10 @@ public struct ReadingProgressProjection: Projection {
         } catch let error as PostgresError where error.sqlState == ProgressSQL.uniqueViolation {
             // Some events are in the log already: filter them out below.
         }
-        try await stagingTables.prepare(connection)
-        do {
-            _ = try await connection.copy(into: ProgressSQL.stagingTable, columns: ProgressSQL.logColumns, rows: rows)
-        } catch {
-            stagingTables.forget(connection, after: error)
-            throw error
-        }
+        // Rare (replays), so the staging table is simply ensured each time: it lives as long
+        // as the connection, unless the transaction that created it rolled back.
+        try await connection.execute(ProgressSQL.createStagingTable)
+        _ = try await connection.copy(into: ProgressSQL.stagingTable, columns: ProgressSQL.logColumns, rows: rows)
         var known = Set<String>()
         for row in try await connection.query(ProgressSQL.moveStagedIntoLog) { known.insert(try row.decode(String.self, 0)) }
         return distinct.lazy.map(\.event).filter { !known.contains($0.eventId) }
@@ -146,25 +141,5 @@ public struct ReadingProgressProjection: Projection {
                 totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
                 lastReadAt: try row.decode(Date.self, "last_read_at"), lastSessionId: try row.decode(String?.self, "last_session_id"))
         }
-    }
-}
-
-/// Which connections have the staging table (a temporary table lives as long as its
-/// connection; connection ids are unique in the process).
-final class StagingTables: Sendable {
-    private let ready = Mutex(Set<Int>())
-
-    /// Creates the staging table on `connection` the first time it is used there.
-    func prepare(_ connection: PostgresConnection) async throws {
-        guard !ready.withLock({ $0.contains(connection.id) }) else { return }
-        try await connection.execute(ProgressSQL.createStagingTable)
-        ready.withLock { _ = $0.insert(connection.id) }
-    }
-
-    /// After a failed COPY: a table created in a transaction that was rolled back is gone,
-    /// so the next batch on this connection creates it again.
-    func forget(_ connection: PostgresConnection, after error: any Error) {
-        guard let error = error as? PostgresError, error.sqlState == "42P01" else { return }
-        ready.withLock { _ = $0.remove(connection.id) }
     }
 }
