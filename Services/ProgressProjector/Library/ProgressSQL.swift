@@ -21,15 +21,18 @@ enum ProgressSQL {
         """
 
     /// Moves the staged batch (distinct ids) into the event log, skipping the ids logged
-    /// before, and returns those.
+    /// before, and returns those. The staging table is emptied by the same statement (and by
+    /// every commit), so nothing staged is ever seen twice.
     static let moveStagedIntoLog = """
-        WITH inserted AS (
+        WITH staged AS (
+            DELETE FROM progress_stage RETURNING \(logColumns.joined(separator: ", "))
+        ), inserted AS (
             INSERT INTO progress_event_log (\(logColumns.joined(separator: ", ")))
-            SELECT \(logColumns.joined(separator: ", ")) FROM progress_stage
+            SELECT \(logColumns.joined(separator: ", ")) FROM staged
             ON CONFLICT (event_id) DO NOTHING
             RETURNING event_id
         )
-        SELECT DISTINCT s.event_id FROM progress_stage s
+        SELECT DISTINCT s.event_id FROM staged s
         WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.event_id = s.event_id)
         """
 
