@@ -11,7 +11,7 @@ import ProgressProjector
 import Projection
 import ServiceRuntime
 
-/// `swift run -c release progress-bench [EVENTS]`
+/// `swift run -c release progress-bench [EVENTS] [BATCH_RECORDS]` (100,000 events, batches of up to 2,000)
 ///
 /// Pre-fills a topic with reading events, then in the same run measures
 /// (a) a plain PostgreSQL COPY of the same rows into a table shaped like the event log —
@@ -25,6 +25,7 @@ struct ProgressBench {
 
     nonisolated static func run() async throws {
         let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
+        let batchRecords = CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? 2000
         let logger = Logger(label: "progress-bench", level: ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(name:)) ?? .warning)
         var privateCluster: PrivatePostgresCluster?
         let url: String
@@ -41,7 +42,7 @@ struct ProgressBench {
         try kafka.createTopic("bench.events", partitions: 24)
         try kafka.createTopic("bench.events.progress", partitions: 6)
         let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 4), logger: logger)
-        for table in ["reading_progress", "progress_event_log", "consumer_offsets", "schema_migrations", "copy_baseline"] {
+        for table in ["reading_progress", "progress_event_log", "progress_notify_outbox", "consumer_offsets", "schema_migrations", "copy_baseline"] {
             _ = try await database.execute("DROP TABLE IF EXISTS \(table)")
         }
         _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: logger).migrate(database)
@@ -72,19 +73,45 @@ struct ProgressBench {
         for record in records { _ = try ReadingEventRecord(json: record.value) }
         let decodeSeconds = seconds(ContinuousClock.now - decodeStart)
 
-        // (a) COPY baseline: the same rows into an event-log-shaped table.
-        _ = try await database.execute("CREATE TABLE copy_baseline (LIKE progress_event_log INCLUDING ALL)")
-        let rows: [[any PostgresBindable]] = events.enumerated().map { i, e in
-            [e.eventId, e.userId, e.materialId, e.clientSessionId, e.eventType.rawValue, e.clientTimestamp, e.sequence,
-             e.activeSecondsDelta, i % 6, Int64(i), Date()]
+        // (a) COPY baseline: the same rows into an event-log-shaped table (measured again
+        //     after the projection, and averaged: the machine's load drifts).
+        func copyBaseline(_ table: String) async throws -> Double {
+            _ = try await database.execute("DROP TABLE IF EXISTS \(table)")
+            _ = try await database.execute("CREATE TABLE \(table) (LIKE progress_event_log INCLUDING ALL)")
+            let rows: [[any PostgresBindable]] = events.enumerated().map { i, e in
+                [e.eventId, e.userId, e.materialId, e.clientSessionId, e.eventType.rawValue, e.clientTimestamp, e.sequence,
+                 e.activeSecondsDelta, i % 6, Int64(i), Date()]
+            }
+            let copyStart = ContinuousClock.now
+            _ = try await database.withConnection { connection in
+                try await connection.copy(into: table, columns: [
+                    "event_id", "user_id", "material_id", "client_session_id", "event_type", "client_timestamp", "sequence",
+                    "active_seconds_delta", "kafka_partition", "kafka_offset", "projected_at"], rows: rows)
+            }
+            let elapsed = seconds(ContinuousClock.now - copyStart)
+            _ = try await database.execute("DROP TABLE \(table)")
+            return elapsed
         }
-        let copyStart = ContinuousClock.now
-        _ = try await database.withConnection { connection in
-            try await connection.copy(into: "copy_baseline", columns: [
-                "event_id", "user_id", "material_id", "client_session_id", "event_type", "client_timestamp", "sequence",
-                "active_seconds_delta", "kafka_partition", "kafka_offset", "projected_at"], rows: rows)
+        let copyBefore = try await copyBaseline("copy_baseline")
+
+        // (a') the projection's apply alone, batch by batch in transactions (no Kafka, no
+        //      decoding, no offsets, no publishing): what the SQL write path costs.
+        let applyBatch = batchRecords
+        let alone = ReadingProgressProjection(producer: producer, database: database, progressTopic: "bench.events.progress")
+        let projected = events.enumerated().map { i, e in ProjectedEvent(event: e, topic: "bench.events", partition: Int32(i % 24), offset: Int64(i)) }
+        var applyBatchSeconds: [Double] = []
+        let applyStart = ContinuousClock.now
+        for chunk in stride(from: 0, to: projected.count, by: applyBatch) {
+            let batch = Array(projected[chunk..<min(chunk + applyBatch, projected.count)])
+            let started = ContinuousClock.now
+            _ = try await database.withConnection { connection in
+                try await connection.withTransaction { try await alone.apply(batch, in: $0) }
+            }
+            applyBatchSeconds.append(seconds(ContinuousClock.now - started))
         }
-        let copySeconds = seconds(ContinuousClock.now - copyStart)
+        let applySeconds = seconds(ContinuousClock.now - applyStart)
+        applyBatchSeconds.sort()
+        _ = try await database.execute("TRUNCATE progress_event_log, reading_progress, progress_notify_outbox")
 
         // (b) the projection from the start of the topic.
         let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: logger)
@@ -94,31 +121,68 @@ struct ProgressBench {
             configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: "bench-secret-0123456789", httpPort: 0),
             database: database, producer: producer, admin: admin, metrics: metrics, logger: logger)
         let runner = ProgressProjectorService(context: context, configuration: ProgressConfiguration(
-            eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: 2000)).makeRunner()
+            eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: batchRecords)).makeRunner()
         let projectStart = ContinuousClock.now
         let task = Task { try await runner.run() }
         var firstRecordAt: ContinuousClock.Instant?
+        // Progress from the runner's committed-records counter (polling the database would
+        // compete with the projection for the same two cores).
         while true {
-            let done = try await database.query("SELECT count(*)::bigint AS n FROM progress_event_log").first!.decode(Int64.self, "n")
+            let done = metrics.value("projection_records_total", labels: ["group": "bench"]) ?? 0
             if done > 0 && firstRecordAt == nil { firstRecordAt = .now }
-            if done >= Int64(count) { break }
-            try await Task.sleep(for: .milliseconds(20))
+            if done >= Double(count) { break }
+            try await Task.sleep(for: .milliseconds(5))
         }
         let projectEnd = ContinuousClock.now
         task.cancel()
         _ = await task.result
+        let logged = try await database.query("SELECT count(*)::bigint AS n FROM progress_event_log").first!.decode(Int64.self, "n")
+        guard logged == Int64(count) else { throw BenchFailure(description: "event log holds \(logged) of \(count) events") }
         let projectSeconds = seconds(projectEnd - (firstRecordAt ?? projectStart))
         let joinSeconds = seconds((firstRecordAt ?? projectStart) - projectStart)
 
+        // (b') the same run with decoding taken out: records are looked up pre-decoded, so
+        //      what is left is Kafka, the write path, offsets and publishing.
+        _ = try await database.execute("TRUNCATE progress_event_log, reading_progress, progress_notify_outbox")
+        var predecoded: [[UInt8]: ReadingEventRecord] = [:]
+        for (record, event) in zip(records, events) { predecoded[record.value] = event }
+        let lookupMetrics = MetricsRegistry()
+        let lookupRunner = ProjectionRunner(
+            projection: PredecodedProjection(inner: ReadingProgressProjection(producer: producer, database: database, progressTopic: "bench.events.progress"),
+                                             events: predecoded),
+            configuration: ProjectionRunnerConfiguration(bootstrapServers: kafka.bootstrapServers, groupID: "bench-predecoded",
+                                                         topics: ["bench.events"], maxBatchRecords: batchRecords, maxBatchWait: .milliseconds(20)),
+            database: database, deadLetters: producer, metrics: lookupMetrics, logger: logger)
+        let lookupTask = Task { try await lookupRunner.run() }
+        var lookupFirst: ContinuousClock.Instant?
+        while true {
+            let done = lookupMetrics.value("projection_records_total", labels: ["group": "bench-predecoded"]) ?? 0
+            if done > 0 && lookupFirst == nil { lookupFirst = .now }
+            if done >= Double(count) { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let lookupSeconds = seconds(ContinuousClock.now - lookupFirst!)
+        lookupTask.cancel()
+        _ = await lookupTask.result
+
+        let copyAfter = try await copyBaseline("copy_baseline")
+        let copySeconds = (copyBefore + copyAfter) / 2
         let copyRate = Double(count) / copySeconds
         let projectRate = Double(count) / projectSeconds
         print("")
         print("events                         \(count)")
-        print(String(format: "COPY baseline (event rows)     %10.0f rows/s   (%.2f s)", copyRate, copySeconds))
+        print(String(format: "COPY baseline (event rows)     %10.0f rows/s   (%.2f s; %.2f s before, %.2f s after the projection)",
+                     copyRate, copySeconds, copyBefore, copyAfter))
         print(String(format: "projection (log+progress+offs) %10.0f events/s (%.2f s, after %.1f s group join)", projectRate, projectSeconds, joinSeconds))
         let batches = metrics.value("projection_batch_seconds", labels: ["group": "bench"]) ?? 0
         print(String(format: "batches                        %10.0f (%.0f events each)", batches, Double(count) / max(1, batches)))
         print(metrics.render().split(separator: "\n").filter { $0.hasPrefix("projection_stage_seconds_sum") || $0.hasPrefix("projection_batch_seconds_sum") }.joined(separator: "\n"))
+        print(String(format: "apply alone (SQL write path)   %10.0f events/s (%.2f s; per %d-event batch: median %.1f ms, p90 %.1f ms) = %.1f %% of COPY",
+                     Double(count) / applySeconds, applySeconds, applyBatch, 1000 * applyBatchSeconds[applyBatchSeconds.count / 2],
+                     1000 * applyBatchSeconds[applyBatchSeconds.count * 9 / 10], 100 * Double(count) / applySeconds / copyRate))
+        print(String(format: "projection, decoding excluded  %10.0f events/s (%.2f s) = %.1f %% of COPY",
+                     Double(count) / lookupSeconds, lookupSeconds, 100 * Double(count) / lookupSeconds / copyRate))
+        print(lookupMetrics.render().split(separator: "\n").filter { $0.hasPrefix("projection_stage_seconds_sum") || $0.hasPrefix("projection_batch_seconds_count") }.joined(separator: "\n"))
         print(String(format: "JSON decode alone              %10.0f events/s", Double(count) / decodeSeconds))
         print(String(format: "projection / COPY              %9.1f %%", 100 * projectRate / copyRate))
 
@@ -196,4 +260,26 @@ struct ProgressBench {
     struct BenchFailure: Error, CustomStringConvertible { let description: String }
 
     static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+}
+
+/// The progress projection with `decode` replaced by a lookup of the already-decoded event
+/// (the bench's own records), to show what the rest of the pipeline sustains.
+struct PredecodedProjection: Projection {
+    let inner: ReadingProgressProjection
+    let events: [[UInt8]: ReadingEventRecord]
+
+    struct Missing: Error {}
+
+    func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
+        guard let event = events[record.value] else { throw Missing() }
+        return event
+    }
+
+    func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws -> [ProgressNotification] {
+        try await inner.apply(events, in: connection)
+    }
+
+    func combine(_ effects: [[ProgressNotification]]) -> [[ProgressNotification]] { inner.combine(effects) }
+
+    func afterCommit(_ effects: [ProgressNotification]) async throws { try await inner.afterCommit(effects) }
 }

@@ -25,6 +25,39 @@ extension PostgresConnection {
         }
     }
 
+    /// Bulk-loads rows written with `PostgresCopyRows` (`COPY table (columns) FROM STDIN`,
+    /// text format) and returns the number of rows copied.
+    public func copy(into table: String, columns: [String], rows: PostgresCopyRows) async throws(PostgresError) -> Int {
+        guard !columns.isEmpty else {
+            throw PostgresError(code: .copyFailed, message: "COPY needs at least one column", context: ["pg.table": table])
+        }
+        if rows.count > 0, rows.fieldsPerRow != columns.count {
+            throw PostgresError(code: .copyFailed,
+                                message: "rows do not all have \(columns.count) values (\(rows.fieldsPerRow.map(String.init) ?? "uneven rows"))",
+                                context: ["pg.table": table])
+        }
+        let bytes = rows.bytes
+        return try await run { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> Int in
+            var quotedColumns: [String] = []
+            for column in columns { quotedColumns.append(try connection.quoteIdentifier(column, handle: handle)) }
+            let target = try connection.quoteIdentifier(table, handle: handle)
+            let statement = "COPY \(target) (\(quotedColumns.joined(separator: ", "))) FROM STDIN"
+            _ = try connection.check(PQexec(handle, statement), handle: handle, accepting: [PGRES_COPY_IN])
+            var sendFailed = false
+            bytes.withUnsafeBufferPointer { all in
+                all.withMemoryRebound(to: CChar.self) { all in
+                    var start = 0
+                    while start < all.count, !sendFailed {
+                        let end = min(start + Self.copyChunkSize, all.count)
+                        if PQputCopyData(handle, all.baseAddress! + start, Int32(end - start)) != 1 { sendFailed = true }
+                        start = end
+                    }
+                }
+            }
+            return try connection.finishCopy(handle: handle, table: table, sendFailed: sendFailed)
+        }
+    }
+
     private static let copyChunkSize = 256 * 1024
 
     /// Sends the rows in chunks, ends the stream, and reads the final result.
@@ -46,6 +79,12 @@ extension PostgresConnection {
             if sendFailed { break }
         }
         flush()
+        return try finishCopy(handle: handle, table: table, sendFailed: sendFailed)
+    }
+
+    /// Ends the COPY stream and reads the final result.
+    private func finishCopy(handle: OpaquePointer, table: String, sendFailed: Bool) throws(PostgresError) -> Int {
+        var sendFailed = sendFailed
         if PQputCopyEnd(handle, nil) != 1 { sendFailed = true }
         // Drain every result so the connection returns to the idle state.
         var outcome: Result<Int, PostgresError>? = nil

@@ -16,6 +16,24 @@ enum PostgresTimestamp {
             + ":" + pad(second, 2) + "." + pad(fraction, 6) + "Z"
     }
 
+    /// Appends `format(date)`'s bytes without building the string (years 0…9999).
+    static func append(_ date: Date, to bytes: inout [UInt8]) {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let (seconds, fraction) = floorDivide(micros, 1_000_000)
+        let (days, secondOfDay) = floorDivide(seconds, 86_400)
+        let (year, month, day) = civil(fromDays: days)
+        guard (0...9999).contains(year) else {
+            bytes.append(contentsOf: format(date).utf8)
+            return
+        }
+        func digits(_ value: Int64, _ width: Int) { PostgresCopyRows.appendDecimal(value, minimumDigits: width, to: &bytes) }
+        digits(year, 4); bytes.append(UInt8(ascii: "-")); digits(month, 2); bytes.append(UInt8(ascii: "-")); digits(day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(secondOfDay / 3600, 2); bytes.append(UInt8(ascii: ":")); digits(secondOfDay % 3600 / 60, 2)
+        bytes.append(UInt8(ascii: ":")); digits(secondOfDay % 60, 2); bytes.append(UInt8(ascii: "."))
+        digits(fraction, 6); bytes.append(UInt8(ascii: "Z"))
+    }
+
     /// Parses `YYYY-MM-DD[ HH:MM:SS[.ffffff]][±HH[:MM[:SS]]]`, `infinity`, `-infinity`.
     static func parse(_ text: String) -> Date? {
         if text == "infinity" { return .distantFuture }

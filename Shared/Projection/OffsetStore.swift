@@ -25,14 +25,25 @@ struct OffsetStore: Sendable {
         return claims
     }
 
-    /// Moves a partition from `claim.nextOffset` to `next`, only if this member still owns it
-    /// at that generation and nobody moved it meanwhile. `false`: the partition was lost.
-    func advance(_ tp: KafkaTopicPartition, from claim: PartitionOwnership.Claim, to next: Int64,
-                 in connection: PostgresConnection) async throws -> Bool {
-        let updated = try await connection.execute("""
-            UPDATE consumer_offsets SET next_offset = $1, updated_at = now()
-            WHERE group_id = $2 AND topic = $3 AND partition = $4 AND generation = $5 AND next_offset = $6
-            """, [next, groupID, tp.topic, Int(tp.partition), claim.generation, claim.nextOffset])
-        return updated == 1
+    /// Moves each partition from its `claim.nextOffset` to its new offset, in one statement,
+    /// only where this member still owns it at that generation and nobody moved it
+    /// meanwhile. Returns the partitions that were not moved (lost).
+    func advance(_ moves: [(KafkaTopicPartition, PartitionOwnership.Claim, Int64)],
+                 in connection: PostgresConnection) async throws -> Set<KafkaTopicPartition> {
+        guard !moves.isEmpty else { return [] }
+        let rows = try await connection.query("""
+            UPDATE consumer_offsets o SET next_offset = v.next_offset, updated_at = now()
+            FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[])
+                 AS v(topic, partition, generation, expected, next_offset)
+            WHERE o.group_id = $1 AND o.topic = v.topic AND o.partition = v.partition
+              AND o.generation = v.generation AND o.next_offset = v.expected
+            RETURNING o.topic, o.partition
+            """, [groupID, moves.map(\.0.topic), moves.map { Int($0.0.partition) }, moves.map(\.1.generation),
+                  moves.map(\.1.nextOffset), moves.map(\.2)])
+        var lost = Set(moves.map(\.0))
+        for row in rows {
+            lost.remove(KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: Int32(try row.decode(Int64.self, "partition"))))
+        }
+        return lost
     }
 }

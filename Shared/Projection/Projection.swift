@@ -21,6 +21,16 @@ public protocol Projection: Sendable {
 
     /// Runs after the transaction committed (e.g. publish change notifications).
     func afterCommit(_ effects: Effects) async throws
+
+    /// Combines the effects of consecutive committed batches (in commit order) before their
+    /// after-commit work runs. When that work waits on a round trip (a publish waiting for
+    /// the broker's acknowledgement), batches that commit meanwhile are handed over together,
+    /// so the round trip is paid once for all of them. Default: no combining.
+    func combine(_ effects: [Effects]) -> [Effects]
+}
+
+extension Projection {
+    public func combine(_ effects: [Effects]) -> [Effects] { effects }
 }
 
 extension Projection where Effects == Void {

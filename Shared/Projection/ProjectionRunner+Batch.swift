@@ -31,7 +31,9 @@ extension ProjectionRunner {
     /// Fetches the next batch and decodes it (on both cores when it is large). Pure: nothing
     /// is written until the batch is applied.
     func fetch(_ consumer: KafkaConsumer) async throws -> FetchedBatch {
-        let records = try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait)
+        let records = try await timed("fetch") {
+            try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait)
+        }
         let generations = ownership.generations()
         guard !records.isEmpty else { return FetchedBatch(items: [], generations: generations, poison: [:]) }
         return try await timed("decode") {
@@ -39,7 +41,17 @@ extension ProjectionRunner {
             let chunks = records.count >= 256 ? [Array(records[..<half]), Array(records[half...])] : [records]
             let decoded = await withTaskGroup(of: (Int, [(Item, String?)]).self) { group in
                 for (index, chunk) in chunks.enumerated() {
-                    group.addTask { (index, chunk.map { self.decodeOne($0) }) }
+                    group.addTask {
+                        // Yields between slices, so the apply stage's continuations (each
+                        // statement's result) are not held up behind a whole chunk.
+                        var part: [(Item, String?)] = []
+                        part.reserveCapacity(chunk.count)
+                        for start in stride(from: 0, to: chunk.count, by: Self.decodeSlice) {
+                            if start > 0 { await Task.yield() }
+                            for record in chunk[start..<min(start + Self.decodeSlice, chunk.count)] { part.append(self.decodeOne(record)) }
+                        }
+                        return (index, part)
+                    }
                 }
                 var parts = [[(Item, String?)]](repeating: [], count: chunks.count)
                 for await (index, part) in group { parts[index] = part }
@@ -50,6 +62,9 @@ extension ProjectionRunner {
             return FetchedBatch(items: decoded.map(\.0), generations: generations, poison: poison)
         }
     }
+
+    /// Records decoded between yields.
+    static var decodeSlice: Int { 64 }
 
     func decodeOne(_ record: KafkaConsumerRecord) -> (Item, String?) {
         do {
@@ -150,13 +165,9 @@ extension ProjectionRunner {
         let effects = try await timed("apply") { try await withRetries("apply batch") {
             try await self.database.withTransaction { connection in
                 let effects = try await self.projection.apply(events, in: connection)
-                var lostNow = Set<KafkaTopicPartition>()
-                for (tp, offset) in positions {
-                    guard let claim = claims[tp], try await self.offsets.advance(tp, from: claim, to: offset, in: connection) else {
-                        lostNow.insert(tp)
-                        continue
-                    }
-                }
+                var lostNow = Set(positions.keys.filter { claims[$0] == nil })
+                lostNow.formUnion(try await self.offsets.advance(
+                    positions.compactMap { tp, offset in claims[tp].map { (tp, $0, offset) } }, in: connection))
                 if !lostNow.isEmpty { throw LostPartitions(partitions: lostNow) }
                 return effects
             }

@@ -22,6 +22,9 @@ public struct ProjectionRunnerConfiguration: Sendable {
     public var sessionTimeout: Duration
     /// Records the consumer may buffer ahead of the projection (fetching pauses beyond it).
     public var consumerBufferCapacity: Int
+    /// Committed batches whose after-commit work may wait behind the running one before
+    /// committing pauses (backpressure on a slow publish).
+    public var maxPendingAfterCommit: Int = 16
     public var memberID: String
     /// Extra librdkafka consumer properties. The default caps how long a fetch waits on a
     /// quiet partition (librdkafka's default is 500 ms; a real broker answers as soon as data
@@ -78,8 +81,10 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// Consumes until the task is cancelled, then leaves the group cleanly.
     ///
     /// Three stages overlap: while one batch is applied and committed, the next one is
-    /// fetched and decoded, and the previous one's after-commit work (notifications) runs.
-    /// Each stage keeps batch order, and at most one batch waits in each.
+    /// fetched and decoded, and the after-commit work (notifications) of the batches already
+    /// committed runs. Each stage keeps batch order. Batches that commit while after-commit
+    /// work is still running are queued and handed over together (`Projection.combine`);
+    /// beyond `maxPendingAfterCommit` queued batches, committing waits for it.
     public func run() async throws {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
@@ -90,7 +95,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             rebalanceListener: RebalanceBridge(runner: self), logger: logger)
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var next = Task { try await fetch(consumer) }
-        var afterCommit: Task<Void, Never>?
+        let afterCommit = AfterCommitQueue<P.Effects>()
         var lastLagReport = ContinuousClock.now
         var failure: (any Error)?
         while !Task.isCancelled {
@@ -103,8 +108,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             }
             next = Task { try await fetch(consumer) }
             if !batch.items.isEmpty, let effects = await process(batch) {
-                await afterCommit?.value
-                afterCommit = Task { await self.runAfterCommit(effects) }
+                if afterCommit.pendingCount >= configuration.maxPendingAfterCommit { await afterCommit.drained() }
+                afterCommit.submit(effects) { pending in await self.runAfterCommit(self.projection.combine(pending)) }
             }
             if ContinuousClock.now - lastLagReport > .seconds(1) {
                 lastLagReport = .now
@@ -113,7 +118,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         }
         next.cancel()
         _ = await next.result
-        await afterCommit?.value
+        await afterCommit.drained()
         await consumer.close()
         if let failure {
             logger.error("projection failed", metadata: ["error": "\(failure)"])

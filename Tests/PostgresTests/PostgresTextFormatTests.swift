@@ -64,4 +64,25 @@ struct PostgresTextFormatTests {
         CopyText.appendRow(["a\tb\nc\\d\re", nil as String?, 42, "ünï"], to: &buffer)
         #expect(String(decoding: buffer, as: UTF8.self) == "a\\tb\\nc\\\\d\\re\t\\N\t42\tünï\n")
     }
+
+    @Test("PostgresCopyRows writes the same COPY text as boxed values, and tracks fields per row")
+    func copyRows() {
+        let dates = [Date(timeIntervalSince1970: 1_767_225_845.123456), Date(timeIntervalSince1970: -1.5), Date(timeIntervalSince1970: 0)]
+        let values: [Int64] = [0, 7, -42, Int64.max, Int64.min]
+        var rows = PostgresCopyRows()
+        var expected: [UInt8] = []
+        for (index, date) in dates.enumerated() {
+            let text = ["a\tb\nc\\d\re", "plain", "ünï"][index]
+            rows.append(text); rows.append(nil as String?); rows.append(values[index]); rows.append(date); rows.append(Int32(index))
+            rows.endRow()
+            CopyText.appendRow([text, nil as String?, values[index], date, Int32(index)], to: &expected)
+        }
+        #expect(String(decoding: rows.bytes, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+        #expect(rows.count == 3 && rows.fieldsPerRow == 5)
+        var extremes = PostgresCopyRows()
+        extremes.append(values[3]); extremes.append(values[4]); extremes.endRow()
+        #expect(String(decoding: extremes.bytes, as: UTF8.self) == "\(Int64.max)\t\(Int64.min)\n")
+        extremes.append(1); extremes.endRow()
+        #expect(extremes.fieldsPerRow == nil)
+    }
 }

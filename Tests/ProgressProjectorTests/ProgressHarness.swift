@@ -169,6 +169,6 @@ final class ProgressHarness: Sendable {
     }
 
     func reset() async throws {
-        _ = try await client.execute("TRUNCATE reading_progress, progress_event_log, consumer_offsets")
+        _ = try await client.execute("TRUNCATE reading_progress, progress_event_log, progress_notify_outbox, consumer_offsets")
     }
 }

@@ -58,6 +58,12 @@ public struct ReadingProgressProjection: Projection {
         return try await upsertProgress(ProgressDelta.fold(fresh), connection)
     }
 
+    /// The changes of batches committed while a publish was waiting for its acknowledgements
+    /// go out together, in commit order.
+    public func combine(_ effects: [[ProgressNotification]]) -> [[ProgressNotification]] {
+        effects.count > 1 ? [effects.flatMap { $0 }] : effects
+    }
+
     /// Publishes the changes, then takes them out of the outbox (a newer change of the same
     /// row stays queued). A failed publish leaves them queued for the relay.
     public func afterCommit(_ effects: [ProgressNotification]) async throws {
@@ -72,26 +78,46 @@ public struct ReadingProgressProjection: Projection {
 
     /// Inserts the batch into the event log; returns the events not seen before (first
     /// occurrence of each id).
+    ///
+    /// The usual batch holds only new events: its distinct events are COPYed straight into
+    /// the log inside a savepoint, and the log's primary key checks them. When some were
+    /// logged before (a batch replayed after a crash, a resent event) that COPY fails with a
+    /// unique violation and is rolled back to the savepoint; the batch then goes through a
+    /// per-connection staging table and `INSERT … ON CONFLICT DO NOTHING`, which answers the
+    /// ids that were already there.
     func insertIntoLog(_ events: [ProjectedEvent<ReadingEventRecord>], _ connection: PostgresConnection) async throws -> [ReadingEventRecord] {
-        let e = events.map(\.event)
-        let rows = try await connection.query("""
-            INSERT INTO progress_event_log (event_id, user_id, material_id, client_session_id, event_type, client_timestamp,
-                                            sequence, active_seconds_delta, kafka_partition, kafka_offset)
-            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[],
-                                 $7::bigint[], $8::int[], $9::int[], $10::bigint[])
-            ON CONFLICT (event_id) DO NOTHING
-            RETURNING event_id
-            """, [e.map(\.eventId), e.map(\.userId), e.map(\.materialId), e.map(\.clientSessionId), e.map(\.eventType.rawValue),
-                  e.map { ContractCoding.formatTimestamp($0.clientTimestamp) }, e.map { Int64($0.sequence) },
-                  e.map { Int64($0.activeSecondsDelta) }, events.map { Int64($0.partition) }, events.map(\.offset)])
-        var inserted = Set<String>()
-        for row in rows { inserted.insert(try row.decode(String.self, "event_id")) }
-        var seen = Set<String>()
-        return e.filter { inserted.contains($0.eventId) && seen.insert($0.eventId).inserted }
+        var seen = Set<String>(minimumCapacity: events.count)
+        let distinct = events.filter { seen.insert($0.event.eventId).inserted }
+        var rows = PostgresCopyRows(reservingBytes: distinct.count * 160)
+        for p in distinct { Self.appendLogRow(p, to: &rows) }
+        do {
+            try await connection.withSavepoint { connection in
+                _ = try await connection.copy(into: "progress_event_log", columns: ProgressSQL.logColumns, rows: rows)
+            }
+            return distinct.map(\.event)
+        } catch let error as PostgresError where error.sqlState == ProgressSQL.uniqueViolation {
+            // Some events are in the log already: filter them out below.
+        }
+        // Rare (replays), so the staging table is simply ensured each time: it lives as long
+        // as the connection, unless the transaction that created it rolled back.
+        try await connection.execute(ProgressSQL.createStagingTable)
+        _ = try await connection.copy(into: ProgressSQL.stagingTable, columns: ProgressSQL.logColumns, rows: rows)
+        var known = Set<String>()
+        for row in try await connection.query(ProgressSQL.moveStagedIntoLog) { known.insert(try row.decode(String.self, 0)) }
+        return distinct.lazy.map(\.event).filter { !known.contains($0.eventId) }
+    }
+
+    /// One event log row, in `ProgressSQL.logColumns` order.
+    static func appendLogRow(_ p: ProjectedEvent<ReadingEventRecord>, to rows: inout PostgresCopyRows) {
+        let e = p.event
+        rows.append(e.eventId); rows.append(e.userId); rows.append(e.materialId); rows.append(e.clientSessionId)
+        rows.append(e.eventType.rawValue); rows.append(e.clientTimestamp); rows.append(e.sequence)
+        rows.append(e.activeSecondsDelta); rows.append(p.partition); rows.append(p.offset)
+        rows.endRow()
     }
 
     func upsertProgress(_ deltas: [ProgressDelta], _ connection: PostgresConnection) async throws -> [ProgressNotification] {
-        func ts(_ d: Date?) -> String { d.map(ContractCoding.formatTimestamp) ?? "" }
+        func ts(_ d: Date?) -> String { d.flatMap(\.postgresText) ?? "" }
         let positions = try deltas.map { d -> String in
             guard let p = d.position?.position else { return "" }
             return String(decoding: try ContractCoding.encode(p), as: UTF8.self)
@@ -105,7 +131,17 @@ public struct ReadingProgressProjection: Projection {
             deltas.map(\.latest.sessionID), deltas.map(\.latest.targetType.rawValue), deltas.map { $0.latest.knowledgeBaseID ?? "" },
             deltas.map { ts($0.latest.key.timestamp) }, deltas.map { Int64($0.latest.key.sequence) }, deltas.map(\.latest.key.eventID),
         ])
-        return try rows.map(ProgressNotification.init(row:))
+        var deltaIndex: [String: Int] = [:]
+        for (index, d) in deltas.enumerated() { deltaIndex[d.userID + "\u{0}" + d.materialID] = index }
+        return try rows.map { row in
+            // The stored position is this batch's own when it comes from the same event;
+            // only an older batch's position is read back from its JSON.
+            try ProgressNotification(row: row) { userID, materialID, positionEventID in
+                guard let index = deltaIndex[userID + "\u{0}" + materialID], let own = deltas[index].position,
+                      positionEventID == own.key.eventID else { return nil }
+                return own.position
+            }
+        }
     }
 }
 
@@ -115,10 +151,20 @@ public struct ProgressNotification: Sendable {
     public var version: Int64
 
     /// From a row with the `reading_progress` columns of the notification and `version`.
-    public init(row: PostgresRow) throws {
-        let position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+    public init(row: PostgresRow) throws { try self.init(row: row, ownPosition: nil) }
+
+    /// `ownPosition(user, material, position_event_id)` may supply the position without
+    /// reading the row's JSON.
+    init(row: PostgresRow, ownPosition: ((String, String, String?) -> ReadingPosition?)?) throws {
+        let userID = try row.decode(String.self, "user_id"), materialID = try row.decode(String.self, "material_id")
+        let position: ReadingPosition?
+        if let ownPosition, let own = ownPosition(userID, materialID, try row.decode(String?.self, "position_event_id")) {
+            position = own
+        } else {
+            position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+        }
         change = ReadingProgressChanged(
-            userId: try row.decode(String.self, "user_id"), materialId: try row.decode(String.self, "material_id"),
+            userId: userID, materialId: materialID,
             status: ReadingStatus(rawValue: try row.decode(String.self, "status")) ?? .inProgress,
             lastPosition: position, progressPercent: try row.decode(Double.self, "progress_percent"),
             totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
