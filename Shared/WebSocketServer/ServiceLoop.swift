@@ -211,7 +211,8 @@ final class ServiceLoop: @unchecked Sendable {
     private func drainInbox() {
         let work = waker.takeWork()
         for id in work.writable {
-            if let wsi = wsiByConnection[id] { lws_callback_on_writable(wsi) }
+            guard let wsi = wsiByConnection[id], let live = connections[wsi] else { continue }
+            _ = flush(wsi, live, inWriteable: false)
         }
         for (id, response) in work.httpResponses {
             guard let wsi = wsiByExchange[id], let exchange = httpExchanges[wsi], exchange.id == id else { continue }
