@@ -1,6 +1,8 @@
 import Auth
 import Contracts
 import Foundation
+import CEpoll
+import Glibc
 import Kafka
 import Logging
 import Metrics
@@ -123,6 +125,7 @@ struct RealtimeBench {
         let tick = Duration.milliseconds(10)
         let perTick = max(1, rate / 100)
         var produced = 0
+        let cpuBefore = CPUSample.take(client: swiftClient)
         let begin = ContinuousClock.now
         var next = begin
         while ContinuousClock.now - begin < .seconds(seconds) {
@@ -140,6 +143,7 @@ struct RealtimeBench {
             try await Task.sleep(until: next, clock: .continuous)
         }
         let elapsed = ContinuousClock.now - begin
+        let cpuAfter = CPUSample.take(client: swiftClient)
         try await Task.sleep(for: .seconds(3))  // drain
 
         var received = 0
@@ -167,6 +171,7 @@ struct RealtimeBench {
         print(String(format: "delivered msgs/s: %.0f", Double(received) / window))
         print(String(format: "latency p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                      percentile(histogram, 0.50), percentile(histogram, 0.99), percentile(histogram, 0.999), percentile(histogram, 1.0)))
+        print(cpuAfter.report(since: cpuBefore, messages: received, window: window))
 
         notifier.cancel()
         _ = await notifier.result
@@ -175,6 +180,39 @@ struct RealtimeBench {
         await context.database.close()
         await privateCluster?.stop()
         cluster.shutdown()
+    }
+
+    /// CPU time of this process (the notifier, the embedded broker and, with the Swift client,
+    /// the load client threads) and of the whole machine, to read the latencies against.
+    struct CPUSample {
+        var process: Double
+        var client: Double
+        var machineBusy: Double
+        var machineTotal: Double
+
+        static func take(client: LoadClient?) -> CPUSample {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            // /proc/stat "cpu" line: user nice system idle iowait irq softirq steal …, in ticks.
+            let fields = ((try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? "")
+                .split(separator: "\n").first?.split(separator: " ").dropFirst().compactMap { Double($0) } ?? []
+            let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+            let total = fields.prefix(8).reduce(0, +) / ticks
+            let idle = fields.count > 4 ? (fields[3] + fields[4]) / ticks : 0
+            return CPUSample(process: process, client: client?.cpuSeconds ?? 0, machineBusy: total - idle, machineTotal: total)
+        }
+
+        func report(since start: CPUSample, messages: Int, window: Double) -> String {
+            let process = self.process - start.process
+            let client = self.client - start.client
+            let others = (machineBusy - start.machineBusy) - process
+            return String(format: "cpu over the window: bench process %.2f cores (load client %.2f, rest %.2f = %.1f µs per delivered message); other processes %.2f cores; machine idle %.0f%%",
+                          process / window, client / window, (process - client) / window,
+                          (process - client) / Double(max(messages, 1)) * 1e6, others / window,
+                          100 * (1 - (machineBusy - start.machineBusy) / max(machineTotal - start.machineTotal, 1e-9)))
+        }
     }
 
     struct BenchError: Error, CustomStringConvertible {
