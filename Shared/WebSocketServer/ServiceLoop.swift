@@ -156,7 +156,7 @@ final class ServiceLoop: @unchecked Sendable {
         // still be active, which libev ignores: a timer due earlier than the one armed
         // (a ping, a timeout) then waits for the next socket event. A regular wake makes
         // lws service its due timers at least this often.
-        let ticker: DispatchSourceTimer? = eventLoop == nil ? nil : {
+        let ticker: (any DispatchSourceTimer)? = eventLoop == nil ? nil : {
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(deadline: .now() + Self.timerTick, repeating: Self.timerTick, leeway: .milliseconds(20))
             timer.setEventHandler { [waker] in waker.poke() }
