@@ -63,7 +63,17 @@ struct RealtimeBench {
         service.onListening = { bound in port.withLock { $0 = bound } }
         let parts = service.parts()
         let notifier = Task { try await ServiceHost.run(context: context, parts: parts, handlesSignals: false) }
-        while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+        // Every wait below is bounded: a stuck phase fails the run, saying where it stopped.
+        let setupDeadline = ContinuousClock.now + .seconds(60)
+        func waitOrFail(_ phase: String, _ done: () -> Bool) async throws {
+            while !done() {
+                guard ContinuousClock.now < setupDeadline else {
+                    throw BenchError(description: "\(phase) not done after 60 s (subscriptions \(service.hub.subscriptionCount), delivered \(service.hub.deliveredCount))")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await waitOrFail("listening") { port.withLock { $0 } != nil }
         let url = "ws://127.0.0.1:\(port.withLock { $0! })/realtime/v1/websocket"
 
         // Channels are users' own channels, so any token for that user may join.
@@ -98,14 +108,14 @@ struct RealtimeBench {
             let client = LoadClient(port: UInt16(port.withLock { $0! }), path: "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
                                     topics: topics, threads: processes)
             client.start()
-            while client.ready < topics.count {
-                if let failure = client.failure { throw BenchError(description: "load client failed: \(failure)") }
-                try await Task.sleep(for: .milliseconds(20))
+            try await waitOrFail("joins (\(topics.count) sockets)") {
+                client.failure != nil || client.ready >= topics.count
             }
+            if let failure = client.failure { throw BenchError(description: "load client failed: \(failure)") }
             swiftClient = client
         }
         print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now)) (\(python ? "Python" : "Swift epoll") client)")
-        while service.hub.subscriptionCount < perProcess * processes { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitOrFail("subscriptions") { service.hub.subscriptionCount >= perProcess * processes }
 
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
                                                                                    clientID: "bench-producer", lingerMilliseconds: 1,
@@ -119,7 +129,7 @@ struct RealtimeBench {
                                                             value: try ContractCoding.encode(value)))
         }
         let warmTarget = perProcess * processes
-        while service.hub.deliveredCount < warmTarget { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitOrFail("warm-up") { service.hub.deliveredCount >= warmTarget }
         try await Task.sleep(for: .seconds(1))
         print("warm-up delivered in \(started.duration(to: .now))")
 
