@@ -31,6 +31,8 @@ final class LoadClient: Sendable {
     private let failed = Mutex<String?>(nil)
     private let results = Mutex<[Totals]>([])
     private let finished = Atomic<Int>(0)
+    /// Each thread's CPU clock (`pthread_getcpuclockid`), for the bench's CPU accounting.
+    private let cpuClocks = Mutex<[clockid_t]>([])
 
     /// `topics[i]` is the topic connection `i` joins.
     init(port: UInt16, path: String, topics: [String], threads: Int) {
@@ -65,7 +67,20 @@ final class LoadClient: Sendable {
         return total
     }
 
+    /// CPU seconds the client threads have used so far.
+    var cpuSeconds: Double {
+        cpuClocks.withLock { clocks in
+            clocks.reduce(0) { sum, clock in
+                var spec = timespec()
+                clock_gettime(clock, &spec)
+                return sum + Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+            }
+        }
+    }
+
     private func run(_ topics: [String]) {
+        var clock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &clock) == 0 { cpuClocks.withLock { $0.append(clock) } }
         var totals = Totals()
         defer {
             results.withLock { $0.append(totals) }

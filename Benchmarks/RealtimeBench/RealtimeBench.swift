@@ -1,6 +1,8 @@
 import Auth
 import Contracts
 import Foundation
+import CEpoll
+import Glibc
 import Kafka
 import Logging
 import Metrics
@@ -31,6 +33,7 @@ struct RealtimeBench {
 
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+        if ProcessInfo.processInfo.environment["BENCH_MOCK_NAGLE"] == nil { disableNagleOnListeners(cluster.bootstrapServers) }
         var privateCluster: PrivatePostgresCluster?
         let databaseURL: String
         if let admin = ProcessInfo.processInfo.environment["BENCH_DATABASE_URL"] {
@@ -60,7 +63,17 @@ struct RealtimeBench {
         service.onListening = { bound in port.withLock { $0 = bound } }
         let parts = service.parts()
         let notifier = Task { try await ServiceHost.run(context: context, parts: parts, handlesSignals: false) }
-        while port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(20)) }
+        // Every wait below is bounded: a stuck phase fails the run, saying where it stopped.
+        let setupDeadline = ContinuousClock.now + .seconds(60)
+        func waitOrFail(_ phase: String, _ done: () -> Bool) async throws {
+            while !done() {
+                guard ContinuousClock.now < setupDeadline else {
+                    throw BenchError(description: "\(phase) not done after 60 s (subscriptions \(service.hub.subscriptionCount), delivered \(service.hub.deliveredCount))")
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        try await waitOrFail("listening") { port.withLock { $0 } != nil }
         let url = "ws://127.0.0.1:\(port.withLock { $0! })/realtime/v1/websocket"
 
         // Channels are users' own channels, so any token for that user may join.
@@ -95,17 +108,18 @@ struct RealtimeBench {
             let client = LoadClient(port: UInt16(port.withLock { $0! }), path: "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
                                     topics: topics, threads: processes)
             client.start()
-            while client.ready < topics.count {
-                if let failure = client.failure { throw BenchError(description: "load client failed: \(failure)") }
-                try await Task.sleep(for: .milliseconds(20))
+            try await waitOrFail("joins (\(topics.count) sockets)") {
+                client.failure != nil || client.ready >= topics.count
             }
+            if let failure = client.failure { throw BenchError(description: "load client failed: \(failure)") }
             swiftClient = client
         }
         print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now)) (\(python ? "Python" : "Swift epoll") client)")
-        while service.hub.subscriptionCount < perProcess * processes { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitOrFail("subscriptions") { service.hub.subscriptionCount >= perProcess * processes }
 
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
-                                                                                   clientID: "bench-producer", lingerMilliseconds: 1),
+                                                                                   clientID: "bench-producer", lingerMilliseconds: 1,
+                                                                                   extra: ["socket.nagle.disable": "true"]),
                                          logger: .disabled)
         // Warm-up: the consumer groups join, every channel's first event goes through (clients
         // ignore events without a publish time).
@@ -115,7 +129,7 @@ struct RealtimeBench {
                                                             value: try ContractCoding.encode(value)))
         }
         let warmTarget = perProcess * processes
-        while service.hub.deliveredCount < warmTarget { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitOrFail("warm-up") { service.hub.deliveredCount >= warmTarget }
         try await Task.sleep(for: .seconds(1))
         print("warm-up delivered in \(started.duration(to: .now))")
 
@@ -123,6 +137,7 @@ struct RealtimeBench {
         let tick = Duration.milliseconds(10)
         let perTick = max(1, rate / 100)
         var produced = 0
+        let cpuBefore = CPUSample.take(client: swiftClient)
         let begin = ContinuousClock.now
         var next = begin
         while ContinuousClock.now - begin < .seconds(seconds) {
@@ -140,6 +155,7 @@ struct RealtimeBench {
             try await Task.sleep(until: next, clock: .continuous)
         }
         let elapsed = ContinuousClock.now - begin
+        let cpuAfter = CPUSample.take(client: swiftClient)
         try await Task.sleep(for: .seconds(3))  // drain
 
         var received = 0
@@ -167,6 +183,7 @@ struct RealtimeBench {
         print(String(format: "delivered msgs/s: %.0f", Double(received) / window))
         print(String(format: "latency p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                      percentile(histogram, 0.50), percentile(histogram, 0.99), percentile(histogram, 0.999), percentile(histogram, 1.0)))
+        print(cpuAfter.report(since: cpuBefore, messages: received, window: window))
 
         notifier.cancel()
         _ = await notifier.result
@@ -175,6 +192,59 @@ struct RealtimeBench {
         await context.database.close()
         await privateCluster?.stop()
         cluster.shutdown()
+    }
+
+    /// Sets TCP_NODELAY on this process's listening sockets bound to the ports in `servers`
+    /// ("host:port,…"): the embedded mock broker's listeners. Linux copies it to every
+    /// connection they accept.
+    static func disableNagleOnListeners(_ servers: String) {
+        let ports = Set(servers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
+        for fd in Int32(0)..<Int32(4096) {
+            var listening: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0, listening == 1 else { continue }
+            var address = sockaddr_in()
+            var addressLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &addressLength) }
+            }
+            guard named == 0, address.sin_family == sa_family_t(AF_INET), ports.contains(UInt16(bigEndian: address.sin_port)) else { continue }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    /// CPU time of this process (the notifier, the embedded broker and, with the Swift client,
+    /// the load client threads) and of the whole machine, to read the latencies against.
+    struct CPUSample {
+        var process: Double
+        var client: Double
+        var machineBusy: Double
+        var machineTotal: Double
+
+        static func take(client: LoadClient?) -> CPUSample {
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            // /proc/stat "cpu" line: user nice system idle iowait irq softirq steal …, in ticks.
+            let fields = ((try? String(contentsOfFile: "/proc/stat", encoding: .utf8)) ?? "")
+                .split(separator: "\n").first?.split(separator: " ").dropFirst().compactMap { Double($0) } ?? []
+            let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+            let total = fields.prefix(8).reduce(0, +) / ticks
+            let idle = fields.count > 4 ? (fields[3] + fields[4]) / ticks : 0
+            return CPUSample(process: process, client: client?.cpuSeconds ?? 0, machineBusy: total - idle, machineTotal: total)
+        }
+
+        func report(since start: CPUSample, messages: Int, window: Double) -> String {
+            let process = self.process - start.process
+            let client = self.client - start.client
+            let others = (machineBusy - start.machineBusy) - process
+            return String(format: "cpu over the window: bench process %.2f cores (load client %.2f, rest %.2f = %.1f µs per delivered message); other processes %.2f cores; machine idle %.0f%%",
+                          process / window, client / window, (process - client) / window,
+                          (process - client) / Double(max(messages, 1)) * 1e6, others / window,
+                          100 * (1 - (machineBusy - start.machineBusy) / max(machineTotal - start.machineTotal, 1e-9)))
+        }
     }
 
     struct BenchError: Error, CustomStringConvertible {

@@ -8,12 +8,14 @@ final class LiveConnection {
     let connection: WebSocketConnection
     /// The message being reassembled from fragments.
     var inbound: [UInt8] = []
+    /// A write outside the writeable callback failed: the next writeable callback closes.
+    var failed = false
 
     init(connection: WebSocketConnection) { self.connection = connection }
 }
 
 extension ServiceLoop {
-    /// Most messages one writable callback sends before yielding to other connections.
+    /// Most messages one flush of a connection writes before yielding to other connections.
     static let writesPerCallback = 32
 
     /// Upgrade requested: asks the delegate, and answers a refusal as a plain HTTP response.
@@ -86,24 +88,56 @@ extension ServiceLoop {
         return 0
     }
 
-    /// Writes queued messages while the socket takes them, then the close frame if one is due.
+    /// `LWS_CALLBACK_SERVER_WRITEABLE`: writes what is queued; -1 closes the connection
+    /// (after the close frame, when one is due).
     func writeWebSocket(_ wsi: OpaquePointer) -> Int32 {
         guard let live = connections[wsi] else { return 0 }
+        if live.failed { return -1 }
+        return flush(wsi, live, inWriteable: true) ? 0 : -1
+    }
+
+    /// Writes queued frames while the socket takes them, up to `writesPerCallback`; whatever
+    /// is left re-arms the writeable callback.
+    ///
+    /// "Takes them" means lws holds no unsent bytes of an earlier write
+    /// (`lws_partial_buffered`, a flag: no syscall). A write the kernel does not take in full
+    /// leaves its tail (or all of it) in lws's own buffer, which lws sends first, before
+    /// anything written later, on the next writeable event; nothing more is written until
+    /// that buffer is empty. So a reader that stops reading costs at most one message in lws
+    /// plus its own bounded queue, and the queue then stops draining and overflows.
+    ///
+    /// Also called straight from the inbox drain (`inWriteable` false): the common case, one
+    /// frame for an idle socket, is written at once instead of after another trip through
+    /// `poll` for `POLLOUT`. A due close, which only the connection's own writeable callback
+    /// can carry out (by returning -1), is left for that callback.
+    /// Returns false if the connection must close.
+    func flush(_ wsi: OpaquePointer, _ live: LiveConnection, inWriteable: Bool) -> Bool {
         let connection = live.connection
-        for _ in 0..<Self.writesPerCallback {
-            switch connection.outbox.withLock({ $0.next() }) {
+        for written in 0..<Self.writesPerCallback {
+            if written == Self.writesPerCallback - 1 || lws_partial_buffered(wsi) != 0 {
+                lws_callback_on_writable(wsi)
+                return true
+            }
+            switch connection.outbox.withLock({ $0.next(canClose: inWriteable) }) {
             case .idle:
-                return 0
+                return true
+            case .closeDue:
+                lws_callback_on_writable(wsi)
+                return true
             case .close(let code, let reason):
                 sendCloseReason(wsi, code: code, reason: reason)
-                return -1
-            case .message(let bytes):
-                guard writeBytes(wsi, bytes, LWS_WRITE_TEXT) else { return -1 }
+                return false
+            case .message(let frame, let more):
+                guard lws_write(wsi, frame.payload, frame.count, LWS_WRITE_TEXT) >= frame.count else {
+                    if inWriteable { return false }
+                    live.failed = true
+                    lws_callback_on_writable(wsi)
+                    return true
+                }
+                guard more else { return true }
             }
-            if lws_send_pipe_choked(wsi) != 0 { break }
         }
-        if connection.outbox.withLock({ $0.finishBatch() }) { lws_callback_on_writable(wsi) }
-        return 0
+        return true
     }
 
     func connectionDidClose(_ live: LiveConnection) {

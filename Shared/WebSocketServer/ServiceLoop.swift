@@ -16,6 +16,8 @@ final class ServiceLoop: @unchecked Sendable {
     let router: Router?
     let logger: Logger
     let waker = ServiceWaker()
+    /// "epoll" or "poll" once the context exists.
+    let eventLoopName = Mutex<String?>(nil)
 
     /// Completion of the thread, for `shutdown()`/`run()` waiters.
     let lifecycle = Mutex(Lifecycle())
@@ -101,11 +103,32 @@ final class ServiceLoop: @unchecked Sendable {
         info.gid = -1
         info.uid = -1
         info.user = Unmanaged.passUnretained(self).toOpaque()
-        guard let context = lws_create_context(&info) else {
+        // epoll through lws's libev plugin on a loop of our own, when the host has it;
+        // otherwise (or if lws refuses it) lws's built-in poll() loop.
+        var eventLoop: (ev: cws_ev, loop: UnsafeMutableRawPointer)?
+        var context: OpaquePointer?
+        if configuration.eventLoop == .automatic, let epoll = Self.openEpollLoop() {
+            var foreign: [UnsafeMutableRawPointer?] = [epoll.loop]
+            var evInfo = info
+            evInfo.options |= cws_option_libev()
+            context = foreign.withUnsafeMutableBufferPointer { loops in
+                evInfo.foreign_loops = loops.baseAddress
+                return lws_create_context(&evInfo)
+            }
+            if context != nil {
+                eventLoop = epoll
+            } else {
+                epoll.ev.loop_destroy(epoll.loop)
+                logger.warning("libwebsockets refused the libev event loop; using poll()")
+            }
+        }
+        if context == nil { context = lws_create_context(&info) }
+        guard let context else {
             ready(.failure(WebSocketServerError(.contextCreationFailed)))
             finish(failure: nil)
             return
         }
+        eventLoopName.withLock { $0 = eventLoop == nil ? "poll" : "epoll" }
         var vhostInfo = lws_context_creation_info()
         vhostInfo.port = Int32(configuration.port)
         vhostInfo.iface = hostName.map { UnsafePointer($0) }
@@ -116,6 +139,7 @@ final class ServiceLoop: @unchecked Sendable {
         vhostInfo.options = info.options
         guard let vhost = lws_create_vhost(context, &vhostInfo) else {
             lws_context_destroy(context)
+            if let eventLoop { eventLoop.ev.loop_destroy(eventLoop.loop) }
             ready(.failure(WebSocketServerError(.listenFailed, context: [
                 "ws.host": configuration.host ?? "*", "ws.port": String(configuration.port),
             ], isRetriable: true)))
@@ -128,8 +152,23 @@ final class ServiceLoop: @unchecked Sendable {
         ready(.success(port))
 
         var failure: WebSocketServerError?
+        // lws 4.1's libev plugin re-arms its timer with ev_timer_set on a watcher that may
+        // still be active, which libev ignores: a timer due earlier than the one armed
+        // (a ping, a timeout) then waits for the next socket event. A regular wake makes
+        // lws service its due timers at least this often.
+        let ticker: (any DispatchSourceTimer)? = eventLoop == nil ? nil : {
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + Self.timerTick, repeating: Self.timerTick, leeway: .milliseconds(20))
+            timer.setEventHandler { [waker] in waker.poke() }
+            timer.resume()
+            return timer
+        }()
+        defer { ticker?.cancel() }
         while true {
-            if lws_service(context, 0) < 0 {
+            if let eventLoop {
+                // Waits for at least one event; lws's watchers, timers and idle work run inside.
+                _ = withUnsafePointer(to: eventLoop.ev) { cws_ev_run_once($0, eventLoop.loop) }
+            } else if lws_service(context, 0) < 0 {
                 failure = WebSocketServerError(.serviceFailed, context: ["ws.reason": "lws_service failed"], isRetriable: true)
                 break
             }
@@ -137,6 +176,7 @@ final class ServiceLoop: @unchecked Sendable {
         }
         waker.attach(context: nil)
         lws_context_destroy(context)
+        if let eventLoop { eventLoop.ev.loop_destroy(eventLoop.loop) }
         self.context = nil
         // Anything lws did not report as closed while being destroyed is closed now.
         for live in connections.values { connectionDidClose(live) }
@@ -147,6 +187,22 @@ final class ServiceLoop: @unchecked Sendable {
         wsiByExchange = [:]
         finish(failure: failure)
     }
+
+    /// Longest delay of an lws timer (ping, timeout) on the epoll loop.
+    static let timerTick: DispatchTimeInterval = .milliseconds(100)
+
+    /// libev (opened once per process) and a new epoll loop, or nil when the host lacks libev
+    /// or lws's libev plugin.
+    static func openEpollLoop() -> (ev: cws_ev, loop: UnsafeMutableRawPointer)? {
+        guard let ev = libev, let loop = withUnsafePointer(to: ev, { cws_ev_loop_new_epoll($0) }) else { return nil }
+        return (ev, loop)
+    }
+
+    private static let libev: cws_ev? = {
+        var ev = cws_ev()
+        guard cws_ev_open(&ev) == 0, cws_evlib_plugin_present() != 0 else { return nil }
+        return ev
+    }()
 
     private func finish(failure: WebSocketServerError?) {
         let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -211,7 +267,8 @@ final class ServiceLoop: @unchecked Sendable {
     private func drainInbox() {
         let work = waker.takeWork()
         for id in work.writable {
-            if let wsi = wsiByConnection[id] { lws_callback_on_writable(wsi) }
+            guard let wsi = wsiByConnection[id], let live = connections[wsi] else { continue }
+            _ = flush(wsi, live, inWriteable: false)
         }
         for (id, response) in work.httpResponses {
             guard let wsi = wsiByExchange[id], let exchange = httpExchanges[wsi], exchange.id == id else { continue }

@@ -30,6 +30,11 @@ final class ServiceWaker: Sendable {
         update { $0.writable.append(id) }
     }
 
+    /// Several connections went from idle to having work (a ``WebSocketSendBatch``): one wake.
+    func scheduleWrites(connections ids: [UInt64]) {
+        update { $0.writable.append(contentsOf: ids) }
+    }
+
     /// The router finished an HTTP request.
     func deliver(httpResponse response: HTTPResponse, for id: UInt64) {
         update { $0.httpResponses.append((id, response)) }

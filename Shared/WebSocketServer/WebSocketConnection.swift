@@ -4,6 +4,7 @@ import Synchronization
 ///
 /// `send` and `close` may be called from any thread: they only touch this connection's
 /// bounded outgoing queue and wake the service thread, which does every socket write.
+/// A ``WebSocketFrame`` sent to many connections is queued by reference on each.
 public final class WebSocketConnection: Sendable, Hashable, CustomStringConvertible {
     /// Unique for the life of the server process.
     public let id: UInt64
@@ -27,17 +28,38 @@ public final class WebSocketConnection: Sendable, Hashable, CustomStringConverti
     /// Queues a text message. Never blocks and never grows the queue past its bounds.
     @discardableResult
     public func send(_ text: String) -> WebSocketSendResult {
-        let bytes = Array(text.utf8)
-        let (result, wake) = outbox.withLock { box -> (WebSocketSendResult, Bool) in
-            guard box.state == .open else { return (.closed, false) }
-            guard box.count + 1 <= maxQueuedMessages, box.bytes + bytes.count <= maxQueuedBytes else {
-                return (.overflow, false)
-            }
-            box.append(bytes)
-            return (.queued, box.markScheduled())
-        }
+        send(WebSocketFrame(text: text))
+    }
+
+    /// Queues a shared frame (the same frame may be queued on any number of connections) and
+    /// wakes the service thread if this connection was idle.
+    @discardableResult
+    public func send(_ frame: WebSocketFrame) -> WebSocketSendResult {
+        let (result, wake) = enqueue(frame)
         if wake { waker.scheduleWrite(connection: id) }
         return result
+    }
+
+    /// Queues a shared frame like ``send(_:)-(WebSocketFrame)``, but leaves the wake to `batch`:
+    /// a caller that queues on many connections wakes the service thread once, with
+    /// ``WebSocketSendBatch/flush()``, instead of up to once per connection.
+    @discardableResult
+    public func send(_ frame: WebSocketFrame, batch: inout WebSocketSendBatch) -> WebSocketSendResult {
+        let (result, wake) = enqueue(frame)
+        if wake { batch.add(id, waker: waker) }
+        return result
+    }
+
+    /// Appends under the lock; true in the second value if the service thread must be told.
+    private func enqueue(_ frame: WebSocketFrame) -> (WebSocketSendResult, Bool) {
+        outbox.withLock { box -> (WebSocketSendResult, Bool) in
+            guard box.state == .open else { return (.closed, false) }
+            guard box.count + 1 <= maxQueuedMessages, box.bytes + frame.count <= maxQueuedBytes else {
+                return (.overflow, false)
+            }
+            box.append(frame)
+            return (.queued, box.markScheduled())
+        }
     }
 
     /// Queues `finalText` (even past the bounds) after whatever is already queued, sends it,
@@ -45,9 +67,10 @@ public final class WebSocketConnection: Sendable, Hashable, CustomStringConverti
     /// Codes that may not be sent on the wire (1004–1006, 1015, < 1000, ≥ 5000) become 1000.
     public func close(after finalText: String? = nil, code: UInt16 = 1000, reason: String = "") {
         let code = Self.isSendable(closeCode: code) ? code : 1000
+        let frame = finalText.map { WebSocketFrame(text: $0) }
         let wake = outbox.withLock { box -> Bool in
             guard box.state == .open else { return false }
-            if let finalText { box.append(Array(finalText.utf8)) }
+            if let frame { box.append(frame) }
             box.state = .closing(code: code, reason: reason)
             return box.markScheduled()
         }
@@ -74,6 +97,37 @@ public final class WebSocketConnection: Sendable, Hashable, CustomStringConverti
     public func hash(into hasher: inout Hasher) { hasher.combine(id) }
 }
 
+/// Many sends, one wake. Connections that went from idle to having output while a caller
+/// queued frames with ``WebSocketConnection/send(_:batch:)`` are collected here and handed to
+/// the service thread together by ``flush()`` (or when the batch goes out of scope, so a
+/// forgotten flush still delivers). Not thread-safe: one batch per caller.
+public struct WebSocketSendBatch: ~Copyable {
+    private var waker: ServiceWaker?
+    private var ids: [UInt64] = []
+
+    public init() {}
+
+    /// Connections waiting for the next `flush()`.
+    public var pendingWakes: Int { ids.count }
+
+    mutating func add(_ id: UInt64, waker: ServiceWaker) {
+        if let current = self.waker, current !== waker { flush() }
+        self.waker = waker
+        ids.append(id)
+    }
+
+    /// Wakes the service thread (once) for every connection collected so far.
+    public mutating func flush() {
+        guard let waker, !ids.isEmpty else { return }
+        waker.scheduleWrites(connections: ids)
+        ids.removeAll(keepingCapacity: true)
+    }
+
+    deinit {
+        if let waker, !ids.isEmpty { waker.scheduleWrites(connections: ids) }
+    }
+}
+
 /// The outgoing side of one connection. Written by any thread, drained by the service thread.
 struct Outbox: ~Copyable {
     enum State: Equatable {
@@ -84,8 +138,13 @@ struct Outbox: ~Copyable {
 
     /// What the service thread should do next.
     enum Next {
-        case message([UInt8])
+        /// Write this frame; `more` is true if something (a frame or the close) follows it.
+        /// When false the connection is no longer scheduled: the next `send` wakes the thread.
+        case message(WebSocketFrame, more: Bool)
         case close(code: UInt16, reason: String)
+        /// The close is due but the caller may not carry it out (outside the connection's
+        /// writeable callback); it stays queued and the connection stays scheduled.
+        case closeDue
         case idle
     }
 
@@ -93,14 +152,14 @@ struct Outbox: ~Copyable {
     private(set) var bytes = 0
     /// True while the service thread has been asked (or is about) to write this connection.
     private var scheduled = false
-    private var messages: [[UInt8]] = []
+    private var messages: [WebSocketFrame] = []
     private var head = 0
 
     var count: Int { messages.count - head }
 
-    mutating func append(_ message: [UInt8]) {
-        messages.append(message)
-        bytes += message.count
+    mutating func append(_ frame: WebSocketFrame) {
+        messages.append(frame)
+        bytes += frame.count
     }
 
     /// Returns true if the caller must wake the service thread (it was not already scheduled).
@@ -110,12 +169,12 @@ struct Outbox: ~Copyable {
     }
 
     /// Takes the next thing to write; clears the scheduled flag once nothing is left.
-    mutating func next() -> Next {
+    /// A due close is returned only when `canClose`.
+    mutating func next(canClose: Bool = true) -> Next {
         if head < messages.count {
-            let message = messages[head]
-            messages[head] = []
+            let frame = messages[head]
             head += 1
-            bytes -= message.count
+            bytes -= frame.count
             if head == messages.count {
                 messages.removeAll(keepingCapacity: messages.capacity <= 64)
                 head = 0
@@ -123,19 +182,15 @@ struct Outbox: ~Copyable {
                 messages.removeFirst(head)
                 head = 0
             }
-            return .message(message)
+            let more = hasWork
+            if !more { scheduled = false }
+            return .message(frame, more: more)
         }
-        if case .closing(let code, let reason) = state { return .close(code: code, reason: reason) }
+        if case .closing(let code, let reason) = state {
+            return canClose ? .close(code: code, reason: reason) : .closeDue
+        }
         scheduled = false
         return .idle
-    }
-
-    /// After a batch of writes: true if more work is queued (the writer re-arms itself),
-    /// otherwise clears the scheduled flag so the next `send` wakes the service thread.
-    mutating func finishBatch() -> Bool {
-        if hasWork { return true }
-        scheduled = false
-        return false
     }
 
     /// True if `next()` would return something.

@@ -37,6 +37,9 @@ public final class WebSocketServer: Sendable {
         }
     }
 
+    /// The event loop in use once started: "epoll" or "poll" (nil before `start()`).
+    public var eventLoop: String? { loop.eventLoopName.withLock { $0 } }
+
     /// Binds the port and starts the service thread; returns once the server accepts connections.
     public func start() throws(WebSocketServerError) {
         try state.withLock { state throws(WebSocketServerError) in
@@ -67,6 +70,7 @@ public final class WebSocketServer: Sendable {
         }
         logger.info("websocket server listening", metadata: [
             "ws.port": String(port), "ws.path": configuration.path, "ws.host": configuration.host ?? "*",
+            "ws.event_loop": eventLoop ?? "",
         ])
     }
 

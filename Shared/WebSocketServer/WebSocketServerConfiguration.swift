@@ -22,11 +22,22 @@ public struct WebSocketServerConfiguration: Sendable {
     public var httpResponseTimeout: Int
     /// Seconds `shutdown()` waits for close handshakes before destroying the context.
     public var shutdownGracePeriod: Double
+    /// How the service thread waits for socket events.
+    public var eventLoop: EventLoop
+
+    public enum EventLoop: Sendable, Equatable {
+        /// epoll (lws's libev plugin, `libwebsockets-evlib-ev`, on a loop the server owns)
+        /// when the host has it, otherwise `.poll`. The cost of a wake-up then grows with the
+        /// sockets that are ready, not with every open socket.
+        case automatic
+        /// lws's built-in `poll()` loop over every socket.
+        case poll
+    }
 
     public init(host: String? = "0.0.0.0", port: Int = 8084, path: String = "/realtime/v1/websocket",
                 maxQueuedMessages: Int = 1_024, maxQueuedBytes: Int = 8 << 20, maxMessageBytes: Int = 1 << 20,
                 pingInterval: Int = 30, idleTimeout: Int = 75, maxHTTPBodyBytes: Int = 1 << 20,
-                httpResponseTimeout: Int = 30, shutdownGracePeriod: Double = 2) {
+                httpResponseTimeout: Int = 30, shutdownGracePeriod: Double = 2, eventLoop: EventLoop = .automatic) {
         self.host = host
         self.port = port
         self.path = path
@@ -38,6 +49,7 @@ public struct WebSocketServerConfiguration: Sendable {
         self.maxHTTPBodyBytes = maxHTTPBodyBytes
         self.httpResponseTimeout = httpResponseTimeout
         self.shutdownGracePeriod = shutdownGracePeriod
+        self.eventLoop = eventLoop
     }
 }
 

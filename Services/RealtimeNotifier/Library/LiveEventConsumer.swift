@@ -29,7 +29,7 @@ struct LiveEventConsumer: Sendable {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic],
                                                       clientID: groupID, sessionTimeout: .seconds(6),
-                                                      extra: ["fetch.wait.max.ms": fetchWait]),
+                                                      extra: RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": fetchWait]) { $1 }),
             rebalanceListener: StartAtEnd(hub: hub), logger: logger)
         logger.info("live event consumer started", metadata: ["kafka.topic": topic, "kafka.group": groupID])
         do {

@@ -91,6 +91,13 @@ public struct RealtimeConfiguration: Sendable {
         return configuration
     }
 
+    /// librdkafka properties of the clients on every event's path (the sequencer's consumer,
+    /// the sequenced-event producer, the live consumer): Nagle off, as Kafka's own clients
+    /// and brokers do. librdkafka leaves it on by default, and a small request written
+    /// while an earlier one is unacknowledged then waits for the peer's delayed ACK (40 ms
+    /// on Linux).
+    static let lowLatencySockets = ["socket.nagle.disable": "true"]
+
     /// `fetchWait` as the librdkafka property value (milliseconds).
     var fetchWaitProperty: String {
         String(fetchWait.components.seconds * 1000 + fetchWait.components.attoseconds / 1_000_000_000_000_000)

@@ -46,11 +46,11 @@ public struct RealtimeNotifierService: Sendable {
         let sequencedProducer = try? KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: context.configuration.kafkaBrokers,
                                                       clientID: "\(context.name)-sequenced", deliveryTimeout: .seconds(10),
-                                                      lingerMilliseconds: 0),
+                                                      lingerMilliseconds: 0, extra: RealtimeConfiguration.lowLatencySockets),
             logger: context.logger)
         self.ownProducer = sequencedProducer
         self.publisher = SequencedPublisher(producer: sequencedProducer ?? context.producer, database: context.database,
-                                            topic: configuration.sequencedTopic)
+                                            topic: configuration.sequencedTopic, logger: context.logger)
     }
 
     /// The hub of this instance's sockets (metrics and tests).
@@ -85,7 +85,10 @@ public struct RealtimeNotifierService: Sendable {
                     }
                 },
             ],
-            onShutdown: { [ownProducer] in await ownProducer?.shutdown() },
+            onShutdown: { [ownProducer, publisher] in
+                await publisher.flushMarks()
+                await ownProducer?.shutdown()
+            },
             httpServer: { router in makeServerService(router: router) })
     }
 
@@ -94,7 +97,7 @@ public struct RealtimeNotifierService: Sendable {
             bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.sequencerGroupID,
             topics: [configuration.transcodeStatusTopic, configuration.progressTopic, configuration.broadcastsTopic],
             maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait)
-        runner.consumerProperties = ["fetch.wait.max.ms": configuration.fetchWaitProperty]
+        runner.consumerProperties = RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": configuration.fetchWaitProperty]) { $1 }
         return ProjectionRunner(
             projection: ChannelSequencer(configuration: configuration, publisher: publisher), configuration: runner,
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)

@@ -54,6 +54,10 @@ public final class SubscriptionHub: Sendable {
     let maxPending: Int
     let logger: Logger
     let delivered = Atomic<Int>(0)
+    /// Live delivery queues every subscriber's frame, then wakes the WebSocket service thread
+    /// once (``WebSocketSendBatch``); a long batch of events wakes it every this many
+    /// newly busy sockets so the writes start before the whole batch is queued.
+    static let wakeEvery = 512
 
     public init(history: ChannelHistory, maxPending: Int, logger: Logger) {
         self.history = history
@@ -101,6 +105,7 @@ public final class SubscriptionHub: Sendable {
     /// Delivers live events (in the order read from `realtime.sequenced.v1`).
     public func deliver(_ events: [SequencedChannelEvent]) {
         var gaps: [(ChannelName, UInt64, UInt64, Int64)] = []
+        var batch = WebSocketSendBatch()
         channels.withLock { all in
             for event in events {
                 guard let subscribers = all[event.channel], !subscribers.isEmpty else { continue }
@@ -120,10 +125,13 @@ public final class SubscriptionHub: Sendable {
                             "realtime.channel": event.channel, "realtime.seq": "\(event.seq)", "realtime.last_seq": "\(subscriber.lastSeq)"])
                         continue
                     }
-                    send(event, to: subscriber, frames: &frames, in: &all)
+                    send(event, to: subscriber, frames: &frames, batch: &batch, in: &all)
                 }
+                // A long batch of events starts the writes before it is all queued.
+                if batch.pendingWakes >= Self.wakeEvery { batch.flush() }
             }
         }
+        batch.flush()
         for (channel, connectionID, token, after) in gaps {
             Task { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
         }
@@ -188,11 +196,12 @@ public final class SubscriptionHub: Sendable {
             guard let subscriber = all[channel.name]?[connectionID], subscriber.token == token else { return }
             let text = PhoenixMessage.system(topic: channel.topic, channel: channel.name, status: "error",
                                              message: "events after \(subscriber.lastSeq) could not be recovered").encode(subscriber.serializer)
-            _ = subscriber.connection.send(text)
+            var batch = WebSocketSendBatch()
+            _ = subscriber.connection.send(WebSocketFrame(text: text), batch: &batch)
             subscriber.pending.sort { $0.seq < $1.seq }
             for event in subscriber.pending where event.seq > subscriber.lastSeq {
                 var frames = FrameCache(event: event, replayed: false)
-                guard send(event, to: subscriber, frames: &frames, in: &all) else { return }
+                guard send(event, to: subscriber, frames: &frames, batch: &batch, in: &all) else { return }
             }
             subscriber.pending = []
             subscriber.catchingUp = false
@@ -202,19 +211,21 @@ public final class SubscriptionHub: Sendable {
     /// Under the lock: deliver history rows, then the buffered live events, in order.
     func complete(channel: ChannelName, connectionID: UInt64, token: UInt64, start: ChannelHistory.ReplayStart,
                   events: [SequencedChannelEvent], replayed: Bool) -> Outcome {
-        channels.withLock { all -> Outcome in
+        var batch = WebSocketSendBatch()
+        defer { batch.flush() }
+        return channels.withLock { all -> Outcome in
             guard let subscriber = all[channel.name]?[connectionID], subscriber.token == token else { return .gone }
             if start.truncated {
                 let text = PhoenixMessage.system(
                     topic: channel.topic, channel: channel.name, status: "error",
                     message: "history no longer reaches back: events up to \(start.after) were trimmed; replaying from \(start.after + 1)")
                     .encode(subscriber.serializer)
-                _ = subscriber.connection.send(text)
+                _ = subscriber.connection.send(WebSocketFrame(text: text), batch: &batch)
             }
             if subscriber.lastSeq < start.after { subscriber.lastSeq = start.after }
             for event in events where event.seq > subscriber.lastSeq {
                 var frames = FrameCache(event: event, replayed: replayed)
-                guard send(event, to: subscriber, frames: &frames, in: &all) else { return .gone }
+                guard send(event, to: subscriber, frames: &frames, batch: &batch, in: &all) else { return .gone }
             }
             if subscriber.lastSeq < start.through { subscriber.lastSeq = start.through }
             subscriber.pending.sort { $0.seq < $1.seq }
@@ -225,7 +236,7 @@ public final class SubscriptionHub: Sendable {
                     index += 1
                 } else if event.seq == subscriber.lastSeq + 1 {
                     var frames = FrameCache(event: event, replayed: false)
-                    guard send(event, to: subscriber, frames: &frames, in: &all) else { return .gone }
+                    guard send(event, to: subscriber, frames: &frames, batch: &batch, in: &all) else { return .gone }
                     index += 1
                 } else {
                     subscriber.pending.removeFirst(index)
@@ -242,10 +253,10 @@ public final class SubscriptionHub: Sendable {
     /// false if the socket is gone or was cut off.
     @discardableResult
     private func send(_ event: SequencedChannelEvent, to subscriber: Subscriber, frames: inout FrameCache,
-                      in all: inout [String: [UInt64: Subscriber]]) -> Bool {
+                      batch: inout WebSocketSendBatch, in all: inout [String: [UInt64: Subscriber]]) -> Bool {
         subscriber.lastSeq = event.seq
         if !subscriber.receiveOwn, let origin = event.origin, origin == subscriber.origin { return true }
-        switch subscriber.connection.send(frames.text(subscriber.channel, subscriber.serializer)) {
+        switch subscriber.connection.send(frames.frame(subscriber.channel, subscriber.serializer), batch: &batch) {
         case .queued:
             delivered.add(1, ordering: .relaxed)
             return true
