@@ -25,7 +25,7 @@ struct ProgressBench {
 
     nonisolated static func run() async throws {
         let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
-        let batchRecords = CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? 2000
+        let batchRecords = CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? ProgressConfiguration().maxBatchRecords
         let logger = Logger(label: "progress-bench", level: ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(name:)) ?? .warning)
         var privateCluster: PrivatePostgresCluster?
         let url: String

@@ -18,7 +18,7 @@ public struct ProgressConfiguration: Sendable {
     public var outboxInterval: Duration
 
     public init(eventsTopic: String = Topics.readingEvents, progressTopic: String = Topics.readingProgress,
-                groupID: String = "progress-projector", maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(20),
+                groupID: String = "progress-projector", maxBatchRecords: Int = 4_000, maxBatchWait: Duration = .milliseconds(20),
                 sessionTimeout: Duration = .seconds(10), outboxInterval: Duration = .seconds(5)) {
         self.eventsTopic = eventsTopic
         self.progressTopic = progressTopic
@@ -36,7 +36,7 @@ public struct ProgressConfiguration: Sendable {
             eventsTopic: env.string("READING_EVENTS_TOPIC", default: Topics.readingEvents),
             progressTopic: env.string("READING_PROGRESS_TOPIC", default: Topics.readingProgress),
             groupID: env.string("PROGRESS_GROUP_ID", default: "progress-projector"),
-            maxBatchRecords: env.int("PROGRESS_BATCH_RECORDS", default: 500, range: 1...10_000),
+            maxBatchRecords: env.int("PROGRESS_BATCH_RECORDS", default: 4_000, range: 1...10_000),
             maxBatchWait: env.milliseconds("PROGRESS_BATCH_WAIT_MS", default: .milliseconds(20)),
             sessionTimeout: env.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: .seconds(10)),
             outboxInterval: env.milliseconds("PROGRESS_OUTBOX_INTERVAL_MS", default: .seconds(5)))
