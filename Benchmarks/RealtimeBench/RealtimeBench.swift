@@ -31,9 +31,9 @@ struct RealtimeBench {
         let logger = Logger(label: "realtime-bench", level: .warning)
         print("realtime-bench: \(connections) connections, \(channelCount) channels, \(rate) events/s, \(seconds) s, \(processes) client threads/processes")
 
-        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+        let cluster = try EmbeddedKafkaCluster(brokers: 1, noDelay: ProcessInfo.processInfo.environment["BENCH_MOCK_NAGLE"] == nil,
+                                               logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
-        if ProcessInfo.processInfo.environment["BENCH_MOCK_NAGLE"] == nil { disableNagleOnListeners(cluster.bootstrapServers) }
         var privateCluster: PrivatePostgresCluster?
         let databaseURL: String
         if let admin = ProcessInfo.processInfo.environment["BENCH_DATABASE_URL"] {
@@ -192,26 +192,6 @@ struct RealtimeBench {
         await context.database.close()
         await privateCluster?.stop()
         cluster.shutdown()
-    }
-
-    /// Sets TCP_NODELAY on this process's listening sockets bound to the ports in `servers`
-    /// ("host:port,…"): the embedded mock broker's listeners. Linux copies it to every
-    /// connection they accept.
-    static func disableNagleOnListeners(_ servers: String) {
-        let ports = Set(servers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
-        for fd in Int32(0)..<Int32(4096) {
-            var listening: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0, listening == 1 else { continue }
-            var address = sockaddr_in()
-            var addressLength = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let named = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &addressLength) }
-            }
-            guard named == 0, address.sin_family == sa_family_t(AF_INET), ports.contains(UInt16(bigEndian: address.sin_port)) else { continue }
-            var one: Int32 = 1
-            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        }
     }
 
     /// CPU time of this process (the notifier, the embedded broker and, with the Swift client,

@@ -1,4 +1,5 @@
 import CRdKafka
+import Glibc
 import Logging
 import Synchronization
 
@@ -12,6 +13,11 @@ import Synchronization
 /// mock (it has no controller); `KafkaAdmin.createTopic` therefore uses this cluster's mock
 /// API when the cluster runs in the same process. Timestamp lookups (`offsetsForTimes`)
 /// return -1 on the mock. Everything is in memory and disappears with `shutdown()`.
+///
+/// Unlike a Kafka broker, the mock leaves Nagle on for the connections it accepts: a
+/// response written while an earlier one is unacknowledged then waits for the client's
+/// delayed ACK (40 ms on Linux). The cluster therefore sets `TCP_NODELAY` on its listening
+/// sockets (Linux copies it to every accepted connection), as a broker does.
 public final class EmbeddedKafkaCluster: Sendable {
     /// Comma-separated `host:port` list of the mock brokers.
     public let bootstrapServers: String
@@ -19,8 +25,8 @@ public final class EmbeddedKafkaCluster: Sendable {
     public let brokerCount: Int
     private let handle: MockClusterHandle
 
-    /// Starts a mock cluster with `brokers` brokers.
-    public init(brokers: Int = 1, logger: Logger = .disabled) throws(KafkaError) {
+    /// Starts a mock cluster with `brokers` brokers; `noDelay: false` keeps the mock's Nagle.
+    public init(brokers: Int = 1, noDelay: Bool = true, logger: Logger = .disabled) throws(KafkaError) {
         guard brokers >= 1 else { throw KafkaError(code: .invalidArgument, message: "a cluster needs at least one broker") }
         let context = EmbeddedClusterContext(logger: logger)
         // The mock cluster needs a dedicated rd_kafka_t for its bookkeeping; it sends nothing.
@@ -31,11 +37,31 @@ public final class EmbeddedKafkaCluster: Sendable {
         self.handle = MockClusterHandle(cluster: cluster, client: client)
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
         self.brokerCount = brokers
+        if noDelay { Self.disableNagleOnListeners(bootstrapServers) }
         Self.registry.withLock { $0[bootstrapServers] = WeakCluster(cluster: self) }
         logger.info("embedded Kafka cluster started", metadata: ["kafka.bootstrap": bootstrapServers, "kafka.brokers": String(brokers)])
     }
 
     deinit { shutdown() }
+
+    /// Sets TCP_NODELAY on this process's listening sockets bound to the ports of `servers`
+    /// ("host:port,…"): the mock brokers' listeners.
+    private static func disableNagleOnListeners(_ servers: String) {
+        let ports = Set(servers.split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } })
+        for fd in Int32(0)..<Int32(4096) {
+            var listening: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            guard getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0, listening == 1 else { continue }
+            var address = sockaddr_in()
+            var addressLength = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let named = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &addressLength) }
+            }
+            guard named == 0, address.sin_family == sa_family_t(AF_INET), ports.contains(UInt16(bigEndian: address.sin_port)) else { continue }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
 
     private static let registry = Mutex<[String: WeakCluster]>([:])
 
