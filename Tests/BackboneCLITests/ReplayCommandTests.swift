@@ -149,15 +149,6 @@ struct ReplayCommandTests {
     }
 
     func consumeAll(_ topic: String, count: Int) async throws -> [KafkaConsumerRecord] {
-        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(
-            bootstrapServers: cluster.bootstrapServers, groupID: "cli-test-\(UUID().uuidString)", topics: [topic]),
-            rebalanceListener: nil, logger: .disabled)
-        var records: [KafkaConsumerRecord] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        while records.count < count, ContinuousClock.now < deadline {
-            records += try await consumer.nextBatch(maxRecords: 100, maxWait: .milliseconds(500))
-        }
-        await consumer.close()
-        return records
+        try await TopicReader.read(topic, bootstrapServers: cluster.bootstrapServers, count: count)
     }
 }

@@ -132,16 +132,7 @@ final class ProgressHarness: Sendable {
     func consumeAll(_ topic: String, partitions: Int32 = 6) async throws -> [KafkaConsumerRecord] {
         var total: Int64 = 0
         for p in 0..<partitions { total += try await admin.watermarks(topic: topic, partition: p).high }
-        let consumer = try KafkaConsumer(configuration: KafkaConsumerConfiguration(
-            bootstrapServers: cluster.bootstrapServers, groupID: "progress-test-\(UUID().uuidString)", topics: [topic]),
-            rebalanceListener: nil, logger: .disabled)
-        var records: [KafkaConsumerRecord] = []
-        let deadline = ContinuousClock.now + .seconds(30)
-        while records.count < total, ContinuousClock.now < deadline {
-            records += try await consumer.nextBatch(maxRecords: 500, maxWait: .milliseconds(300))
-        }
-        await consumer.close()
-        return records
+        return try await TopicReader.read(topic, bootstrapServers: cluster.bootstrapServers, count: Int(total))
     }
 
     /// The last `reading.progress.v1` notification of each (user, material), as `progressDump`-like text.

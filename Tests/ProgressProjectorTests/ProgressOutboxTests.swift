@@ -9,11 +9,16 @@ import Testing
 
 @Suite("Progress notification outbox", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct ProgressOutboxTests {
+    /// A harness with `topic` created and a projection publishing to it.
+    static func setUp(_ prefix: String, topic: String) async throws -> (ProgressHarness, ReadingProgressProjection) {
+        let harness = try await ProgressHarness(databasePrefix: prefix)
+        try harness.createTopics([topic])
+        return (harness, ReadingProgressProjection(producer: harness.producer, database: harness.client, progressTopic: topic))
+    }
+
     @Test("a change committed without its publish (a crash in between) is published by the relay, once dequeued")
     func relayPublishesWhatACrashLeftBehind() async throws {
-        let harness = try await ProgressHarness(databasePrefix: "progress_outbox")
-        try harness.createTopics(["outbox.progress"])
-        let projection = ReadingProgressProjection(producer: harness.producer, database: harness.client, progressTopic: "outbox.progress")
+        let (harness, projection) = try await Self.setUp("progress_outbox", topic: "outbox.progress")
         let events = ReadingStream.sessions(users: 3, materials: 2, sessionsPerPair: 1, seed: 7)
         let projected = events.enumerated().map { ProjectedEvent(event: $1, topic: "t", partition: 0, offset: Int64($0)) }
 
@@ -42,9 +47,7 @@ struct ProgressOutboxTests {
 
     @Test("a newer change of the same row stays queued when an older publish completes")
     func olderPublishDoesNotDequeueNewerChange() async throws {
-        let harness = try await ProgressHarness(databasePrefix: "progress_outbox_order")
-        try harness.createTopics(["outbox.order"])
-        let projection = ReadingProgressProjection(producer: harness.producer, database: harness.client, progressTopic: "outbox.order")
+        let (harness, projection) = try await Self.setUp("progress_outbox_order", topic: "outbox.order")
         let events = ReadingStream.sessions(users: 1, materials: 1, sessionsPerPair: 2, seed: 9)
         let half = events.count / 2
         func batch(_ slice: ArraySlice<ReadingEventRecord>) -> [ProjectedEvent<ReadingEventRecord>] {
