@@ -35,15 +35,7 @@ struct IngestBench {
         let connections = arguments.dropFirst().first.flatMap(Int.init) ?? 8
         let logger = Logger(label: "ingest-bench", level: .warning)
 
-        var privateCluster: PrivatePostgresCluster?
-        let url: String
-        if let given = ProcessInfo.processInfo.environment["DATABASE_URL"] {
-            url = given
-        } else {
-            let cluster = PrivatePostgresCluster(directory: NSTemporaryDirectory() + "ingest-bench-\(getpid())", logger: logger)
-            url = try await cluster.start()
-            privateCluster = cluster
-        }
+        let (url, privateCluster) = try await PrivatePostgresCluster.fromEnvironmentOrPrivate("ingest-bench", logger: logger)
         let kafka = try EmbeddedKafkaCluster(brokers: 1)
         for topic in ["bench.raw", "bench.events", "bench.rooms"] { try kafka.createTopic(topic, partitions: 6) }
         let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 8), logger: logger)

@@ -27,15 +27,7 @@ struct ProgressBench {
         let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
         let batchRecords = CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? ProgressConfiguration().maxBatchRecords
         let logger = Logger(label: "progress-bench", level: ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(name:)) ?? .warning)
-        var privateCluster: PrivatePostgresCluster?
-        let url: String
-        if let given = ProcessInfo.processInfo.environment["DATABASE_URL"] {
-            url = given
-        } else {
-            let cluster = PrivatePostgresCluster(directory: NSTemporaryDirectory() + "progress-bench-\(getpid())", logger: logger)
-            url = try await cluster.start()
-            privateCluster = cluster
-        }
+        let (url, privateCluster) = try await PrivatePostgresCluster.fromEnvironmentOrPrivate("progress-bench", logger: logger)
         let kafka = try EmbeddedKafkaCluster(brokers: 1)
         // The embedded broker keeps the last 5 MB of each partition: 24 partitions hold
         // about 200k events.

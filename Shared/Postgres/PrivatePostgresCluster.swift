@@ -33,6 +33,15 @@ public final class PrivatePostgresCluster: Sendable {
 
     /// Initialises (if needed) and starts the cluster, creates the database if missing,
     /// and returns `postgres://postgres@127.0.0.1:PORT/DATABASE`.
+    /// `DATABASE_URL` when it is set; otherwise a private cluster started in a temporary
+    /// directory named after `name`, returned so the caller can stop it.
+    public static func fromEnvironmentOrPrivate(_ name: String, logger: Logger) async throws
+        -> (url: String, cluster: PrivatePostgresCluster?) {
+        if let given = ProcessInfo.processInfo.environment["DATABASE_URL"] { return (given, nil) }
+        let cluster = PrivatePostgresCluster(directory: NSTemporaryDirectory() + "\(name)-\(getpid())", logger: logger)
+        return (try await cluster.start(), cluster)
+    }
+
     public func start() async throws -> String {
         guard database.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }), !database.isEmpty else {
             throw failure("database name must be letters, digits and underscores")
