@@ -5,7 +5,7 @@
 BACKBONE_APT_PACKAGES=(
   pkg-config librdkafka-dev libpq-dev libmicrohttpd-dev libwebsockets-dev libwebsockets-evlib-ev libev4 libssl-dev
   liblz4-dev libyajl-dev zlib1g-dev libpng-dev postgresql postgresql-client kcat python3 python3-pip
-  curl ca-certificates procps
+  curl ca-certificates procps nginx-light
 )
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }
