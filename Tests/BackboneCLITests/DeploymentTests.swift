@@ -100,15 +100,13 @@ struct DeploymentTests {
         #expect(try fetch(["\(base)/learning/continue"]).contains("Retry-After: 5"))
     }
 
-    static func executable(_ name: String) -> String? {
-        ((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/\(name)" } + ["/usr/sbin/\(name)", "/usr/bin/\(name)"])
+    /// `name` on the `PATH` or in one of `alsoIn` (nginx lives in /usr/sbin).
+    static func executable(_ name: String, alsoIn extra: [String] = ["/usr/sbin", "/usr/bin"]) -> String? {
+        ((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init) + extra)
+            .map { "\($0)/\(name)" }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
     /// `check-jsonschema` from PyPI (deploy/requirements-test.txt).
-    static let checker: String? = {
-        let candidates = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/check-jsonschema" }
-            + ["/usr/local/bin/check-jsonschema", "/root/.pyenv/shims/check-jsonschema"]
-        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
+    static let checker: String? = executable("check-jsonschema", alsoIn: ["/usr/local/bin", "/root/.pyenv/shims"])
 }
