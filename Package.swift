@@ -44,6 +44,9 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
+    // Development only (embedded broker, private PostgreSQL): linked by the `backbone` CLI,
+    // tests and benchmarks, never by a service's library.
+    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -69,7 +72,7 @@ let services: [Target] =
         .target(
             name: "BackboneCLI",
             dependencies: serviceBase + [
-                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection",
+                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection", "DevInfrastructure",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
@@ -80,20 +83,20 @@ let services: [Target] =
 
 let benchmarks: [Target] = [
     .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Ingest", "Auth", "HTTPTypes", "Projection", "ServiceRuntime", "Contracts",
-                                                            "Kafka", "Postgres", "Logging", "Metrics"],
+                                                            "Kafka", "Postgres", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka"], path: "Benchmarks/KafkaBench",
+    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),
-    .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier", "CEpoll"], path: "Benchmarks/RealtimeBench",
+    .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier", "CEpoll", "DevInfrastructure"], path: "Benchmarks/RealtimeBench",
                       exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
-                                                          "HTTPServer", "Auth", "Logging", "Metrics"],
+                                                          "HTTPServer", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
-                                     "HTTPTypes", "Auth", "Logging", "Metrics"],
+                                     "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
 ]
 
@@ -107,23 +110,25 @@ let testTargets: [Target] = [
     .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging"], path: "Tests/Support",
             swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
-                                     "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes"]),
+                                     "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
-    tests("KafkaTests", ["Kafka", "Logging"]),
-    tests("PostgresTests", ["Postgres", "Logging"]),
+    tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure"]),
+    tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
-    tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport"],
+    tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport",
+                                                   "DevInfrastructure"],
           exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
-                          "Logging", "Metrics", "Hashing", "BackboneTestSupport"]),
+                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
-        "Logging", "Metrics", "BackboneTestSupport",
+        "Logging", "Metrics", "BackboneTestSupport", "DevInfrastructure",
     ]),
-    tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging"]),
+    tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
+                               "DevInfrastructure"]),
 ]
 
 let package = Package(

@@ -1,4 +1,5 @@
 import CRdKafka
+import DevInfrastructure
 import Foundation
 import Kafka
 import Logging

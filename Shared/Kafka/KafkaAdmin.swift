@@ -90,11 +90,11 @@ public final class KafkaAdmin: Sendable {
     }
 
     /// Creates a topic through the Admin API. A topic that already exists counts as success.
-    /// Against an `EmbeddedKafkaCluster` running in this process (whose mock brokers do not
-    /// serve CreateTopics) the mock API is used instead, and `config` is ignored.
+    /// Against a cluster running in this process (the embedded development broker, whose mock
+    /// brokers do not serve CreateTopics) that cluster creates it instead, and `config` is ignored.
     public func createTopic(name: String, partitions: Int32, replicationFactor: Int32,
                             config: [String: String] = [:]) async throws(KafkaError) {
-        if let cluster = EmbeddedKafkaCluster.inProcess(bootstrapServers: bootstrapServers) {
+        if let cluster = InProcessTopicCreators.creator(bootstrapServers: bootstrapServers) {
             return try cluster.createTopic(name, partitions: partitions, replicationFactor: replicationFactor)
         }
         let client = self.client

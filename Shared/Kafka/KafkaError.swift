@@ -57,12 +57,12 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
         return text
     }
 
-    static func shutdown(_ what: String) -> KafkaError {
+    package static func shutdown(_ what: String) -> KafkaError {
         KafkaError(code: .shutdown, message: "\(what): the client was shut down")
     }
 
     /// Maps a librdkafka response error, with an optional context prefix.
-    init(rdKafka err: rd_kafka_resp_err_t, context: String? = nil, detail: String? = nil) {
+    package init(rdKafka err: rd_kafka_resp_err_t, context: String? = nil, detail: String? = nil) {
         let text = detail ?? String(cString: rd_kafka_err2str(err))
         let message = context.map { "\($0): \(text)" } ?? text
         let (code, retriable) = Self.classify(err)

@@ -8,15 +8,15 @@ import Synchronization
 /// make on it; the pointer itself never changes and is destroyed exactly once: in `deinit`,
 /// when no other reference (hence no other thread) can use it, or earlier by `destroy()`,
 /// whose callers guarantee that nothing uses the handle afterwards.
-final class RdKafkaClient: @unchecked Sendable {
-    let pointer: OpaquePointer
+package final class RdKafkaClient: @unchecked Sendable {
+    package let pointer: OpaquePointer
     private let destroyed = Atomic<Bool>(false)
     /// The object whose unretained pointer is the handle's opaque; kept alive as long as the handle.
     private let context: (any AnyObject & Sendable)?
 
     /// Creates a handle from `properties`; `context` becomes the opaque that callbacks receive.
     /// `configure` may set callbacks on the `rd_kafka_conf_t` before the handle is created.
-    init(type: rd_kafka_type_t, properties: [(String, String)], context: (any AnyObject & Sendable)?,
+    package init(type: rd_kafka_type_t, properties: [(String, String)], context: (any AnyObject & Sendable)?,
          configure: (OpaquePointer) -> Void = { _ in }) throws(KafkaError) {
         let conf = try Self.makeConf(properties)
         if let context {
@@ -68,7 +68,7 @@ final class RdKafkaClient: @unchecked Sendable {
 }
 
 /// Something that receives librdkafka's log lines and error events (the handle's opaque).
-protocol RdKafkaCallbackContext: AnyObject, Sendable {
+package protocol RdKafkaCallbackContext: AnyObject, Sendable {
     var logger: Logger { get }
 }
 

@@ -27,8 +27,6 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         public static let transactionAborted = Code("transactionAborted")
         /// The migration list is invalid (e.g. duplicate versions).
         public static let invalidMigrations = Code("invalidMigrations")
-        /// The private cluster could not be initialised, started or stopped.
-        public static let clusterFailed = Code("clusterFailed")
         /// The waiting task was cancelled.
         public static let cancelled = Code("cancelled")
     }

@@ -2,6 +2,7 @@ import AnalyticsAggregator
 import Auth
 import BackboneTestSupport
 import Contracts
+import DevInfrastructure
 import Foundation
 import HTTPTypes
 import Kafka

@@ -1,5 +1,6 @@
 @testable import BackboneCLI
 import BackboneTestSupport
+import DevInfrastructure
 import Foundation
 import Kafka
 import Logging

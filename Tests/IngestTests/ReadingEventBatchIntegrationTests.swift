@@ -1,6 +1,7 @@
 import Auth
 import Contracts
 import BackboneTestSupport
+import DevInfrastructure
 import Foundation
 import HTTPTypes
 import Ingest

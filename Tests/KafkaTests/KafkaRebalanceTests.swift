@@ -1,3 +1,4 @@
+import DevInfrastructure
 import Foundation
 import Kafka
 import Logging

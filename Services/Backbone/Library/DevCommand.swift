@@ -1,5 +1,6 @@
 import Auth
 import Contracts
+import DevInfrastructure
 import Foundation
 import HTTPServer
 import Hashing

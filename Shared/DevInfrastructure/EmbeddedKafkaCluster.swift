@@ -1,5 +1,6 @@
 import CRdKafka
 import Glibc
+import Kafka
 import Logging
 import Synchronization
 
@@ -18,7 +19,7 @@ import Synchronization
 /// response written while an earlier one is unacknowledged then waits for the client's
 /// delayed ACK (40 ms on Linux). The cluster therefore sets `TCP_NODELAY` on its listening
 /// sockets (Linux copies it to every accepted connection), as a broker does.
-public final class EmbeddedKafkaCluster: Sendable {
+public final class EmbeddedKafkaCluster: InProcessTopicCreator {
     /// Comma-separated `host:port` list of the mock brokers.
     public let bootstrapServers: String
     /// Broker ids are 1...brokerCount.
@@ -38,7 +39,7 @@ public final class EmbeddedKafkaCluster: Sendable {
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
         self.brokerCount = brokers
         if noDelay { Self.disableNagleOnListeners(bootstrapServers) }
-        Self.registry.withLock { $0[bootstrapServers] = WeakCluster(cluster: self) }
+        InProcessTopicCreators.register(self, bootstrapServers: bootstrapServers)
         logger.info("embedded Kafka cluster started", metadata: ["kafka.bootstrap": bootstrapServers, "kafka.brokers": String(brokers)])
     }
 
@@ -61,13 +62,6 @@ public final class EmbeddedKafkaCluster: Sendable {
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         }
-    }
-
-    private static let registry = Mutex<[String: WeakCluster]>([:])
-
-    /// The live embedded cluster of this process with these bootstrap servers, if any.
-    static func inProcess(bootstrapServers: String) -> EmbeddedKafkaCluster? {
-        registry.withLock { $0[bootstrapServers]?.cluster }
     }
 
     /// Creates `name` with `partitions` partitions (replication: min(3, brokers) unless given).
@@ -102,11 +96,7 @@ public final class EmbeddedKafkaCluster: Sendable {
 
     /// Stops the brokers; clients still connected see transport errors. Idempotent.
     public func shutdown() {
-        Self.registry.withLock { registry in
-            if registry[bootstrapServers]?.cluster === self || registry[bootstrapServers]?.cluster == nil {
-                registry[bootstrapServers] = nil
-            }
-        }
+        InProcessTopicCreators.unregister(self, bootstrapServers: bootstrapServers)
         handle.destroy()
     }
 
@@ -115,12 +105,8 @@ public final class EmbeddedKafkaCluster: Sendable {
     }
 }
 
-private struct WeakCluster {
-    weak var cluster: EmbeddedKafkaCluster?
-}
-
 private final class EmbeddedClusterContext: RdKafkaCallbackContext {
-    let logger: Logger
+    package let logger: Logger
     init(logger: Logger) { self.logger = logger }
 }
 

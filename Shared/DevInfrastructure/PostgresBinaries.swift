@@ -1,4 +1,10 @@
 import Foundation
+import Postgres
+
+extension PostgresError.Code {
+    /// The private cluster could not be initialised, started or stopped.
+    public static let clusterFailed = PostgresError.Code("clusterFailed")
+}
 
 /// Paths of the server binaries: `$PG_BIN`, else `/usr/lib/postgresql/<highest>/bin`.
 struct PostgresBinaries: Sendable {

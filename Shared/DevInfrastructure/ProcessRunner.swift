@@ -1,23 +1,24 @@
 import Dispatch
 import Foundation
+import Postgres
 
-/// Runs helper programs (initdb, pg_ctl, useradd) to completion on a dedicated queue,
+/// Runs helper programs (initdb, pg_ctl, useradd, other local servers) to completion on a dedicated queue,
 /// so blocking reads and `waitpid` never run on the cooperative thread pool.
 ///
 /// Uses `posix_spawn` + `waitpid` directly: Foundation's `Process.waitUntilExit` depends on
 /// run-loop/SIGCHLD plumbing that can stall when called from a dispatch worker thread.
-enum ProcessRunner {
-    struct Outcome: Sendable {
-        var status: Int32
-        var output: String
-        var succeeded: Bool { status == 0 }
+package enum ProcessRunner {
+    package struct Outcome: Sendable {
+        package var status: Int32
+        package var output: String
+        package var succeeded: Bool { status == 0 }
     }
 
-    private static let queue = DispatchQueue(label: "postgres.process-runner", attributes: .concurrent)
+    private static let queue = DispatchQueue(label: "dev-infrastructure.process-runner", attributes: .concurrent)
 
     /// Runs `executable` with `arguments`; as root with `user` set, through `runuser -u user --`.
     /// `environment` entries are added to (or replace) the current environment.
-    static func run(_ executable: String, _ arguments: [String], as user: String? = nil,
+    package static func run(_ executable: String, _ arguments: [String], as user: String? = nil,
                     environment: [String: String] = [:]) async -> Outcome {
         var launch = executable
         var launchArguments = arguments
