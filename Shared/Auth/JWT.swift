@@ -31,6 +31,8 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let expired = Code(rawValue: "expired")
         public static let notYetValid = Code(rawValue: "not_yet_valid")
         public static let missingSubject = Code(rawValue: "missing_subject")
+        /// `sub` is too long or holds whitespace or control characters (see `Identifier`).
+        public static let invalidSubject = Code(rawValue: "invalid_subject")
     }
 
     public var code: Code
@@ -87,10 +89,14 @@ public struct JWTCodec: Sendable {
         guard let sub = object["sub"] as? String, !sub.isEmpty else {
             throw AuthError(.missingSubject, "token has no subject")
         }
+        guard Identifier.isAcceptable(sub) else {
+            throw AuthError(.invalidSubject, "subject must be at most \(Identifier.maxUTF8Length) bytes without whitespace or control characters")
+        }
         let claims = JWTClaims(sub: sub, exp: Self.integer(object["exp"]), nbf: Self.integer(object["nbf"]),
                                iat: Self.integer(object["iat"]), role: object["role"] as? String)
         let nowSeconds = Int64(now.timeIntervalSince1970)
-        if let exp = claims.exp, nowSeconds >= exp + leeway {
+        // Written so that no claim value (Int64.max, Int64.min) can overflow.
+        if let exp = claims.exp, nowSeconds - leeway >= exp {
             throw AuthError(.expired, "token expired")
         }
         if let nbf = claims.nbf, nowSeconds + leeway < nbf {
@@ -118,7 +124,7 @@ public struct JWTCodec: Sendable {
         switch value {
         case let n as NSNumber: return n.int64Value
         case let i as Int: return Int64(i)
-        case let d as Double: return Int64(d)
+        case let d as Double: return Int64(exactly: d.rounded(.down))
         default: return nil
         }
     }

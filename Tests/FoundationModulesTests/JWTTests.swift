@@ -83,3 +83,26 @@ struct DigestTests {
         #expect(!Digest.constantTimeEquals([1, 2], [1, 2, 3]))
     }
 }
+
+extension JWTTests {
+    @Test("a signed token whose sub is too long or holds whitespace or control characters is refused")
+    func absurdSubjects() throws {
+        let header = #"{"alg":"HS256","typ":"JWT"}"#
+        let longest = String(repeating: "u", count: Identifier.maxUTF8Length)
+        #expect(try codec.verify(token(header: header, payload: #"{"sub":"\#(longest)"}"#), now: now).sub == longest)
+        for sub in [longest + "u", String(repeating: "x", count: 300), "user 1", "user\\n1", "user\\u00001", "\\t", "a\\u200Bb"] {
+            #expect(rejection(token(header: header, payload: #"{"sub":"\#(sub)"}"#)) == .invalidSubject, "sub \(sub)")
+        }
+        let wide = String(repeating: "é", count: Identifier.maxUTF8Length / 2 + 1)  // 2 bytes each: over the byte limit
+        #expect(rejection(token(header: header, payload: #"{"sub":"\#(wide)"}"#)) == .invalidSubject)
+    }
+
+    @Test("extreme exp and nbf claims are refused or accepted without overflowing")
+    func extremeTimes() {
+        let header = #"{"alg":"HS256","typ":"JWT"}"#
+        #expect(rejection(token(header: header, payload: #"{"sub":"u","exp":9223372036854775807}"#)) == nil)
+        #expect(rejection(token(header: header, payload: #"{"sub":"u","exp":-9223372036854775808}"#)) == .expired)
+        #expect(rejection(token(header: header, payload: #"{"sub":"u","nbf":9223372036854775807}"#)) == .notYetValid)
+        #expect(rejection(token(header: header, payload: #"{"sub":"u","exp":1e300}"#)) != .malformed)
+    }
+}

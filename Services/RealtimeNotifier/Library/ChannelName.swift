@@ -1,3 +1,5 @@
+import Auth
+
 /// A channel name (`room:123`, `user:u1`) and the wire topic carrying it (`realtime:room:123`).
 public struct ChannelName: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable {
@@ -11,8 +13,11 @@ public struct ChannelName: Sendable, Hashable, CustomStringConvertible {
 
     public let name: String
 
+    /// The longest channel name in UTF-8 bytes: `room:` or `user:` and an acceptable identifier.
+    public static let maxUTF8Length = "room:".utf8.count + Identifier.maxUTF8Length
+
     public init?(_ name: String) {
-        guard !name.isEmpty, name.utf8.count <= 255 else { return nil }
+        guard !name.isEmpty, name.utf8.count <= Self.maxUTF8Length, Identifier.hasNoControlCharacters(name) else { return nil }
         self.name = name
     }
 
@@ -30,8 +35,10 @@ public struct ChannelName: Sendable, Hashable, CustomStringConvertible {
         return .other
     }
 
-    public static func room(_ id: String) -> ChannelName { ChannelName("room:" + id)! }
-    public static func user(_ id: String) -> ChannelName { ChannelName("user:" + id)! }
+    /// `room:{id}`; nil when `id` is not an acceptable identifier (too long, whitespace, controls).
+    public static func room(_ id: String) -> ChannelName? { Identifier.isAcceptable(id) ? ChannelName("room:" + id) : nil }
+    /// `user:{id}`; nil when `id` is not an acceptable identifier.
+    public static func user(_ id: String) -> ChannelName? { Identifier.isAcceptable(id) ? ChannelName("user:" + id) : nil }
 
     private func suffix(after prefix: String) -> String? {
         guard name.hasPrefix(prefix) else { return nil }

@@ -1,3 +1,4 @@
+import Auth
 import Contracts
 import Foundation
 import Kafka
@@ -53,13 +54,20 @@ public struct ChannelSequencer: Projection {
             return try Self.input(status: ContractCoding.decode(RoomTranscodeStatus.self, from: record.value))
         case configuration.progressTopic:
             let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
-            guard !change.userId.isEmpty else { throw InvalidRealtimeSource(description: "userId is required") }
-            return SequencerInput(drafts: [.init(channel: .user(change.userId), event: "progress_updated",
+            guard let channel = ChannelName.user(change.userId) else {
+                throw InvalidRealtimeSource(description: "userId must be a non-empty identifier of at most \(Identifier.maxUTF8Length) bytes")
+            }
+            return SequencerInput(drafts: [.init(channel: channel, event: "progress_updated",
                                                  payload: try Self.json(change), origin: nil)], room: nil)
         case configuration.broadcastsTopic:
             let broadcast = try ContractCoding.decode(RealtimeBroadcast.self, from: record.value)
-            guard let channel = ChannelName(broadcast.channel) else { throw InvalidRealtimeSource(description: "channel is required") }
-            guard !broadcast.event.isEmpty else { throw InvalidRealtimeSource(description: "event is required") }
+            guard let channel = ChannelName(broadcast.channel) else {
+                throw InvalidRealtimeSource(description: "channel must be a non-empty name of at most \(ChannelName.maxUTF8Length) bytes")
+            }
+            guard !broadcast.event.isEmpty, broadcast.event.utf8.count <= Identifier.maxUTF8Length,
+                  Identifier.hasNoControlCharacters(broadcast.event) else {
+                throw InvalidRealtimeSource(description: "event must be a non-empty name of at most \(Identifier.maxUTF8Length) bytes")
+            }
             return SequencerInput(drafts: [.init(channel: channel, event: broadcast.event, payload: broadcast.payload,
                                                  origin: broadcast.origin)], room: nil)
         default:
@@ -69,8 +77,9 @@ public struct ChannelSequencer: Projection {
 
     /// `room:{roomId}` and `user:{ownerUserId}` get `transcode_progress`, `ready` or `failed`.
     static func input(status: RoomTranscodeStatus) throws -> SequencerInput {
-        guard !status.roomId.isEmpty, !status.ownerUserId.isEmpty else {
-            throw InvalidRealtimeSource(description: "roomId and ownerUserId are required")
+        guard let roomChannel = ChannelName.room(status.roomId), let userChannel = ChannelName.user(status.ownerUserId) else {
+            throw InvalidRealtimeSource(description:
+                "roomId and ownerUserId must be non-empty identifiers of at most \(Identifier.maxUTF8Length) bytes")
         }
         let event = switch status.status {
         case .queued, .transcoding: "transcode_progress"
@@ -79,8 +88,8 @@ public struct ChannelSequencer: Projection {
         }
         let payload = try json(status)
         return SequencerInput(
-            drafts: [.init(channel: .room(status.roomId), event: event, payload: payload, origin: nil),
-                     .init(channel: .user(status.ownerUserId), event: event, payload: payload, origin: nil)],
+            drafts: [.init(channel: roomChannel, event: event, payload: payload, origin: nil),
+                     .init(channel: userChannel, event: event, payload: payload, origin: nil)],
             room: .init(roomID: status.roomId, ownerUserID: status.ownerUserId, visibility: status.visibility))
     }
 
@@ -110,7 +119,9 @@ public struct ChannelSequencer: Projection {
         var sequenced: [SequencedChannelEvent] = []
         var payloads: [String] = []
         for (draft, _) in drafts {
-            let seq = next[draft.channel.name]!
+            guard let seq = next[draft.channel.name] else {
+                throw InvalidRealtimeSource(description: "no sequence reserved for channel \(draft.channel.name)")
+            }
             next[draft.channel.name] = seq + 1
             sequenced.append(SequencedChannelEvent(channel: draft.channel.name, seq: seq, event: draft.event,
                                                    payload: draft.payload, createdAt: now, origin: draft.origin))

@@ -1,0 +1,31 @@
+/// What an identifier that reaches the pipeline may look like: a user id (a token's `sub`),
+/// a room id. Every channel name is `room:` or `user:` plus one of these, so the channel name
+/// limit follows from this one.
+public enum Identifier {
+    /// The longest identifier in UTF-8 bytes.
+    public static let maxUTF8Length = 250
+
+    /// Non-empty, at most `maxUTF8Length` bytes, no whitespace and no control characters.
+    public static func isAcceptable(_ value: String) -> Bool {
+        guard !value.isEmpty, value.utf8.count <= maxUTF8Length else { return false }
+        return value.unicodeScalars.allSatisfy { scalar in
+            !scalar.properties.isWhitespace && !scalar.properties.generalCategory.isControlLike
+        }
+    }
+
+    /// True when `value` holds no control characters (NUL included), which PostgreSQL text
+    /// and jsonb cannot all store and no name needs.
+    public static func hasNoControlCharacters(_ value: String) -> Bool {
+        value.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
+    }
+}
+
+extension Unicode.GeneralCategory {
+    /// Control, format, surrogate, private-use and unassigned scalars.
+    fileprivate var isControlLike: Bool {
+        switch self {
+        case .control, .format, .surrogate, .privateUse, .unassigned: true
+        default: false
+        }
+    }
+}
