@@ -21,7 +21,10 @@ public enum ContractCoding {
             // Strings first: they are what every service writes, and a failed attempt costs
             // far more than the parse.
             guard let text = try? c.decode(String.self) else {
-                return Date(timeIntervalSince1970: try c.decode(Double.self) / 1000)
+                guard let date = Self.date(secondsSince1970: try c.decode(Double.self) / 1000) else {
+                    throw DecodingError.dataCorruptedError(in: c, debugDescription: "epoch milliseconds out of range")
+                }
+                return date
             }
             guard let date = parseTimestamp(text) else {
                 throw DecodingError.dataCorruptedError(in: c, debugDescription: "not an ISO-8601 timestamp or epoch milliseconds")
@@ -46,9 +49,21 @@ public enum ContractCoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends `formatTimestamp(date)`'s UTF-8 to `out`.
+    /// The instants a wire timestamp may name: years 0001 through 9999 (what ISO-8601 text
+    /// and PostgreSQL's timestamptz both hold), in seconds since 1970.
+    public static let timestampRange: ClosedRange<Double> = -62_135_596_800 ... 253_402_300_799.999
+
+    /// The instant `seconds` after 1970-01-01, or nil when it is not finite or outside `timestampRange`.
+    public static func date(secondsSince1970 seconds: Double) -> Date? {
+        seconds.isFinite && timestampRange.contains(seconds) ? Date(timeIntervalSince1970: seconds) : nil
+    }
+
+    /// Appends `formatTimestamp(date)`'s UTF-8 to `out`. Instants outside `timestampRange`
+    /// are written as its nearest end (no date can make this trap).
     public static func appendTimestamp(_ date: Date, to out: inout [UInt8]) {
-        let millis = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let interval = date.timeIntervalSince1970
+        let clamped = interval.isNaN ? 0 : min(max(interval, timestampRange.lowerBound), timestampRange.upperBound)
+        let millis = Int64((clamped * 1000).rounded())
         let (seconds, fraction) = millis.quotientAndRemainder(dividingBy: 1000)
         let whole = fraction < 0 ? seconds - 1 : seconds
         let ms = Int(fraction < 0 ? fraction + 1000 : fraction)

@@ -21,16 +21,40 @@ public struct RawReadingEvent: Sendable {
         }
     }
 
-    /// A timestamp as sent: ISO-8601 text or epoch milliseconds.
+    /// A timestamp as sent: ISO-8601 text or a number.
+    ///
+    /// A number is epoch milliseconds, epoch seconds (`JSONEncoder`'s `.secondsSince1970`) or
+    /// seconds since 2001-01-01 (its default, `.deferredToDate`). `date(near:ahead:behind:)`
+    /// picks the one form that lands inside the accepted window around `now`: the three
+    /// readings of one number lie at least 31 years (or a factor of 1000) apart, so at most one
+    /// can fall in a window of 30 days. Without a window (`date`) a number is milliseconds.
     public enum Timestamp: Sendable {
         case text(String)
-        case millis(Double)
+        case number(Double)
 
-        /// The instant, if the text parses (any finite number of milliseconds does).
+        /// Seconds between 1970-01-01 and 2001-01-01 (Foundation's reference date).
+        public static let referenceDateOffset: Double = 978_307_200
+
+        /// The instant, if the text parses or the number is finite milliseconds within
+        /// `ContractCoding.timestampRange`.
         public var date: Date? {
             switch self {
             case .text(let text): ContractCoding.parseTimestamp(text)
-            case .millis(let millis): millis.isFinite ? Date(timeIntervalSince1970: millis / 1000) : nil
+            case .number(let millis): ContractCoding.date(secondsSince1970: millis / 1000)
+            }
+        }
+
+        /// The instant within `now - behind ... now + ahead`, reading a number in whichever of
+        /// the three forms lands there; nil when none does (or the text does not parse, or
+        /// its instant is outside the window).
+        public func date(near now: Date, ahead: TimeInterval, behind: TimeInterval) -> Date? {
+            let window = now.addingTimeInterval(-behind)...now.addingTimeInterval(ahead)
+            switch self {
+            case .text:
+                return date.flatMap { window.contains($0) ? $0 : nil }
+            case .number(let value):
+                let candidates = [value / 1000, value, value + Self.referenceDateOffset]
+                return candidates.lazy.compactMap { ContractCoding.date(secondsSince1970: $0) }.first { window.contains($0) }
             }
         }
     }

@@ -263,7 +263,7 @@ private final class Reader {
         switch token {
         case .string(let text): return .value(.text(String(decoding: text, as: UTF8.self)))
         case .number(let text):
-            if let value = Number.double(text) { return .value(.millis(value)) }
+            if let value = Number.double(text) { return .value(.number(value)) }
             return .invalid
         case .null: return .null
         default: return invalid(token)

@@ -35,6 +35,20 @@ struct ReadingEventValidatorTests {
         #expect((try? validator.validate(item, now: fixtureNow).get()) != nil)
     }
 
+    @Test("epoch seconds and seconds since 2001 (JSONEncoder's default) are read as the same instant as epoch milliseconds")
+    func numericTimestampForms() throws {
+        let instant = now.addingTimeInterval(-90)
+        let forms: [Double] = [instant.timeIntervalSince1970 * 1000, instant.timeIntervalSince1970, instant.timeIntervalSinceReferenceDate]
+        for form in forms {
+            let item = try validator.validate(sampleEvent(timestamp: .number(form)), now: now).get()
+            #expect(abs(item.clientTimestamp.timeIntervalSince(instant)) < 0.001, "form \(form)")
+        }
+        let old = now.addingTimeInterval(-31 * 86_400)
+        for form in [old.timeIntervalSince1970 * 1000, old.timeIntervalSince1970, old.timeIntervalSinceReferenceDate, 1e300, -1] {
+            #expect(code(["clientTimestamp": .number(form)]) == .invalidTimestamp, "form \(form)")
+        }
+    }
+
     @Test("a missing or malformed eventId is INVALID_EVENT_ID")
     func eventID() {
         #expect(code(["eventId": .string("not-a-uuid")]) == .invalidEventID)

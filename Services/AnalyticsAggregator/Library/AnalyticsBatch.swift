@@ -60,7 +60,11 @@ struct AnalyticsBatch: Sendable, Equatable {
         for event in events { add(event) }
     }
 
-    static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    /// Epoch milliseconds; never traps (a decoded record's instants lie within `ContractCoding.timestampRange`).
+    static func milliseconds(_ date: Date) -> Int64 {
+        let millis = (date.timeIntervalSince1970 * 1000).rounded()
+        return millis.isFinite && abs(millis) < 9e18 ? Int64(millis) : 0
+    }
 
     mutating func add(_ event: ReadingEventRecord) {
         let day = LocalDay(instant: event.clientTimestamp, offsetMinutes: event.clientTimezoneOffsetMinutes)

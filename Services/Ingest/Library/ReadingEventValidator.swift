@@ -136,13 +136,16 @@ public struct ReadingEventValidator: Sendable {
         return text
     }
 
+    private static func isNumber(_ timestamp: RawReadingEvent.Timestamp) -> Bool {
+        if case .number = timestamp { true } else { false }
+    }
+
     private func timestamp(_ raw: RawReadingEvent, now: Date) throws -> Date {
-        let date = raw.clientTimestamp.value?.date
-        guard let date else {
+        guard let timestamp = raw.clientTimestamp.value, timestamp.date != nil || Self.isNumber(timestamp) else {
             throw Rejection(code: .invalidTimestamp, field: "clientTimestamp",
-                            message: "clientTimestamp must be ISO-8601 or epoch milliseconds")
+                            message: "clientTimestamp must be ISO-8601, epoch milliseconds, epoch seconds or seconds since 2001")
         }
-        guard date <= now.addingTimeInterval(maxClockSkewAhead), date >= now.addingTimeInterval(-maxEventAge) else {
+        guard let date = timestamp.date(near: now, ahead: maxClockSkewAhead, behind: maxEventAge) else {
             throw Rejection(code: .invalidTimestamp, field: "clientTimestamp",
                             message: "clientTimestamp is more than 10 minutes ahead or 30 days behind the server clock")
         }
