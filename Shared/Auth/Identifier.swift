@@ -5,18 +5,12 @@ public enum Identifier {
     /// The longest identifier in UTF-8 bytes.
     public static let maxUTF8Length = 250
 
-    /// Non-empty, at most `maxUTF8Length` bytes, no whitespace and no control characters.
-    public static func isAcceptable(_ value: String) -> Bool {
-        guard !value.isEmpty, value.utf8.count <= maxUTF8Length else { return false }
+    /// Non-empty, at most `maxUTF8Length` bytes (or `limit`), no whitespace and no control characters.
+    public static func isAcceptable(_ value: String, maxUTF8Length limit: Int = maxUTF8Length) -> Bool {
+        guard !value.isEmpty, value.utf8.count <= limit else { return false }
         return value.unicodeScalars.allSatisfy { scalar in
             !scalar.properties.isWhitespace && !scalar.properties.generalCategory.isControlLike
         }
-    }
-
-    /// True when `value` holds no control characters (NUL included), which PostgreSQL text
-    /// and jsonb cannot all store and no name needs.
-    public static func hasNoControlCharacters(_ value: String) -> Bool {
-        value.unicodeScalars.allSatisfy { $0.properties.generalCategory != .control }
     }
 }
 

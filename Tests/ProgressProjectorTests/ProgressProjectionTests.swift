@@ -1,6 +1,7 @@
 import Auth
 import BackboneTestSupport
 import Contracts
+import DevInfrastructure
 import Foundation
 import HTTPTypes
 import Kafka
@@ -100,14 +101,17 @@ struct ProgressProjectionTests {
         await harness.close()
     }
 
-    @Test("a poison record goes to the dead-letter topic and the stream behind it is still projected")
+    @Test("every poison record (hostile bytes, wrong shapes and types, absurd ids, overflowing numbers) goes to the dead-letter topic with its origin, and the stream behind them is still projected")
     func poisonRecord() async throws {
         let harness = try await ProgressHarness(databasePrefix: "progress_poison")
         try harness.createTopics(["poison.events", "poison.events.progress"], partitions: 1)
         try harness.createTopics(["poison.events.dlq"], partitions: 1)
         let good = ReadingStream.sessions(users: 1, materials: 1, sessionsPerPair: 1, seed: 3)
+        let valid = String(decoding: try GoldenFixture.readingEventRecord(), as: UTF8.self)
+        let poison = HostileRecords.shapeless() + (try HostileRecords.absurdField("userId", in: valid))
+            + (try HostileRecords.absurdField("activeSecondsDelta", in: valid))
         try await harness.produce(Array(good.prefix(2)), to: "poison.events")
-        try await harness.produceRaw([Array("{not json".utf8), Array(#"{"schemaVersion":1}"#.utf8)], key: "user-0", to: "poison.events")
+        try await harness.produceRaw(poison, key: "user-0", to: "poison.events")
         try await harness.produce(Array(good.dropFirst(2)), to: "poison.events")
         try await withProjector(harness, group: "g-poison", topic: "poison.events") {
             let caughtUp = try await Integration.eventually { try await harness.caughtUp(group: "g-poison", topic: "poison.events", partitions: 1) }
@@ -115,8 +119,10 @@ struct ProgressProjectionTests {
         }
         let seconds = try #require(try await harness.client.query("SELECT total_active_seconds FROM reading_progress").first)
         #expect(try seconds.decode(Int64.self, "total_active_seconds") == Int64(good.reduce(0) { $0 + $1.activeSecondsDelta }))
-        let dlq = try await harness.admin.watermarks(topic: "poison.events.dlq", partition: 0)
-        #expect(dlq.high == 2)
+        let letters = try await TopicReader.read("poison.events.dlq", bootstrapServers: harness.cluster.bootstrapServers, count: poison.count)
+        let decoded = try letters.map { try ContractCoding.decode(DeadLetterRecord.self, from: $0.value) }
+        #expect(Set(decoded.map(\.offset)) == Set((2..<Int64(2 + poison.count))))
+        #expect(decoded.allSatisfy { $0.originalTopic == "poison.events" && $0.partition == 0 && !$0.error.isEmpty })
         await harness.close()
     }
 

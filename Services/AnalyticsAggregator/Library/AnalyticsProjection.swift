@@ -1,3 +1,4 @@
+import Auth
 import Contracts
 import Foundation
 import Kafka
@@ -36,6 +37,9 @@ public struct AnalyticsProjection: Projection {
             throw AnalyticsRecordError(code: .unsupportedSchema, message: "schema version \(event.schemaVersion)", context: context)
         }
         if event.userId.isEmpty { throw invalid("userId", "empty user id") }
+        if !Identifier.isAcceptable(event.userId) {
+            throw invalid("userId", "user id over \(Identifier.maxUTF8Length) bytes or with whitespace or control characters")
+        }
         if event.eventId.isEmpty { throw invalid("eventId", "empty event id") }
         if event.clientSessionId.isEmpty { throw invalid("clientSessionId", "empty session id") }
         if event.materialId.isEmpty { throw invalid("materialId", "empty material id") }

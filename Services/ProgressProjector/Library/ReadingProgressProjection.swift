@@ -1,3 +1,4 @@
+import Auth
 import Contracts
 import Foundation
 import Kafka
@@ -41,6 +42,9 @@ public struct ReadingProgressProjection: Projection {
         }
         guard !event.userId.isEmpty, !event.eventId.isEmpty, !event.materialId.isEmpty else {
             throw InvalidReadingEvent(description: "userId, eventId and materialId are required")
+        }
+        guard Identifier.isAcceptable(event.userId) else {
+            throw InvalidReadingEvent(description: "userId must be at most \(Identifier.maxUTF8Length) bytes without whitespace or control characters")
         }
         if let position = event.position, !position.isValid {
             throw InvalidReadingEvent(description: "position is not one of the accepted forms")

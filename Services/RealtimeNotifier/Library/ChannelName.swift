@@ -14,10 +14,11 @@ public struct ChannelName: Sendable, Hashable, CustomStringConvertible {
     public let name: String
 
     /// The longest channel name in UTF-8 bytes: `room:` or `user:` and an acceptable identifier.
+    /// A name follows the identifier rules too (no whitespace, no control characters).
     public static let maxUTF8Length = "room:".utf8.count + Identifier.maxUTF8Length
 
     public init?(_ name: String) {
-        guard !name.isEmpty, name.utf8.count <= Self.maxUTF8Length, Identifier.hasNoControlCharacters(name) else { return nil }
+        guard Identifier.isAcceptable(name, maxUTF8Length: Self.maxUTF8Length) else { return nil }
         self.name = name
     }
 

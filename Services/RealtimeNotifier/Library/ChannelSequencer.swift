@@ -64,10 +64,10 @@ public struct ChannelSequencer: Projection {
             guard let channel = ChannelName(broadcast.channel) else {
                 throw InvalidRealtimeSource(description: "channel must be a non-empty name of at most \(ChannelName.maxUTF8Length) bytes")
             }
-            guard !broadcast.event.isEmpty, broadcast.event.utf8.count <= Identifier.maxUTF8Length,
-                  Identifier.hasNoControlCharacters(broadcast.event) else {
+            guard Identifier.isAcceptable(broadcast.event) else {
                 throw InvalidRealtimeSource(description: "event must be a non-empty name of at most \(Identifier.maxUTF8Length) bytes")
             }
+            guard case .object = broadcast.payload else { throw InvalidRealtimeSource(description: "payload must be a JSON object") }
             return SequencerInput(drafts: [.init(channel: channel, event: broadcast.event, payload: broadcast.payload,
                                                  origin: broadcast.origin)], room: nil)
         default:
