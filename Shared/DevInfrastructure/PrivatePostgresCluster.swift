@@ -6,10 +6,15 @@ import Synchronization
 /// A throwaway PostgreSQL cluster run from the distribution's binaries (`backbone dev`,
 /// tests): `initdb` on first use, `pg_ctl start` listening on 127.0.0.1 only, with its
 /// unix socket in the data directory. As root, the binaries run as the `postgres` system
-/// user (created if missing), because initdb refuses to run as root.
+/// user (created if missing), because initdb refuses to run as root; when that user cannot
+/// reach the given directory (a clone under `/root`, mode 0700), the cluster lives in
+/// `/var/tmp/backbone-postgres-<hash of the directory>` instead, so it survives restarts.
 public final class PrivatePostgresCluster: Sendable {
-    /// The directory given at init; the cluster lives in `<directory>/data`.
+    /// The directory given at init.
     public let directory: String
+    /// Where the cluster lives: `directory`, or (as root, when the postgres user cannot reach
+    /// `directory`) a per-directory folder under `/var/tmp`. Holds `data` and `postgres.log`.
+    public let clusterDirectory: String
     /// The database `start()` creates and points its URL at.
     public let database: String
     private let requestedPort: Int?
@@ -20,14 +25,16 @@ public final class PrivatePostgresCluster: Sendable {
 
     public init(directory: String, port: Int? = nil, database: String = "backbone", logger: Logger) {
         self.directory = directory
+        self.clusterDirectory = geteuid() == 0 && !Self.reachableByOthers(directory) ? Self.relocated(directory) : directory
         self.requestedPort = port
         self.database = database
         var logger = logger
-        logger[metadataKey: "pg.cluster"] = directory
+        logger[metadataKey: "pg.cluster"] = clusterDirectory
         self.logger = logger
     }
 
-    public var dataDirectory: String { directory + "/data" }
+    public var dataDirectory: String { clusterDirectory + "/data" }
+    var logFile: String { clusterDirectory + "/postgres.log" }
 
     /// The port the cluster listens on once started.
     public var port: Int? { runningPort.withLock { $0 } }
@@ -78,14 +85,21 @@ public final class PrivatePostgresCluster: Sendable {
     private func prepareDirectory() async throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         guard geteuid() == 0 else { return }
+        if clusterDirectory != directory {
+            logger.info("the postgres user cannot reach the project directory; the private cluster lives elsewhere",
+                        metadata: ["pg.directory": clusterDirectory])
+            try Self.refuseForeign(clusterDirectory)
+            try FileManager.default.createDirectory(atPath: clusterDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
         if getpwnam(Self.systemUser) == nil {
             let created = await ProcessRunner.run("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home",
                                                                         "--shell", "/usr/sbin/nologin", Self.systemUser])
             guard created.succeeded else { throw failure("cannot create the postgres user", output: created.output) }
         }
         guard let entry = getpwnam(Self.systemUser) else { throw failure("the postgres user does not exist") }
-        guard chown(directory, entry.pointee.pw_uid, entry.pointee.pw_gid) == 0 else {
-            throw failure("cannot hand \(directory) to the postgres user")
+        guard chown(clusterDirectory, entry.pointee.pw_uid, entry.pointee.pw_gid) == 0 else {
+            throw failure("cannot hand \(clusterDirectory) to the postgres user")
         }
     }
 
@@ -119,10 +133,10 @@ public final class PrivatePostgresCluster: Sendable {
         let socketDirectory = socket.utf8.count < 100 ? dataDirectory : ""
         let options = "-p \(port) -k '\(socketDirectory)' -c listen_addresses=127.0.0.1"
         let outcome = await ProcessRunner.run(binaries.pgCtl, [
-            "-D", dataDirectory, "-l", directory + "/postgres.log", "-w", "-t", "60", "-o", options, "start",
+            "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", options, "start",
         ], as: Self.systemUser)
         guard outcome.succeeded else {
-            let log = (try? String(contentsOfFile: directory + "/postgres.log", encoding: .utf8)) ?? ""
+            let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
             throw failure("pg_ctl start failed", output: outcome.output + "\n" + Self.tail(log))
         }
         logger.info("private postgres cluster started", metadata: ["pg.port": String(port)])
@@ -150,10 +164,48 @@ public final class PrivatePostgresCluster: Sendable {
         await connection.close()
     }
 
+    // MARK: - Where the cluster lives
+
+    /// True when every existing ancestor of `path` (and `path` itself, if it exists) lets
+    /// other users traverse it, so the postgres user can reach a folder created inside.
+    package static func reachableByOthers(_ path: String) -> Bool {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var prefix = ""
+        for component in absolute.split(separator: "/") {
+            prefix += "/" + component
+            var info = stat()
+            guard stat(prefix, &info) == 0 else { return true }  // the rest is created by us, traversable
+            if info.st_mode & S_IXOTH == 0 { return false }
+        }
+        return true
+    }
+
+    /// `/var/tmp/backbone-postgres-<FNV-1a of the absolute directory>`: stable across restarts.
+    static func relocated(_ directory: String) -> String {
+        let absolute = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in absolute.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return "/var/tmp/backbone-postgres-" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// A relocated directory that exists must be a real directory owned by root or postgres
+    /// (not a symlink or another user's folder planted at the predictable name).
+    static func refuseForeign(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        let postgres = getpwnam(systemUser)?.pointee.pw_uid
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == 0 || info.st_uid == postgres else {
+            throw PostgresError(code: .clusterFailed,
+                                message: "\(path) exists but is not a directory of root or postgres; remove it or set DATABASE_URL",
+                                context: ["pg.cluster": path])
+        }
+    }
+
     // MARK: - Helpers
 
     private func failure(_ message: String, output: String = "") -> PostgresError {
-        var context: [String: String] = ["pg.cluster": directory]
+        var context: [String: String] = ["pg.cluster": clusterDirectory]
         if !output.isEmpty { context["pg.output"] = Self.tail(output) }
         return PostgresError(code: .clusterFailed, message: message, context: context)
     }

@@ -39,4 +39,31 @@ struct PrivatePostgresClusterTests {
         #expect(await afterStop.ping() == false)
         await afterStop.close()
     }
+
+    @Test("as root, a cluster asked for inside a folder the postgres user cannot traverse lives under /var/tmp and keeps its data across restarts",
+          .enabled(if: geteuid() == 0))
+    func unreachableDirectoryAsRoot() async throws {
+        let home = "/tmp/" + Integration.uniqueName("pgprivate")
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let directory = home + "/clone/.backbone/postgres"
+        #expect(!PrivatePostgresCluster.reachableByOthers(directory))
+        let cluster = PrivatePostgresCluster(directory: directory, logger: .disabled)
+        #expect(cluster.clusterDirectory.hasPrefix("/var/tmp/backbone-postgres-"))
+        defer {
+            try? FileManager.default.removeItem(atPath: home)
+            try? FileManager.default.removeItem(atPath: cluster.clusterDirectory)
+        }
+        let url = try await cluster.start()
+        let client = Integration.client(maxConnections: 1, url: url)
+        _ = try await client.execute("CREATE TABLE survives (id int)")
+        await client.close()
+        await cluster.stop()
+
+        let again = PrivatePostgresCluster(directory: directory, logger: .disabled)
+        #expect(again.clusterDirectory == cluster.clusterDirectory)
+        let second = Integration.client(maxConnections: 1, url: try await again.start())
+        #expect(try await second.query("SELECT count(*)::bigint AS n FROM survives")[0].decode(Int64.self, "n") == 0)
+        await second.close()
+        await again.stop()
+    }
 }

@@ -37,7 +37,7 @@ enum DevCommand {
             let pg = PrivatePostgresCluster(directory: home + "/postgres", logger: logger)
             databaseURL = try await pg.start()
             privateCluster = pg
-            logger.info("private PostgreSQL started", metadata: ["pg.directory": home + "/postgres"])
+            logger.info("private PostgreSQL started", metadata: ["pg.directory": pg.clusterDirectory])
         }
 
         let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
