@@ -1,8 +1,11 @@
 /// An error from the Postgres module.
 ///
-/// `description` carries the code, the SQLSTATE and the server's primary message only:
-/// never the SQL text, bound values, or connection secrets.
-public struct PostgresError: Error, Sendable, CustomStringConvertible {
+/// `description` carries the code, the SQLSTATE and the context only — never the SQL text,
+/// bound values or connection secrets. A server's message can quote bound input (SQLSTATE
+/// 22P02 `invalid input syntax for type uuid: "…"`, 23505's key values, 42601's SQL
+/// fragment), so for errors the server reported it appears only in `debugDescription`
+/// (`String(reflecting:)`), as in postgres-nio; module-written messages stay in `description`.
+public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     /// What kind of failure this is. Extensible: new codes are new static members.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -34,7 +37,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// The five-character SQLSTATE reported by the server (`23505` unique_violation, …).
     public var sqlState: String?
-    /// The server's primary message, or a module-written explanation.
+    /// The server's primary message (may quote bound input: debugging only), or a
+    /// module-written explanation.
     public var message: String
     /// Extra non-secret context (`pg.column`, `pg.table`, `pg.migration`, …).
     public var context: [String: String]
@@ -60,11 +64,22 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
 
     static let retriableStates: Set<String> = ["40001", "40P01", "57P01", "57P02", "57P03"]
 
-    public var description: String {
+    /// Safe to log and to show: the server's message is left out (see the type's comment).
+    public var description: String { render(includingServerMessage: false) }
+
+    /// Everything, the server's message included: for a developer's eyes, not for logs.
+    public var debugDescription: String { render(includingServerMessage: true) }
+
+    private func render(includingServerMessage: Bool) -> String {
         var text = "PostgresError(\(code)"
         if let sqlState { text += ", sqlState: \(sqlState)" }
-        text += "): \(message)"
-        for key in context.keys.sorted() { text += " [\(key)=\(context[key]!)]" }
+        text += ")"
+        if sqlState == nil || includingServerMessage {
+            text += ": \(message)"
+        } else {
+            text += ": the server rejected the statement (message withheld: it may quote input)"
+        }
+        for (key, value) in context.sorted(by: { $0.key < $1.key }) { text += " [\(key)=\(value)]" }
         return text
     }
 

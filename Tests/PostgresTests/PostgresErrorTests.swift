@@ -66,3 +66,23 @@ struct PostgresErrorTests {
         await client.close()
     }
 }
+
+@Suite("Postgres errors do not quote input", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(2)))
+struct PostgresErrorQuotingTests {
+    @Test("a value the server quotes back (22P02, 23505) is in debugDescription, never in description")
+    func quotedInput() async throws {
+        let client = Integration.client(maxConnections: 1)
+        do {
+            _ = try await client.query("SELECT $1::uuid AS id", ["personal-value-4711"])
+            Issue.record("an invalid uuid was accepted")
+        } catch {
+            #expect(error.sqlState == "22P02")
+            #expect(!error.description.contains("personal-value-4711"))
+            #expect(!"\(error)".contains("personal-value-4711"))
+            #expect(String(reflecting: error).contains("personal-value-4711"))
+        }
+        await client.close()
+        let local = PostgresError(code: .decoding, message: "cannot decode Int", context: ["pg.column": "n"])
+        #expect(local.description.contains("cannot decode Int") && local.description.contains("pg.column=n"))
+    }
+}
