@@ -27,6 +27,51 @@ struct OpenAPIDocumentTests {
     }
 }
 
+@Suite("One error vocabulary")
+struct ErrorVocabularyTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardizedFileURL
+
+    /// The values of `components.schemas.ErrorCode.enum` in `docs/openapi.yaml`.
+    static func documentedCodes() throws -> Set<String> {
+        let text = try String(contentsOfFile: openAPIPath, encoding: .utf8)
+        let start = try #require(text.range(of: "\n    ErrorCode:\n"))
+        let rest = text[start.upperBound...]
+        let enumStart = try #require(rest.range(of: "enum: ["))
+        let enumEnd = try #require(rest[enumStart.upperBound...].firstIndex(of: "]"))
+        return Set(rest[enumStart.upperBound..<enumEnd].split(whereSeparator: { ", \n".contains($0) }).map(String.init))
+    }
+
+    static func matches(_ pattern: String, in text: String) throws -> [String] {
+        let regex = try NSRegularExpression(pattern: pattern)
+        return regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap {
+            Range($0.range(at: 1), in: text).map { String(text[$0]) }
+        }
+    }
+
+    @Test("every code in the Swift sources (ErrorCode values and literal HTTP error codes) and in the gateway config is in the OpenAPI ErrorCode enum")
+    func everyCodeDocumented() throws {
+        let documented = try Self.documentedCodes()
+        var sent: [String: String] = [:]
+        for folder in ["Shared", "Services"] {
+            let base = Self.root.appendingPathComponent(folder)
+            let files = FileManager.default.enumerator(atPath: base.path)?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+            for file in files {
+                let text = try String(contentsOf: base.appendingPathComponent(file), encoding: .utf8)
+                for code in try Self.matches(#"ErrorCode = "([A-Z_]+)""#, in: text) + Self.matches(#"code: "([A-Z_]+)""#, in: text) {
+                    sent[code] = "\(folder)/\(file)"
+                }
+            }
+        }
+        let gateway = try String(contentsOf: Self.root.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
+        for code in try Self.matches(#""code":"([A-Z_]+)""#, in: gateway) { sent[code] = "deploy/gateway/nginx.conf" }
+        #expect(sent.count >= 30, "the scan found the codes")
+        for (code, file) in sent.sorted(by: { $0.key < $1.key }) {
+            #expect(documented.contains(code), "\(code) (sent by \(file)) is not in docs/openapi.yaml's ErrorCode enum")
+        }
+        #expect(!documented.contains("VALIDATION_FAILED"))
+    }
+}
+
 @Suite("OpenAPI validation and a bounded fuzz of the ingest endpoints", .serialized,
        .enabled(if: Integration.isEnabled), .timeLimit(.minutes(4)))
 struct OpenAPIFuzzTests {

@@ -14,12 +14,12 @@ enum CatchUpRoutes {
             let claims = try authenticator.claims(request)
             let raw = request.pathParameters["channel"] ?? ""
             guard let channel = ChannelName(raw.removingPercentEncoding ?? raw) else {
-                throw HTTPError(.badRequest, code: "VALIDATION_FAILED", message: "channel is required")
+                throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "channel is required")
             }
             let after = try integer(request.query["after"], name: "after", default: 0)
             let limit = try integer(request.query["limit"], name: "limit", default: Int64(maxLimit))
             guard limit >= 1, limit <= Int64(maxLimit) else {
-                throw HTTPError(.badRequest, code: "VALIDATION_FAILED", message: "limit must be within 1…\(maxLimit)")
+                throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "limit must be within 1…\(maxLimit)")
             }
             if case .denied(let reason) = try await authorizer.canRead(claims, channel) {
                 throw HTTPError(.forbidden, code: "FORBIDDEN", message: reason)
@@ -39,7 +39,7 @@ enum CatchUpRoutes {
     static func integer(_ text: String?, name: String, default fallback: Int64) throws -> Int64 {
         guard let text, !text.isEmpty else { return fallback }
         guard let value = Int64(text), value >= 0 else {
-            throw HTTPError(.badRequest, code: "VALIDATION_FAILED", message: "\(name) must be a non-negative integer")
+            throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "\(name) must be a non-negative integer")
         }
         return value
     }
