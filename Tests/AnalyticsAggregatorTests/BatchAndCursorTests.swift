@@ -62,7 +62,7 @@ struct BatchAndCursorTests {
     @Test("configuration reads its keys and reports every bad one")
     func configuration() throws {
         var good = EnvironmentReader(["ANALYTICS_STREAK_THRESHOLD_SECONDS": "120", "ANALYTICS_BATCH_SIZE": "50",
-                                                     "ANALYTICS_BATCH_WAIT_MS": "20", "ANALYTICS_TOPIC": "t"])
+                                                     "ANALYTICS_BATCH_WAIT_MS": "20", "READING_EVENTS_TOPIC": "t"])
         let c = AnalyticsConfiguration.read(from: &good)
         try good.validate()
         #expect(c.streakThresholdSeconds == 120 && c.batchSize == 50 && c.batchWait == .milliseconds(20) && c.topic == "t")

@@ -16,7 +16,7 @@ struct IngestUnitTests {
         #expect(defaults.roomTranscodeTopic == "room.transcode.requests.v1")
         #expect(defaults.materialCacheTTL == .seconds(2))
 
-        var env = EnvironmentReader(["INGEST_MAX_BATCH_EVENTS": "100", "INGEST_READING_EVENTS_TOPIC": "t.events",
+        var env = EnvironmentReader(["INGEST_MAX_BATCH_EVENTS": "100", "READING_EVENTS_TOPIC": "t.events",
                                      "INGEST_MATERIAL_CACHE_TTL_MS": "500", "INGEST_MONTHLY_UPLOAD_QUOTA_BYTES": "1000"])
         let custom = IngestConfiguration.read(from: &env)
         try env.validate()

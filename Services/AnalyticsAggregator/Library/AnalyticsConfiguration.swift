@@ -26,13 +26,13 @@ public struct AnalyticsConfiguration: Sendable {
     }
 
     /// Reads `ANALYTICS_STREAK_THRESHOLD_SECONDS` (default 60), `ANALYTICS_BATCH_SIZE`
-    /// (500), `ANALYTICS_BATCH_WAIT_MS` (50) and `ANALYTICS_TOPIC` (`reading.events.v2`);
+    /// (500), `ANALYTICS_BATCH_WAIT_MS` (50) and `READING_EVENTS_TOPIC` (`reading.events.v2`);
     /// problems are collected in `reader`.
     public static func read(from reader: inout EnvironmentReader) -> AnalyticsConfiguration {
         AnalyticsConfiguration(
             streakThresholdSeconds: reader.int("ANALYTICS_STREAK_THRESHOLD_SECONDS", default: 60, range: 1...86_400),
             batchSize: reader.int("ANALYTICS_BATCH_SIZE", default: 500, range: 1...10_000),
             batchWait: reader.milliseconds("ANALYTICS_BATCH_WAIT_MS", default: .milliseconds(50)),
-            topic: reader.string("ANALYTICS_TOPIC", default: Topics.readingEvents))
+            topic: reader.string("READING_EVENTS_TOPIC", default: Topics.readingEvents))
     }
 }

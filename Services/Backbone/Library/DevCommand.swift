@@ -19,6 +19,7 @@ enum DevCommand {
         let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers"])
         try args.only(["infra-only", "port-offset", "brokers"])
         let portOffset = try args.int("port-offset") ?? 0
+        try ServiceCatalog.validateSettings()
         let home = DevEnvironment.directory
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         let environment = ProcessInfo.processInfo.environment

@@ -1,4 +1,5 @@
 import AnalyticsAggregator
+import Foundation
 import Ingest
 import Postgres
 import ProgressProjector
@@ -37,6 +38,26 @@ struct ServiceCatalog {
             return RealtimeNotifierService(context: context, configuration: .read(from: &env)).parts()
         },
     ]
+
+    /// Reads every service's settings from `environment` exactly as its executable does; one
+    /// error lists every missing or invalid value (each once), so `backbone dev` never falls
+    /// back silently on a setting the executables would refuse.
+    static func validateSettings(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
+        var env = EnvironmentReader(environment)
+        _ = IngestConfiguration.read(from: &env)
+        _ = ProgressConfiguration.read(from: &env)
+        _ = AnalyticsConfiguration.read(from: &env)
+        _ = RealtimeConfiguration.read(from: &env)
+        _ = env.logLevel()
+        do {
+            try env.validate()
+        } catch {
+            var unique = error
+            var seen = Set<String>()
+            unique.problems = error.problems.filter { seen.insert($0).inserted }
+            throw unique
+        }
+    }
 
     /// Every migration of every service, each version once, in order.
     static var allMigrations: [PostgresMigration] {

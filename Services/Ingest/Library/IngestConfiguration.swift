@@ -12,8 +12,8 @@ import ServiceRuntime
 /// | `INGEST_RATE_LIMIT_BURST` | 30 | requests a user may make at once |
 /// | `INGEST_MAX_USDZ_BYTES` | 52428800 | `source.usdzBytes` before `FILE_TOO_LARGE` (50 MiB) |
 /// | `INGEST_MONTHLY_UPLOAD_QUOTA_BYTES` | 1073741824 | per-user bytes per UTC calendar month before `QUOTA_EXCEEDED` |
-/// | `INGEST_READING_EVENTS_TOPIC` | `reading.events.v2` | where accepted events go |
-/// | `INGEST_ROOM_TRANSCODE_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
+/// | `READING_EVENTS_TOPIC` | `reading.events.v2` | where accepted events go |
+/// | `ROOM_TRANSCODE_REQUESTS_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
 /// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
 /// | `INGEST_EVENT_ID_RETENTION_DAYS` | 30 | how long accepted event ids are remembered |
 /// | `INGEST_RETRY_AFTER_SECONDS` | 2 | `Retry-After` of a 503 |
@@ -66,8 +66,8 @@ public struct IngestConfiguration: Sendable {
             rateLimitBurst: reader.int("INGEST_RATE_LIMIT_BURST", default: 30, range: 1...1_000_000),
             maxUSDZBytes: Int64(reader.int("INGEST_MAX_USDZ_BYTES", default: 50 << 20, range: 1...Int(Int32.max))),
             monthlyUploadQuotaBytes: Int64(reader.int("INGEST_MONTHLY_UPLOAD_QUOTA_BYTES", default: 1 << 30, range: 1...Int.max)),
-            readingEventsTopic: reader.string("INGEST_READING_EVENTS_TOPIC", default: Topics.readingEvents),
-            roomTranscodeTopic: reader.string("INGEST_ROOM_TRANSCODE_TOPIC", default: Topics.roomTranscodeRequests),
+            readingEventsTopic: reader.string("READING_EVENTS_TOPIC", default: Topics.readingEvents),
+            roomTranscodeTopic: reader.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests),
             materialCacheTTL: ttl,
             eventIDRetentionDays: reader.int("INGEST_EVENT_ID_RETENTION_DAYS", default: 30, range: 1...365),
             unavailableRetryAfterSeconds: reader.int("INGEST_RETRY_AFTER_SECONDS", default: 2, range: 1...3600))
