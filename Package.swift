@@ -22,6 +22,7 @@ let cLibraries: [Target] = [
     system("COpenSSL", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
     system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
+    system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -44,6 +45,7 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
+    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -110,6 +112,7 @@ let testTargets: [Target] = [
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
     tests("KafkaTests", ["Kafka", "Logging"]),
+    tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "Hashing"]),
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
