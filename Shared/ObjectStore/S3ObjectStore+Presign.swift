@@ -84,3 +84,12 @@ extension S3ObjectStore {
         try check(answer, key: key, accepting: [404])
     }
 }
+
+extension S3ObjectStore {
+    /// Creates the configured bucket; a bucket that already exists (and is ours) is fine.
+    public func createBucket() async throws(ObjectStoreError) {
+        let answer = try await send(method: "PUT", key: "")
+        if answer.status == 409, S3XML.first("Code", in: answer.body) == "BucketAlreadyOwnedByYou" { return }
+        try check(answer, key: nil)
+    }
+}
