@@ -73,6 +73,7 @@ let services: [Target] =
             name: "BackboneCLI",
             dependencies: serviceBase + [
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection",
+                "ObjectStore", "DevInfrastructure",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
