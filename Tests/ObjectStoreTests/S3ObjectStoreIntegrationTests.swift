@@ -12,6 +12,27 @@ struct S3ObjectStoreIntegrationTests {
         return path
     }
 
+    /// `key size` lines of boto3's list_objects_v2.
+    static func boto3List(_ configuration: S3Configuration, prefix: String) async throws -> String {
+        let venvPython = Integration.packageRoot.appendingPathComponent(".venv/bin/python3").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: venvPython) ? venvPython : "/usr/bin/python3")
+        process.arguments = ["-c", """
+            import boto3, os, sys
+            s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT"], region_name=os.environ["S3_REGION"],
+                              aws_access_key_id=os.environ["S3_ACCESS_KEY_ID"], aws_secret_access_key=os.environ["S3_SECRET_ACCESS_KEY"])
+            page = s3.list_objects_v2(Bucket=os.environ["S3_BUCKET"], Prefix=sys.argv[1])
+            print("\\n".join(f"{o['Key']} {o['Size']}" for o in page.get("Contents", [])))
+            """, prefix]
+        process.environment = ProcessInfo.processInfo.environment.merging(configuration.environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = try await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test("put, head, get as a stream and to a file, list by prefix, delete")
     func objects() async throws {
         try await SeaweedFSFixture.with { configuration in
@@ -30,6 +51,9 @@ struct S3ObjectStoreIntegrationTests {
             defer { try? FileManager.default.removeItem(atPath: target) }
             #expect(try await store.get("rooms/r1/v1/source.usdz", toFileAt: target) == 1_000_000)
             #expect(try await store.list(prefix: "rooms/r1/").map(\.key) == ["rooms/r1/v1/roomplan.json", "rooms/r1/v1/source.usdz"])
+            // An independent client (boto3, from .venv) sees the same objects and sizes.
+            let witness = try await Self.boto3List(configuration, prefix: "rooms/r1/")
+            #expect(witness == "rooms/r1/v1/roomplan.json 300000\nrooms/r1/v1/source.usdz 1000000")
             try await store.delete("rooms/r1/v1/roomplan.json")
             try await store.delete("rooms/r1/v1/roomplan.json")
             #expect(try await store.head("rooms/r1/v1/roomplan.json") == nil)
