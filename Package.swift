@@ -64,7 +64,7 @@ let serviceBase: [Target.Dependency] = [
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Hashing"])
+    service("Ingest", executable: "ingest", serviceBase + ["Hashing", "ObjectStore"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
@@ -123,7 +123,7 @@ let testTargets: [Target] = [
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport"],
           exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
-                          "Logging", "Metrics", "Hashing", "BackboneTestSupport"]),
+                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "ObjectStore"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport",
