@@ -28,7 +28,7 @@ struct RoomUploadHandler: Sendable {
 
     func quota(_ request: HTTPRequest) async throws -> HTTPResponse {
         let userID = try authenticator.userID(request)
-        try limit(userID)
+        try limiter.admit(userID)
         let now = Date()
         let used: Int64
         do { used = try await uploads.usedBytes(userID, now: now) } catch { throw unavailable("room store unavailable") }
@@ -39,7 +39,7 @@ struct RoomUploadHandler: Sendable {
 
     func initiate(_ request: HTTPRequest) async throws -> HTTPResponse {
         let userID = try authenticator.userID(request)
-        try limit(userID)
+        try limiter.admit(userID)
         let body = try IngestRequestDecoding.decode(RoomUploadInitRequest.self, from: request)
         try validate(body)
         let now = Date()
@@ -148,13 +148,6 @@ struct RoomUploadHandler: Sendable {
         if body.usdzBytes > configuration.maxUSDZBytes || body.roomplanJsonBytes > configuration.maxUSDZBytes {
             throw HTTPError(.payloadTooLarge, code: ErrorCode.fileTooLarge.rawValue,
                             message: "the scan is larger than \(configuration.maxUSDZBytes) bytes")
-        }
-    }
-
-    private func limit(_ userID: String) throws(HTTPError) {
-        if let retryAfter = limiter.acquire(userID) {
-            throw HTTPError(.tooManyRequests, code: ErrorCode.rateLimited.rawValue, message: "too many requests; retry later",
-                            headers: ["Retry-After": String(retryAfter)])
         }
     }
 

@@ -33,8 +33,7 @@ public struct RoomUploadStore: Sendable {
 
     /// Bytes the user used (or reserved) in `now`'s UTC month.
     public func usedBytes(_ userID: String, now: Date) async throws -> Int64 {
-        let rows = try await database.query("SELECT bytes FROM room_upload_usage WHERE user_id = $1 AND month = $2::date",
-                                            [userID, RoomVersionStore.quotaMonth(now)])
+        let rows = try await database.query(RoomVersionStore.usedBytesSQL, [userID, RoomVersionStore.quotaMonth(now)])
         return try rows.first?.decode(Int64.self, "bytes") ?? 0
     }
 
@@ -44,24 +43,12 @@ public struct RoomUploadStore: Sendable {
         let month = RoomVersionStore.quotaMonth(now)
         do {
             return try await database.withTransaction { connection in
-                let room = try await connection.query("""
-                    INSERT INTO rooms (room_id, owner_user_id, visibility, title, tags) VALUES ($1, $2, $3, $4, $5::text[])
-                    ON CONFLICT (room_id) DO UPDATE SET visibility = EXCLUDED.visibility, title = EXCLUDED.title,
-                        tags = EXCLUDED.tags, updated_at = now()
-                    WHERE rooms.owner_user_id = EXCLUDED.owner_user_id
-                    RETURNING room_id
-                    """, [upload.roomID, upload.ownerUserID, request.visibility.rawValue, request.title, request.tags])
+                let room = try await connection.query(RoomVersionStore.upsertRoomSQL, [upload.roomID, upload.ownerUserID, request.visibility.rawValue, request.title, request.tags])
                 guard !room.isEmpty else { throw Rollback(reservation: .roomOwnedByAnotherUser) }
                 let bytes = upload.usdzBytes + upload.roomplanJsonBytes
-                let usage = try await connection.query("""
-                    INSERT INTO room_upload_usage (user_id, month, bytes) SELECT $1, $2::date, $3::bigint WHERE $3::bigint <= $4::bigint
-                    ON CONFLICT (user_id, month) DO UPDATE SET bytes = room_upload_usage.bytes + EXCLUDED.bytes
-                    WHERE room_upload_usage.bytes + EXCLUDED.bytes <= $4::bigint
-                    RETURNING bytes
-                    """, [upload.ownerUserID, month, bytes, quotaBytes])
+                let usage = try await connection.query(RoomVersionStore.reserveBytesSQL, [upload.ownerUserID, month, bytes, quotaBytes])
                 guard !usage.isEmpty else {
-                    let used = try await connection.query(
-                        "SELECT bytes FROM room_upload_usage WHERE user_id = $1 AND month = $2::date", [upload.ownerUserID, month])
+                    let used = try await connection.query(RoomVersionStore.usedBytesSQL, [upload.ownerUserID, month])
                     throw Rollback(reservation: .quotaExceeded(usedBytes: try used.first?.decode(Int64.self, "bytes") ?? 0))
                 }
                 try await connection.execute("""
@@ -119,14 +106,7 @@ public struct RoomUploadStore: Sendable {
     /// Forgets an abandoned upload and gives its bytes back (only if still `uploading`).
     public func abandon(_ versionID: String) async throws {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
-                DELETE FROM room_versions WHERE version_id = $1 AND status = 'uploading'
-                RETURNING owner_user_id, quota_month::text AS month, usdz_bytes + roomplan_json_bytes AS bytes
-                """, [versionID])
-            guard let row = rows.first else { return }
-            try await connection.execute(
-                "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3::bigint) WHERE user_id = $1 AND month = $2::date",
-                [try row.decode(String.self, "owner_user_id"), try row.decode(String.self, "month"), try row.decode(Int64.self, "bytes")])
+            try await RoomVersionStore.forget(versionID, status: "uploading", on: connection)
         }
     }
 }

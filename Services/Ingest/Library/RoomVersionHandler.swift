@@ -33,10 +33,7 @@ struct RoomVersionHandler: Sendable {
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         let userID = try authenticator.userID(request)
-        if let retryAfter = limiter.acquire(userID) {
-            throw HTTPError(.tooManyRequests, code: ErrorCode.rateLimited.rawValue, message: "too many requests; retry later",
-                            headers: ["Retry-After": String(retryAfter)])
-        }
+        try limiter.admit(userID)
         let body = try Self.decode(request)
         try validator.validate(body)
         let now = Date()
