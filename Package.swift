@@ -22,6 +22,7 @@ let cLibraries: [Target] = [
     system("COpenSSL", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
     system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
+    system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -44,9 +45,10 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
-    // Development only (embedded broker, private PostgreSQL): linked by the `backbone` CLI,
-    // tests and benchmarks, never by a service's library.
-    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging"]),
+    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime"]),
+    // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
+    // `backbone` CLI, tests and benchmarks, never by a service's library.
+    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -64,7 +66,7 @@ let serviceBase: [Target.Dependency] = [
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Hashing"])
+    service("Ingest", executable: "ingest", serviceBase + ["Hashing", "ObjectStore"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
@@ -72,7 +74,8 @@ let services: [Target] =
         .target(
             name: "BackboneCLI",
             dependencies: serviceBase + [
-                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection", "DevInfrastructure",
+                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection",
+                "ObjectStore", "DevInfrastructure",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
@@ -107,12 +110,13 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 }
 
 let testTargets: [Target] = [
-    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging"], path: "Tests/Support",
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
             swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
     tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure"]),
+    tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "Hashing", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
@@ -122,7 +126,7 @@ let testTargets: [Target] = [
                                                    "DevInfrastructure"],
           exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
-                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure"]),
+                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport", "DevInfrastructure",

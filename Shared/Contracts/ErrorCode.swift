@@ -41,5 +41,7 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomSt
     public static let invalidTags: ErrorCode = "INVALID_TAGS"
     public static let redactionInvalid: ErrorCode = "REDACTION_INVALID"
     public static let quotaExceeded: ErrorCode = "QUOTA_EXCEEDED"
+    /// upload-complete before the objects are in the store with their declared sizes.
+    public static let uploadIncomplete: ErrorCode = "UPLOAD_INCOMPLETE"
     public static let roomTranscodeFailed: ErrorCode = "ROOM_TRANSCODE_FAILED"
 }

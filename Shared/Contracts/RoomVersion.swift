@@ -68,9 +68,13 @@ public struct RoomVersionCompleteRequest: Sendable, Hashable, Codable {
     public var visibility: RoomVisibility
     public var source: RoomSource
     public var redactions: [Redaction]
+    /// For a multipart `source.usdz`: every part's number and the `ETag` its PUT answered.
+    public var usdzParts: [UploadedPart]?
+    /// How the capture went (the worker grades on it).
+    public var scan: RoomScan?
 
     public init(roomId: String, versionId: String, title: String, tags: [String], visibility: RoomVisibility,
-                source: RoomSource, redactions: [Redaction]) {
+                source: RoomSource, redactions: [Redaction], usdzParts: [UploadedPart]? = nil, scan: RoomScan? = nil) {
         self.roomId = roomId
         self.versionId = versionId
         self.title = title
@@ -78,6 +82,8 @@ public struct RoomVersionCompleteRequest: Sendable, Hashable, Codable {
         self.visibility = visibility
         self.source = source
         self.redactions = redactions
+        self.usdzParts = usdzParts
+        self.scan = scan
     }
 }
 
@@ -108,6 +114,7 @@ public struct RoomTranscodeRequest: Sendable, Hashable, Codable {
     public var visibility: RoomVisibility
     public var source: RoomSource
     public var redactions: [Redaction]
+    public var scan: RoomScan?
     public var requestedAt: Date
 
     public init(ownerUserId: String, request: RoomVersionCompleteRequest, requestedAt: Date) {
@@ -120,6 +127,7 @@ public struct RoomTranscodeRequest: Sendable, Hashable, Codable {
         self.visibility = request.visibility
         self.source = request.source
         self.redactions = request.redactions
+        self.scan = request.scan
         self.requestedAt = requestedAt
     }
 }

@@ -9,6 +9,7 @@ import Ingest
 import Kafka
 import Logging
 import Metrics
+import ObjectStore
 import Postgres
 import ServiceRuntime
 import Synchronization
@@ -30,7 +31,7 @@ final class IngestHarness: Sendable {
     private let server = Mutex<Task<Void, Never>?>(nil)
 
     init(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
-         deliveryTimeout: Duration = .seconds(3)) async throws {
+         deliveryTimeout: Duration = .seconds(3), objects: (any ObjectStore)? = nil) async throws {
         cluster = try EmbeddedKafkaCluster(brokers: 1)
         try cluster.createTopic(configuration.readingEventsTopic, partitions: 3)
         try cluster.createTopic(configuration.roomTranscodeTopic, partitions: 3)
@@ -47,7 +48,7 @@ final class IngestHarness: Sendable {
         context = ServiceContext(name: "ingest", configuration: common, database: client, producer: producer, admin: admin,
                                  metrics: MetricsRegistry(), logger: testLogger)
         self.configuration = configuration
-        parts = IngestService(context: context, configuration: configuration).parts()
+        parts = IngestService(context: context, configuration: configuration, objects: objects).parts()
         router = parts.router
     }
 

@@ -2,6 +2,7 @@ import Contracts
 import BackboneTestSupport
 import Foundation
 import Ingest
+import ObjectStore
 import Testing
 
 /// `docs/openapi.yaml`, found from this file's location.
@@ -105,7 +106,10 @@ struct OpenAPIFuzzTests {
 
     @Test("schemathesis finds no 5xx, no undocumented status and no off-schema response on a live ingest")
     func fuzzIngest() async throws {
-        let harness = try await IngestHarness()
+        // A folder store: the upload routes are served (presigned URLs are file URLs; only their shape matters here).
+        let objects = try FileSystemObjectStore(root: FileManager.default.temporaryDirectory
+            .appendingPathComponent("openapi-objects-\(UInt32.random(in: 0...UInt32.max))"))
+        let harness = try await IngestHarness(objects: objects)
         do {
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
             let port = try await harness.startHTTP()

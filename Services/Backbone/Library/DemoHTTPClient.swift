@@ -32,15 +32,24 @@ struct DemoHTTPClient {
 
     /// `service` names the service in errors ("ingest at http://…").
     func send(_ method: String, service: String, base: String, path: String, token: String?, body: Data? = nil) async throws -> Response {
-        guard let url = URL(string: base.hasSuffix("/") ? String(base.dropLast()) + path : base + path) else {
-            throw CommandError(code: .serviceUnavailable, message: "not a URL", context: "\(service) at \(base)")
+        try await send(method, service: service, url: base.hasSuffix("/") ? String(base.dropLast()) + path : base + path,
+                       token: token, body: body, contentType: "application/json")
+    }
+
+    /// `url` as it is (a presigned storage URL); `contentType` is sent only when given.
+    func send(_ method: String, service: String, url text: String, token: String? = nil, body: Data? = nil,
+              contentType: String? = nil) async throws -> Response {
+        guard let url = URL(string: text) else {
+            throw CommandError(code: .serviceUnavailable, message: "not a URL", context: service)
         }
+        let path = url.path
+        let base = text
         var request = URLRequest(url: url)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let body {
             request.httpBody = body
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
         }
         let session = self.session
         let result: Result<Response, any Error> = await withCheckedContinuation { continuation in

@@ -106,19 +106,38 @@ struct DemoSession {
         }
     }
 
+    /// The three-step upload: upload-init, both objects PUT to their presigned URLs, upload-complete.
     func postRoomVersion() async throws {
-        let roomID = UUID().uuidString.lowercased()
-        let versionID = UUID().uuidString.lowercased()
-        let prefix = "rooms/\(roomID)/\(versionID)"
+        let usdz = Data((0..<48_123).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        let roomplan = Data(#"{"version":2,"walls":[],"doors":[],"windows":[],"objects":[]}"#.utf8)
+        let initRequest = RoomUploadInitRequest(title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
+                                                usdzBytes: Int64(usdz.count), roomplanJsonBytes: Int64(roomplan.count))
+        let created = try await expect(201, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/uploads",
+                                       token: userToken, body: try ContractCoding.encode(initRequest))
+        let upload = try ContractCoding.decode(RoomUploadInitResponse.self, from: Array(created.body))
+        say("\n== POST /rooms/uploads → \(created.status) (room \(upload.roomId), version \(upload.versionId))")
+        for (object, bytes) in [(upload.usdz, usdz), (upload.roomplanJson, roomplan)] {
+            guard let url = object.url else {
+                throw CommandError(code: .unexpectedResponse, message: "no single PUT URL for \(object.key)", context: "ingest")
+            }
+            let put = try await http.send("PUT", service: "object store", url: url, body: bytes)
+            guard put.status == 200 else {
+                throw CommandError(code: .unexpectedResponse, message: "PUT \(object.key) answered \(put.status): \(put.text)",
+                                   context: "object store")
+            }
+            say("== PUT \(object.key) (\(bytes.count) bytes, presigned) → \(put.status)")
+        }
         let request = RoomVersionCompleteRequest(
-            roomId: roomID, versionId: versionID, title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
-            source: RoomSource(usdzKey: "\(prefix)/source.usdz", usdzBytes: 4_812_345, roomplanJsonKey: "\(prefix)/roomplan.json",
-                               roomplanJsonBytes: 18_432),
+            roomId: upload.roomId, versionId: upload.versionId, title: initRequest.title, tags: initRequest.tags,
+            visibility: initRequest.visibility,
+            source: RoomSource(usdzKey: upload.usdz.key, usdzBytes: upload.usdz.bytes, roomplanJsonKey: upload.roomplanJson.key,
+                               roomplanJsonBytes: upload.roomplanJson.bytes),
             redactions: [Redaction(textureRef: "textures/wall_0.png", kind: .face,
-                                   region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")])
+                                   region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")],
+            scan: RoomScan(durationSeconds: 300))
         let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
                                         token: userToken, body: try ContractCoding.encode(request))
-        say("\n== POST /rooms/versions (room \(roomID)) → \(response.status)\n\(response.pretty)")
+        say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
     }
 
     func expect(_ status: Int, _ method: String, service: String, base: String, path: String, token: String?,

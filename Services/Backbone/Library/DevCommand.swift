@@ -7,13 +7,15 @@ import Hashing
 import Kafka
 import Logging
 import Metrics
+import ObjectStore
 import Postgres
 import ServiceRuntime
 
 /// `backbone dev [--infra-only] [--port-offset N]`: the whole system on one machine with no
 /// Docker — an embedded Kafka broker (librdkafka's mock cluster on loopback TCP), a private
-/// PostgreSQL cluster under `.backbone/` unless `DATABASE_URL` is given, migrations, and
-/// every service in this process on its default port. Ctrl-C stops everything.
+/// PostgreSQL cluster under `.backbone/` unless `DATABASE_URL` is given, a private SeaweedFS
+/// (S3, under `.backbone/seaweedfs`) unless `S3_ENDPOINT` is given, migrations, and every
+/// service in this process on its default port. Ctrl-C stops everything.
 enum DevCommand {
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
         let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers"])
@@ -41,6 +43,24 @@ enum DevCommand {
             logger.info("private PostgreSQL started", metadata: ["pg.directory": pg.clusterDirectory])
         }
 
+        // S3: S3_ENDPOINT and its settings, or a private SeaweedFS on loopback.
+        var seaweed: SeaweedFSServer?
+        let storage: S3Configuration
+        if let endpoint = environment["S3_ENDPOINT"], !endpoint.isEmpty {
+            var reader = EnvironmentReader(environment)
+            storage = S3Configuration.read(from: &reader)
+            try reader.validate()
+        } else {
+            let server = SeaweedFSServer(directory: home + "/seaweedfs", s3Port: 8333 + portOffset, logger: logger)
+            do { storage = try await server.start() } catch {
+                await privateCluster?.stop()
+                throw error
+            }
+            seaweed = server
+        }
+        // The services read their S3_* settings from the environment, as they do when run alone.
+        for (key, value) in storage.environment { setenv(key, value, 1) }
+
         let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
         let metrics = MetricsRegistry()
         let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
@@ -51,6 +71,7 @@ enum DevCommand {
 
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
+        values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         var services: [any Service] = []
         var parts: [ServiceParts] = []
         for entry in entries {
@@ -84,6 +105,7 @@ enum DevCommand {
         await context.producer.shutdown()
         await context.database.close()
         await privateCluster?.stop()
+        await seaweed?.stop()
         cluster.shutdown()
         logger.info("dev stack stopped")
         if let failure { throw failure }
@@ -105,7 +127,7 @@ enum DevCommand {
     static func printBanner(values: [(String, String)], secret: String, infraOnly: Bool) {
         let codec = JWTCodec(secret: secret)
         var lines = ["", "Zhixi Backbone dev stack is up\(infraOnly ? " (infrastructure only)" : "")", ""]
-        for (key, value) in values where key != "JWT_SECRET" { lines.append("  \(key.padding(toLength: 14, withPad: " ", startingAt: 0)) \(value)") }
+        for (key, value) in values where key != "JWT_SECRET" && key != "S3_SECRET_ACCESS_KEY" { lines.append("  \(key.padding(toLength: 20, withPad: " ", startingAt: 0)) \(value)") }
         lines += [
             "",
             "  settings written to \(DevEnvironment.path) (set -a; . \(DevEnvironment.path); set +a)",

@@ -20,7 +20,8 @@ struct ServiceCatalog {
     static let entries: [Entry] = [
         Entry(name: "ingest", defaultPort: 8080, urlKey: "INGEST_URL", migrations: IngestSchema.migrations) { context in
             var env = EnvironmentReader()
-            return IngestService(context: context, configuration: .read(from: &env)).parts()
+            return IngestService(context: context, configuration: .read(from: &env),
+                                 objects: IngestService.objectStore(from: &env)).parts()
         },
         Entry(name: "progress-projector", defaultPort: 8081, urlKey: "PROGRESS_URL",
               migrations: ProgressProjectorService.migrations) { context in

@@ -12,6 +12,12 @@ import ServiceRuntime
 /// | `INGEST_RATE_LIMIT_BURST` | 30 | requests a user may make at once |
 /// | `INGEST_MAX_USDZ_BYTES` | 52428800 | `source.usdzBytes` before `FILE_TOO_LARGE` (50 MiB) |
 /// | `INGEST_MONTHLY_UPLOAD_QUOTA_BYTES` | 1073741824 | per-user bytes per UTC calendar month before `QUOTA_EXCEEDED` |
+/// | `INGEST_UPLOAD_TIER` | `free` | the tier `GET /rooms/quota` reports |
+/// | `INGEST_UPLOAD_URL_TTL_SECONDS` | 900 | life of the presigned upload URLs |
+/// | `INGEST_MULTIPART_THRESHOLD_BYTES` | 31457280 | a `source.usdz` over this is uploaded in parts (30 MiB) |
+/// | `INGEST_MULTIPART_PART_BYTES` | 5242880 | part size (5 MiB) |
+/// | `INGEST_ABANDON_UPLOADS_AFTER_SECONDS` | 86400 | an upload not completed by then is swept: quota back, objects deleted |
+/// | `INGEST_UPLOAD_SWEEP_INTERVAL_MS` | 60000 | how often the sweep runs |
 /// | `READING_EVENTS_TOPIC` | `reading.events.v2` | where accepted events go |
 /// | `ROOM_TRANSCODE_REQUESTS_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
 /// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
@@ -29,6 +35,12 @@ public struct IngestConfiguration: Sendable {
     public var materialCacheTTL: Duration
     public var eventIDRetentionDays: Int
     public var unavailableRetryAfterSeconds: Int
+    public var uploadTier: String = "free"
+    public var uploadURLLifetime: Duration = .seconds(900)
+    public var multipartThresholdBytes: Int64 = 30 << 20
+    public var multipartPartBytes: Int64 = 5 << 20
+    public var abandonUploadsAfter: Duration = .seconds(86_400)
+    public var uploadSweepInterval: Duration = .seconds(60)
     /// Accepted timestamps: at most this far in the future …
     public var maxClockSkewAhead: TimeInterval
     /// … and at most this far in the past (matches the event-id retention).
@@ -59,7 +71,7 @@ public struct IngestConfiguration: Sendable {
         let perSecond = reader.double("INGEST_RATE_LIMIT_PER_SECOND", default: 10)
         if perSecond <= 0 { reader.fail("INGEST_RATE_LIMIT_PER_SECOND must be positive (got \(perSecond))") }
         let ttl = reader.milliseconds("INGEST_MATERIAL_CACHE_TTL_MS", default: .seconds(2))
-        return IngestConfiguration(
+        var configuration = IngestConfiguration(
             maxBatchEvents: reader.int("INGEST_MAX_BATCH_EVENTS", default: 500, range: 1...100_000),
             maxBatchBytes: reader.int("INGEST_MAX_BATCH_BYTES", default: 1 << 20, range: 1024...(64 << 20)),
             rateLimitPerSecond: perSecond > 0 ? perSecond : 10,
@@ -71,5 +83,15 @@ public struct IngestConfiguration: Sendable {
             materialCacheTTL: ttl,
             eventIDRetentionDays: reader.int("INGEST_EVENT_ID_RETENTION_DAYS", default: 30, range: 1...365),
             unavailableRetryAfterSeconds: reader.int("INGEST_RETRY_AFTER_SECONDS", default: 2, range: 1...3600))
+        configuration.uploadTier = reader.string("INGEST_UPLOAD_TIER", default: "free")
+        configuration.uploadURLLifetime = .seconds(reader.int("INGEST_UPLOAD_URL_TTL_SECONDS", default: 900, range: 1...604_800))
+        configuration.multipartThresholdBytes = Int64(reader.int("INGEST_MULTIPART_THRESHOLD_BYTES", default: 30 << 20,
+                                                                  range: (5 << 20)...Int(Int32.max)))
+        configuration.multipartPartBytes = Int64(reader.int("INGEST_MULTIPART_PART_BYTES", default: 5 << 20,
+                                                             range: (5 << 20)...(5 << 30)))
+        configuration.abandonUploadsAfter = .seconds(reader.int("INGEST_ABANDON_UPLOADS_AFTER_SECONDS", default: 86_400,
+                                                                range: 1...(90 * 86_400)))
+        configuration.uploadSweepInterval = reader.milliseconds("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
+        return configuration
     }
 }

@@ -6,7 +6,8 @@ import Postgres
 /// - `ingest_accepted_events`: event ids (`uuid`) Kafka acknowledged, kept for the dedup window.
 /// - `rooms` / `room_versions`: CrowdRoom rooms and their uploaded versions; the realtime
 ///   notifier reads `rooms` (owner, visibility) to authorise `room:{id}` joins.
-/// - `room_upload_usage`: bytes each user uploaded per UTC calendar month (quota).
+/// - `room_upload_usage`: bytes each user uploaded per UTC calendar month (quota), versions
+///   still `uploading` (upload-init done, upload-complete not yet) included.
 public enum IngestSchema {
     public static let migrations: [PostgresMigration] = [
         PostgresMigration(version: 100, name: "ingest_materials", sql: """
@@ -65,6 +66,14 @@ public enum IngestSchema {
             """),
         PostgresMigration(version: 103, name: "ingest_accepted_events_uuid", sql: """
             ALTER TABLE ingest_accepted_events ALTER COLUMN event_id TYPE uuid USING event_id::uuid;
+            """),
+        PostgresMigration(version: 104, name: "ingest_room_uploads", sql: """
+            ALTER TABLE room_versions DROP CONSTRAINT IF EXISTS room_versions_status_check;
+            ALTER TABLE room_versions ADD CONSTRAINT room_versions_status_check
+                CHECK (status IN ('uploading', 'pending', 'queued', 'transcoding', 'ready', 'failed'));
+            ALTER TABLE room_versions ADD COLUMN IF NOT EXISTS usdz_upload_id text,
+                ADD COLUMN IF NOT EXISTS upload_expires_at timestamptz;
+            CREATE INDEX IF NOT EXISTS room_versions_uploading ON room_versions (upload_expires_at) WHERE status = 'uploading';
             """),
     ]
 }

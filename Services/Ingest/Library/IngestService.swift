@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import Metrics
+import ObjectStore
 import ServiceRuntime
 
 /// The write edge: reading-event batches, the materials catalog and CrowdRoom
@@ -10,18 +11,24 @@ import ServiceRuntime
 ///
 /// - `POST /learning/reading-events/batch` (user token)
 /// - `PUT /materials/{id}`, `DELETE /materials/{id}` (service token)
+/// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
 ///
-/// Background: a loop that forgets accepted event ids older than the retention window.
+/// Background: a loop that forgets accepted event ids older than the retention window, and
+/// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
     public let context: ServiceContext
     public let configuration: IngestConfiguration
     let catalog: MaterialCatalog
     let ledger: AcceptedEventLedger
+    /// The S3 bucket of room files; without it the upload routes are not served and
+    /// upload-complete cannot check objects.
+    let objects: (any ObjectStore)?
 
-    public init(context: ServiceContext, configuration: IngestConfiguration) {
+    public init(context: ServiceContext, configuration: IngestConfiguration, objects: (any ObjectStore)? = nil) {
         self.context = context
         self.configuration = configuration
+        self.objects = objects
         self.catalog = MaterialCatalog(database: context.database, ttl: configuration.materialCacheTTL)
         self.ledger = AcceptedEventLedger(database: context.database, retentionDays: configuration.eventIDRetentionDays)
     }
@@ -34,9 +41,12 @@ public struct IngestService: Sendable {
             producer: context.producer, authenticator: context.authenticator, metrics: context.metrics, logger: context.logger)
         let materials = MaterialRoutes(catalog: catalog, authenticator: context.authenticator, logger: context.logger,
                                        retryAfterSeconds: configuration.unavailableRetryAfterSeconds)
+        let validator = RoomVersionValidator(maxUSDZBytes: configuration.maxUSDZBytes)
+        let uploads = RoomUploadStore(database: context.database)
+        let roomLimiter = UserRateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
         let rooms = RoomVersionHandler(
-            configuration: configuration, validator: RoomVersionValidator(maxUSDZBytes: configuration.maxUSDZBytes),
-            store: RoomVersionStore(database: context.database), producer: context.producer,
+            configuration: configuration, validator: validator, store: RoomVersionStore(database: context.database),
+            uploads: uploads, objects: objects, limiter: roomLimiter, producer: context.producer,
             authenticator: context.authenticator, metrics: context.metrics, logger: context.logger)
 
         var router = Router()
@@ -44,7 +54,38 @@ public struct IngestService: Sendable {
         router.put("/materials/:id") { try await materials.put($0) }
         router.delete("/materials/:id") { try await materials.delete($0) }
         router.post("/rooms/versions") { try await rooms.handle($0) }
-        return ServiceParts(router: router, background: [purgeLoop()])
+        var background = [purgeLoop()]
+        if let objects {
+            let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,
+                                          limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger)
+            router.get("/rooms/quota") { try await init_.quota($0) }
+            router.post("/rooms/uploads") { try await init_.initiate($0) }
+            background.append(sweepLoop(RoomUploadSweeper(uploads: uploads, objects: objects, logger: context.logger)))
+        }
+        return ServiceParts(router: router, background: background)
+    }
+
+    /// The S3 store of `S3_*` (read into `reader`), or nil when `S3_ENDPOINT` is not set.
+    public static func objectStore(from reader: inout EnvironmentReader) -> (any ObjectStore)? {
+        guard reader.optionalString("S3_ENDPOINT") != nil else { return nil }
+        return S3ObjectStore(configuration: S3Configuration.read(from: &reader))
+    }
+
+    /// Every `uploadSweepInterval`, abandons uploads past their time.
+    func sweepLoop(_ sweeper: RoomUploadSweeper) -> ClosureService {
+        let interval = configuration.uploadSweepInterval
+        let logger = context.logger
+        return ClosureService(name: "ingest-upload-sweep") {
+            while !Task.isCancelled {
+                do {
+                    let swept = try await sweeper.sweepOnce()
+                    if swept > 0 { logger.info("abandoned uploads swept", metadata: ["ingest.swept": String(swept)]) }
+                } catch {
+                    logger.warning("upload sweep failed", metadata: ["error": "\(error)"])
+                }
+                do { try await Task.sleep(for: interval) } catch { return }
+            }
+        }
     }
 
     /// Every hour (and once at start), forgets event ids past the retention window.

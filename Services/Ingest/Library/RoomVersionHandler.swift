@@ -4,6 +4,7 @@ import HTTPTypes
 import Kafka
 import Logging
 import Metrics
+import ObjectStore
 import ServiceRuntime
 
 /// `POST /rooms/versions`: the upload-complete step of a CrowdRoom scan.
@@ -13,10 +14,18 @@ import ServiceRuntime
 /// acknowledgement and answers 202 `{"versionId","status":"queued"}`. The same
 /// `versionId` again gets the same answer without a second request (a version still
 /// `pending` after a crash is produced again).
+///
+/// With an object store: a version from upload-init (`uploading`) is completed only once
+/// its objects are there with the declared sizes (a multipart `source.usdz` is assembled
+/// from the reported parts first); otherwise 409 `UPLOAD_INCOMPLETE` naming the object,
+/// and nothing is queued. Its bytes were reserved at upload-init and are not charged again.
 struct RoomVersionHandler: Sendable {
     let configuration: IngestConfiguration
     let validator: RoomVersionValidator
     let store: RoomVersionStore
+    let uploads: RoomUploadStore
+    let objects: (any ObjectStore)?
+    let limiter: UserRateLimiter
     let producer: KafkaProducer
     let authenticator: RequestAuthenticator
     let metrics: MetricsRegistry
@@ -24,9 +33,21 @@ struct RoomVersionHandler: Sendable {
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         let userID = try authenticator.userID(request)
+        try limiter.admit(userID)
         let body = try Self.decode(request)
         try validator.validate(body)
         let now = Date()
+        if let objects {
+            let upload: RoomUploadStore.Upload?
+            do { upload = try await uploads.upload(body.versionId) } catch { throw unavailable("room store unavailable") }
+            if let upload, upload.status == "uploading" {
+                return try await complete(body, upload: upload, userID: userID, objects: objects, now: now)
+            }
+            if upload == nil {
+                try await verify(body.source.usdzKey, "source.usdz", bytes: body.source.usdzBytes, in: objects)
+                try await verify(body.source.roomplanJsonKey, "roomplan.json", bytes: body.source.roomplanJsonBytes, in: objects)
+            }
+        }
         let reservation: RoomVersionStore.Reservation
         do {
             reservation = try await store.reserve(body, ownerUserID: userID, quotaBytes: configuration.monthlyUploadQuotaBytes,
@@ -52,6 +73,60 @@ struct RoomVersionHandler: Sendable {
             metrics.increment("ingest_room_versions_total")
             return accepted(body.versionId)
         }
+    }
+
+    /// upload-complete of a version from upload-init.
+    private func complete(_ body: RoomVersionCompleteRequest, upload: RoomUploadStore.Upload, userID: String,
+                          objects: any ObjectStore, now: Date) async throws -> HTTPResponse {
+        guard upload.ownerUserID == userID, upload.roomID == body.roomId.lowercased() else {
+            throw HTTPError(.forbidden, code: ErrorCode.forbidden.rawValue, message: "versionId belongs to another upload")
+        }
+        guard body.source.usdzKey == upload.usdzKey, body.source.roomplanJsonKey == upload.roomplanJsonKey,
+              body.source.usdzBytes == upload.usdzBytes, body.source.roomplanJsonBytes == upload.roomplanJsonBytes else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "source must name the keys and sizes upload-init answered")
+        }
+        if let uploadID = upload.usdzUploadID, try await head(upload.usdzKey, in: objects) == nil {
+            guard let parts = body.usdzParts, !parts.isEmpty else {
+                throw incomplete("source.usdz", upload.usdzKey, "the multipart upload needs usdzParts with every part's ETag")
+            }
+            do {
+                try await objects.completeMultipartUpload(
+                    key: upload.usdzKey, uploadId: uploadID, parts: parts.map { CompletedPart(number: $0.partNumber, etag: $0.etag) })
+            } catch where error.isRetriable {
+                throw storageUnavailable(error)
+            } catch {
+                throw incomplete("source.usdz", upload.usdzKey, "the parts could not be assembled (\(error.storeCode ?? error.code.rawValue))")
+            }
+        }
+        try await verify(upload.usdzKey, "source.usdz", bytes: upload.usdzBytes, in: objects)
+        try await verify(upload.roomplanJsonKey, "roomplan.json", bytes: upload.roomplanJsonBytes, in: objects)
+        let promoted: Bool
+        do { promoted = try await uploads.promote(body) } catch { throw unavailable("room store unavailable") }
+        if promoted {
+            try await produce(body, userID: userID, now: now, releaseOnFailure: false)
+            metrics.increment("ingest_room_versions_total")
+        }
+        return accepted(body.versionId)
+    }
+
+    private func head(_ key: String, in objects: any ObjectStore) async throws(HTTPError) -> ObjectInfo? {
+        do { return try await objects.head(key) } catch { throw storageUnavailable(error) }
+    }
+
+    /// 409 `UPLOAD_INCOMPLETE` unless `key` holds exactly `bytes`.
+    private func verify(_ key: String, _ name: String, bytes: Int64, in objects: any ObjectStore) async throws(HTTPError) {
+        guard let info = try await head(key, in: objects) else { throw incomplete(name, key, "not uploaded") }
+        guard info.size == bytes else { throw incomplete(name, key, "holds \(info.size) bytes, \(bytes) declared") }
+    }
+
+    private func incomplete(_ name: String, _ key: String, _ reason: String) -> HTTPError {
+        HTTPError(.conflict, code: ErrorCode.uploadIncomplete.rawValue, message: "\(name) (\(key)): \(reason)")
+    }
+
+    private func storageUnavailable(_ error: ObjectStoreError) -> HTTPError {
+        logger.error("object store unavailable", metadata: ["error": "\(error)"])
+        return unavailable("the object store is unavailable; retry later")
     }
 
     private func produce(_ body: RoomVersionCompleteRequest, userID: String, now: Date, releaseOnFailure: Bool) async throws {

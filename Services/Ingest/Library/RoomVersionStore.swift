@@ -25,6 +25,38 @@ public struct RoomVersionStore: Sendable {
 
     public init(database: PostgresClient) { self.database = database }
 
+    /// The room, created or updated by its owner: `$1` room, `$2` owner, `$3` visibility,
+    /// `$4` title, `$5` tags. No row when another user owns it.
+    static let upsertRoomSQL = """
+        INSERT INTO rooms (room_id, owner_user_id, visibility, title, tags) VALUES ($1, $2, $3, $4, $5::text[])
+        ON CONFLICT (room_id) DO UPDATE SET visibility = EXCLUDED.visibility, title = EXCLUDED.title,
+            tags = EXCLUDED.tags, updated_at = now()
+        WHERE rooms.owner_user_id = EXCLUDED.owner_user_id
+        RETURNING room_id
+        """
+
+    /// Adds `$3` bytes to `$1`'s month `$2` unless that passes the quota `$4`; no row then.
+    static let reserveBytesSQL = """
+        INSERT INTO room_upload_usage (user_id, month, bytes) SELECT $1, $2::date, $3::bigint WHERE $3::bigint <= $4::bigint
+        ON CONFLICT (user_id, month) DO UPDATE SET bytes = room_upload_usage.bytes + EXCLUDED.bytes
+        WHERE room_upload_usage.bytes + EXCLUDED.bytes <= $4::bigint
+        RETURNING bytes
+        """
+
+    static let usedBytesSQL = "SELECT bytes FROM room_upload_usage WHERE user_id = $1 AND month = $2::date"
+
+    /// Deletes the version if it is still `$2` and gives its bytes back.
+    static func forget(_ versionID: String, status: String, on connection: PostgresConnection) async throws {
+        let rows = try await connection.query("""
+            DELETE FROM room_versions WHERE version_id = $1 AND status = $2
+            RETURNING owner_user_id, quota_month::text AS month, usdz_bytes + roomplan_json_bytes AS bytes
+            """, [versionID, status])
+        guard let row = rows.first else { return }
+        try await connection.execute(
+            "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3::bigint) WHERE user_id = $1 AND month = $2::date",
+            [try row.decode(String.self, "owner_user_id"), try row.decode(String.self, "month"), try row.decode(Int64.self, "bytes")])
+    }
+
     /// The first day of `date`'s UTC month, as `YYYY-MM-01`.
     public static func quotaMonth(_ date: Date) -> String {
         var calendar = Calendar(identifier: .gregorian)
@@ -40,23 +72,11 @@ public struct RoomVersionStore: Sendable {
         do {
             return try await database.withTransaction { connection in
                 if let existing = try await Self.existing(request.versionId, on: connection) { return existing }
-                let room = try await connection.query("""
-                    INSERT INTO rooms (room_id, owner_user_id, visibility, title, tags) VALUES ($1, $2, $3, $4, $5::text[])
-                    ON CONFLICT (room_id) DO UPDATE SET visibility = EXCLUDED.visibility, title = EXCLUDED.title,
-                        tags = EXCLUDED.tags, updated_at = now()
-                    WHERE rooms.owner_user_id = EXCLUDED.owner_user_id
-                    RETURNING room_id
-                    """, [request.roomId, ownerUserID, request.visibility.rawValue, request.title, request.tags])
+                let room = try await connection.query(Self.upsertRoomSQL, [request.roomId, ownerUserID, request.visibility.rawValue, request.title, request.tags])
                 guard !room.isEmpty else { throw Rollback(reservation: .roomOwnedByAnotherUser) }
-                let usage = try await connection.query("""
-                    INSERT INTO room_upload_usage (user_id, month, bytes) SELECT $1, $2::date, $3::bigint WHERE $3::bigint <= $4::bigint
-                    ON CONFLICT (user_id, month) DO UPDATE SET bytes = room_upload_usage.bytes + EXCLUDED.bytes
-                    WHERE room_upload_usage.bytes + EXCLUDED.bytes <= $4::bigint
-                    RETURNING bytes
-                    """, [ownerUserID, month, bytes, quotaBytes])
+                let usage = try await connection.query(Self.reserveBytesSQL, [ownerUserID, month, bytes, quotaBytes])
                 guard !usage.isEmpty else {
-                    let used = try await connection.query(
-                        "SELECT bytes FROM room_upload_usage WHERE user_id = $1 AND month = $2::date", [ownerUserID, month])
+                    let used = try await connection.query(Self.usedBytesSQL, [ownerUserID, month])
                     throw Rollback(reservation: .quotaExceeded(usedBytes: try used.first?.decode(Int64.self, "bytes") ?? 0))
                 }
                 let redactions = try PostgresJSON(encoding: request.redactions, encoder: ContractCoding.encoder)
@@ -101,14 +121,7 @@ public struct RoomVersionStore: Sendable {
     /// Kafka did not take the request: forget the pending version and give the bytes back.
     public func release(_ versionID: String) async throws {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
-                DELETE FROM room_versions WHERE version_id = $1 AND status = 'pending'
-                RETURNING owner_user_id, quota_month::text AS month, usdz_bytes + roomplan_json_bytes AS bytes
-                """, [versionID])
-            guard let row = rows.first else { return }
-            try await connection.execute(
-                "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3::bigint) WHERE user_id = $1 AND month = $2::date",
-                [try row.decode(String.self, "owner_user_id"), try row.decode(String.self, "month"), try row.decode(Int64.self, "bytes")])
+            try await Self.forget(versionID, status: "pending", on: connection)
         }
     }
 }

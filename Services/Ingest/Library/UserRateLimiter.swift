@@ -1,4 +1,6 @@
+import Contracts
 import Foundation
+import HTTPTypes
 import Synchronization
 
 /// A token bucket per user: `burst` requests at once, refilled at `perSecond`.
@@ -43,5 +45,15 @@ public final class UserRateLimiter: Sendable {
 
     private func seconds(_ d: Duration) -> Double {
         Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+extension UserRateLimiter {
+    /// 429 `RATE_LIMITED` with `Retry-After` when `user` has no token left.
+    func admit(_ user: String) throws(HTTPError) {
+        if let retryAfter = acquire(user) {
+            throw HTTPError(.tooManyRequests, code: ErrorCode.rateLimited.rawValue, message: "too many requests; retry later",
+                            headers: ["Retry-After": String(retryAfter)])
+        }
     }
 }

@@ -6,7 +6,7 @@ import ServiceRuntime
 struct IngestMain {
     static func main() async {
         exit(await ServiceHost.main(name: "ingest", defaultPort: 8080, migrations: IngestSchema.migrations) { context, env in
-            IngestService(context: context, configuration: .read(from: &env)).parts()
+            IngestService(context: context, configuration: .read(from: &env), objects: IngestService.objectStore(from: &env)).parts()
         })
     }
 }

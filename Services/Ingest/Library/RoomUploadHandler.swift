@@ -1,0 +1,176 @@
+import Contracts
+import Foundation
+import HTTPTypes
+import Logging
+import ObjectStore
+import ServiceRuntime
+
+/// `GET /rooms/quota` and `POST /rooms/uploads` (upload-init): the first two steps of the
+/// CrowdRoom upload (seed `002_*` §2.1, §5; iOS-X5, iOS-X2).
+///
+/// upload-init validates (before any byte is sent: `INVALID_FIELD`, `INVALID_TAGS`,
+/// `FILE_TOO_LARGE`), mints `versionId` (and `roomId` for a new room), reserves the bytes
+/// (`QUOTA_EXCEEDED`), and answers presigned PUT URLs for `source.usdz` and `roomplan.json`
+/// that accept exactly the declared sizes until `expiresAt`; a `source.usdz` over the
+/// multipart threshold gets one URL per part. Asking again with the `versionId` of a version
+/// still `uploading` re-signs, charging nothing.
+struct RoomUploadHandler: Sendable {
+    let configuration: IngestConfiguration
+    let validator: RoomVersionValidator
+    let uploads: RoomUploadStore
+    let objects: any ObjectStore
+    let limiter: UserRateLimiter
+    let authenticator: RequestAuthenticator
+    let logger: Logger
+
+    static func usdzKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/source.usdz" }
+    static func roomplanKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/roomplan.json" }
+
+    func quota(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let userID = try authenticator.userID(request)
+        try limiter.admit(userID)
+        let now = Date()
+        let used: Int64
+        do { used = try await uploads.usedBytes(userID, now: now) } catch { throw unavailable("room store unavailable") }
+        let quota = RoomQuota(tier: configuration.uploadTier, usedBytes: used, limitBytes: configuration.monthlyUploadQuotaBytes,
+                              resetsAt: Self.nextMonth(now))
+        return .json(quota, encoder: ContractCoding.encoder)
+    }
+
+    func initiate(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let userID = try authenticator.userID(request)
+        try limiter.admit(userID)
+        let body = try IngestRequestDecoding.decode(RoomUploadInitRequest.self, from: request)
+        try validate(body)
+        let now = Date()
+        let expiresAt = now.addingTimeInterval(TimeInterval(configuration.uploadURLLifetime.components.seconds))
+
+        if let versionID = body.versionId {
+            return try await resign(versionID, userID: userID, expiresAt: expiresAt)
+        }
+        let roomID = body.roomId?.lowercased() ?? UUID().uuidString.lowercased()
+        let versionID = UUID().uuidString.lowercased()
+        var upload = RoomUploadStore.Upload(
+            versionID: versionID, roomID: roomID, ownerUserID: userID, status: "uploading",
+            usdzKey: Self.usdzKey(room: roomID, version: versionID), usdzBytes: body.usdzBytes,
+            roomplanJsonKey: Self.roomplanKey(room: roomID, version: versionID), roomplanJsonBytes: body.roomplanJsonBytes,
+            usdzUploadID: nil)
+        if body.usdzBytes > configuration.multipartThresholdBytes {
+            do { upload.usdzUploadID = try await objects.createMultipartUpload(key: upload.usdzKey, contentType: "model/vnd.usdz+zip") }
+            catch { throw storageUnavailable(error) }
+        }
+        let reservation: RoomUploadStore.Reservation
+        do {
+            reservation = try await uploads.reserve(
+                upload, request: body, quotaBytes: configuration.monthlyUploadQuotaBytes,
+                expiresAt: now.addingTimeInterval(TimeInterval(configuration.abandonUploadsAfter.components.seconds)), now: now)
+        } catch {
+            await abortMultipart(upload)
+            throw unavailable("room store unavailable")
+        }
+        switch reservation {
+        case .reserved:
+            return try response(upload, expiresAt: expiresAt, status: .created)
+        case .roomOwnedByAnotherUser:
+            await abortMultipart(upload)
+            throw HTTPError(.forbidden, code: ErrorCode.forbidden.rawValue, message: "the room belongs to another user")
+        case .quotaExceeded(let used):
+            await abortMultipart(upload)
+            throw HTTPError(.forbidden, code: ErrorCode.quotaExceeded.rawValue,
+                            message: "monthly upload quota exceeded (\(used) of \(configuration.monthlyUploadQuotaBytes) bytes used)")
+        }
+    }
+
+    private func resign(_ versionID: String, userID: String, expiresAt: Date) async throws -> HTTPResponse {
+        let existing: RoomUploadStore.Upload?
+        do { existing = try await uploads.upload(versionID.lowercased()) } catch { throw unavailable("room store unavailable") }
+        guard let upload = existing, upload.ownerUserID == userID else {
+            throw HTTPError(.notFound, code: ErrorCode.notFound.rawValue, message: "no such upload")
+        }
+        guard upload.status == "uploading" else {
+            throw HTTPError(.conflict, code: ErrorCode.invalidField.rawValue, message: "the version is \(upload.status), not uploading")
+        }
+        return try response(upload, expiresAt: expiresAt, status: .ok)
+    }
+
+    private func response(_ upload: RoomUploadStore.Upload, expiresAt: Date, status: HTTPStatus) throws -> HTTPResponse {
+        let lifetime = configuration.uploadURLLifetime
+        do {
+            let usdz: PresignedUpload
+            if let uploadID = upload.usdzUploadID {
+                let partSize = configuration.multipartPartBytes
+                var parts: [PresignedUploadPart] = []
+                var offset: Int64 = 0
+                var number = 1
+                while offset < upload.usdzBytes {
+                    let bytes = min(partSize, upload.usdzBytes - offset)
+                    let signed = try objects.presignUploadPart(key: upload.usdzKey, uploadId: uploadID, partNumber: number,
+                                                               contentLength: bytes, expiresIn: lifetime)
+                    parts.append(PresignedUploadPart(partNumber: number, url: signed.url, bytes: bytes))
+                    offset += bytes
+                    number += 1
+                }
+                usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: [:], partSize: partSize, parts: parts)
+            } else {
+                let signed = try objects.presignPut(key: upload.usdzKey, contentLength: upload.usdzBytes, contentType: nil,
+                                                    expiresIn: lifetime)
+                usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: signed.headers, url: signed.url)
+            }
+            let json = try objects.presignPut(key: upload.roomplanJsonKey, contentLength: upload.roomplanJsonBytes, contentType: nil,
+                                              expiresIn: lifetime)
+            let body = RoomUploadInitResponse(
+                roomId: upload.roomID, versionId: upload.versionID, usdz: usdz,
+                roomplanJson: PresignedUpload(key: upload.roomplanJsonKey, bytes: upload.roomplanJsonBytes, headers: json.headers,
+                                              url: json.url),
+                expiresAt: expiresAt)
+            return .json(body, status: status, encoder: ContractCoding.encoder)
+        } catch {
+            throw storageUnavailable(error)
+        }
+    }
+
+    private func validate(_ body: RoomUploadInitRequest) throws(HTTPError) {
+        for (name, value) in [("roomId", body.roomId), ("versionId", body.versionId)] {
+            if let value, UUID(uuidString: value) == nil {
+                throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "\(name) must be a UUID")
+            }
+        }
+        let title = body.title.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !title.isEmpty, body.title.count <= RoomVersionValidator.maxTitleLength,
+              !RoomVersionValidator.hasControlCharacters(body.title) else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "title must be 1…\(RoomVersionValidator.maxTitleLength) characters")
+        }
+        try validator.validateTags(body.tags)
+        for (name, bytes) in [("usdzBytes", body.usdzBytes), ("roomplanJsonBytes", body.roomplanJsonBytes)] where bytes <= 0 {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "\(name) must be positive")
+        }
+        if body.usdzBytes > configuration.maxUSDZBytes || body.roomplanJsonBytes > configuration.maxUSDZBytes {
+            throw HTTPError(.payloadTooLarge, code: ErrorCode.fileTooLarge.rawValue,
+                            message: "the scan is larger than \(configuration.maxUSDZBytes) bytes")
+        }
+    }
+
+    private func abortMultipart(_ upload: RoomUploadStore.Upload) async {
+        guard let id = upload.usdzUploadID else { return }
+        try? await objects.abortMultipartUpload(key: upload.usdzKey, uploadId: id)
+    }
+
+    private func storageUnavailable(_ error: any Error) -> HTTPError {
+        logger.error("object store unavailable", metadata: ["error": "\(error)"])
+        return unavailable("the object store is unavailable; retry later")
+    }
+
+    private func unavailable(_ message: String) -> HTTPError {
+        HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: message,
+                  headers: ["Retry-After": String(configuration.unavailableRetryAfterSeconds)])
+    }
+
+    /// The first instant of the next UTC month (when the monthly quota resets).
+    static func nextMonth(_ date: Date) -> Date {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let start = calendar.date(from: calendar.dateComponents([.year, .month], from: date)) ?? date
+        return calendar.date(byAdding: .month, value: 1, to: start) ?? date
+    }
+}

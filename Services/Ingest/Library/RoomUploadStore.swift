@@ -1,0 +1,112 @@
+import Contracts
+import Foundation
+import Postgres
+
+/// The `uploading` half of `room_versions`: upload-init reserves the quota and records the
+/// minted keys; upload-complete promotes the row to `pending`; the sweep abandons rows whose
+/// upload time passed and gives their bytes back.
+public struct RoomUploadStore: Sendable {
+    /// A version between upload-init and upload-complete (or after).
+    public struct Upload: Sendable, Equatable {
+        public var versionID: String
+        public var roomID: String
+        public var ownerUserID: String
+        public var status: String
+        public var usdzKey: String
+        public var usdzBytes: Int64
+        public var roomplanJsonKey: String
+        public var roomplanJsonBytes: Int64
+        public var usdzUploadID: String?
+    }
+
+    public enum Reservation: Sendable, Equatable {
+        case reserved
+        case roomOwnedByAnotherUser
+        case quotaExceeded(usedBytes: Int64)
+    }
+
+    private struct Rollback: Error { let reservation: Reservation }
+
+    let database: PostgresClient
+
+    public init(database: PostgresClient) { self.database = database }
+
+    /// Bytes the user used (or reserved) in `now`'s UTC month.
+    public func usedBytes(_ userID: String, now: Date) async throws -> Int64 {
+        let rows = try await database.query(RoomVersionStore.usedBytesSQL, [userID, RoomVersionStore.quotaMonth(now)])
+        return try rows.first?.decode(Int64.self, "bytes") ?? 0
+    }
+
+    /// One transaction: the room (created, or updated by its owner), the quota, the `uploading` row.
+    public func reserve(_ upload: Upload, request: RoomUploadInitRequest, quotaBytes: Int64, expiresAt: Date,
+                        now: Date) async throws -> Reservation {
+        let month = RoomVersionStore.quotaMonth(now)
+        do {
+            return try await database.withTransaction { connection in
+                let room = try await connection.query(RoomVersionStore.upsertRoomSQL, [upload.roomID, upload.ownerUserID, request.visibility.rawValue, request.title, request.tags])
+                guard !room.isEmpty else { throw Rollback(reservation: .roomOwnedByAnotherUser) }
+                let bytes = upload.usdzBytes + upload.roomplanJsonBytes
+                let usage = try await connection.query(RoomVersionStore.reserveBytesSQL, [upload.ownerUserID, month, bytes, quotaBytes])
+                guard !usage.isEmpty else {
+                    let used = try await connection.query(RoomVersionStore.usedBytesSQL, [upload.ownerUserID, month])
+                    throw Rollback(reservation: .quotaExceeded(usedBytes: try used.first?.decode(Int64.self, "bytes") ?? 0))
+                }
+                try await connection.execute("""
+                    INSERT INTO room_versions (version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes,
+                        roomplan_json_key, roomplan_json_bytes, quota_month, usdz_upload_id, upload_expires_at)
+                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10)
+                    """, [upload.versionID, upload.roomID, upload.ownerUserID, upload.usdzKey, upload.usdzBytes,
+                          upload.roomplanJsonKey, upload.roomplanJsonBytes, month, upload.usdzUploadID, expiresAt])
+                return .reserved
+            }
+        } catch let rollback as Rollback {
+            return rollback.reservation
+        }
+    }
+
+    public func upload(_ versionID: String) async throws -> Upload? {
+        let rows = try await database.query("""
+            SELECT version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key, roomplan_json_bytes,
+                usdz_upload_id FROM room_versions WHERE version_id = $1
+            """, [versionID])
+        return try rows.first.map(Self.decode)
+    }
+
+    private static func decode(_ row: PostgresRow) throws -> Upload {
+        Upload(versionID: try row.decode(String.self, "version_id"), roomID: try row.decode(String.self, "room_id"),
+               ownerUserID: try row.decode(String.self, "owner_user_id"), status: try row.decode(String.self, "status"),
+               usdzKey: try row.decode(String.self, "usdz_key"), usdzBytes: try row.decode(Int64.self, "usdz_bytes"),
+               roomplanJsonKey: try row.decode(String.self, "roomplan_json_key"),
+               roomplanJsonBytes: try row.decode(Int64.self, "roomplan_json_bytes"),
+               usdzUploadID: try row.decode(String?.self, "usdz_upload_id"))
+    }
+
+    /// The objects are in place: `uploading` → `pending` with the complete request's details.
+    /// False when the row was not `uploading` any more (a concurrent complete, or the sweep).
+    public func promote(_ request: RoomVersionCompleteRequest) async throws -> Bool {
+        let redactions = try PostgresJSON(encoding: request.redactions, encoder: ContractCoding.encoder)
+        let rows = try await database.query("""
+            UPDATE room_versions SET status = 'pending', sha256 = $2, redactions = $3::jsonb, upload_expires_at = NULL,
+                updated_at = now()
+            WHERE version_id = $1 AND status = 'uploading' RETURNING version_id
+            """, [request.versionId, request.source.sha256, redactions])
+        return !rows.isEmpty
+    }
+
+    /// Versions still `uploading` after their time, oldest first.
+    public func expired(now: Date, limit: Int = 100) async throws -> [Upload] {
+        let rows = try await database.query("""
+            SELECT version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key, roomplan_json_bytes,
+                usdz_upload_id FROM room_versions
+            WHERE status = 'uploading' AND upload_expires_at < $1 ORDER BY upload_expires_at LIMIT $2
+            """, [now, limit])
+        return try rows.map(Self.decode)
+    }
+
+    /// Forgets an abandoned upload and gives its bytes back (only if still `uploading`).
+    public func abandon(_ versionID: String) async throws {
+        try await database.withTransaction { connection in
+            try await RoomVersionStore.forget(versionID, status: "uploading", on: connection)
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+import Logging
+import ObjectStore
+
+/// Abandoned uploads: versions still `uploading` past `INGEST_ABANDON_UPLOADS_AFTER_SECONDS`
+/// lose their objects (and an unfinished multipart upload) and give their bytes back.
+public struct RoomUploadSweeper: Sendable {
+    let uploads: RoomUploadStore
+    let objects: any ObjectStore
+    let logger: Logger
+
+    public init(uploads: RoomUploadStore, objects: any ObjectStore, logger: Logger) {
+        self.uploads = uploads
+        self.objects = objects
+        self.logger = logger
+    }
+
+    /// One pass over at most `limit` expired uploads; returns how many were abandoned.
+    /// Objects go first: a failure leaves the row for the next pass.
+    @discardableResult
+    public func sweepOnce(now: Date = Date(), limit: Int = 100) async throws -> Int {
+        var swept = 0
+        for upload in try await uploads.expired(now: now, limit: limit) {
+            do {
+                if let uploadID = upload.usdzUploadID {
+                    try await objects.abortMultipartUpload(key: upload.usdzKey, uploadId: uploadID)
+                }
+                try await objects.delete(upload.usdzKey)
+                try await objects.delete(upload.roomplanJsonKey)
+                try await uploads.abandon(upload.versionID)
+                swept += 1
+            } catch {
+                logger.warning("could not sweep an abandoned upload", metadata: ["room.version": "\(upload.versionID)", "error": "\(error)"])
+            }
+        }
+        return swept
+    }
+}

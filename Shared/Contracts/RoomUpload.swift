@@ -1,0 +1,113 @@
+import Foundation
+
+/// How the capture went (seed `002_*` §7.3): the worker grades on it.
+public struct RoomScan: Sendable, Hashable, Codable {
+    public var durationSeconds: Double
+    public init(durationSeconds: Double) { self.durationSeconds = durationSeconds }
+}
+
+/// One uploaded part of a multipart `source.usdz`, as upload-complete reports it.
+public struct UploadedPart: Sendable, Hashable, Codable {
+    public var partNumber: Int
+    public var etag: String
+    public init(partNumber: Int, etag: String) {
+        self.partNumber = partNumber
+        self.etag = etag
+    }
+}
+
+/// `GET /rooms/quota` 200 body: the pre-check before the camera opens (iOS-X5). Uploads in
+/// progress count as used.
+public struct RoomQuota: Sendable, Hashable, Codable {
+    public var tier: String
+    public var usedBytes: Int64
+    public var limitBytes: Int64
+    public var remainingBytes: Int64
+    public var resetsAt: Date
+
+    public init(tier: String, usedBytes: Int64, limitBytes: Int64, resetsAt: Date) {
+        self.tier = tier
+        self.usedBytes = usedBytes
+        self.limitBytes = limitBytes
+        self.remainingBytes = max(0, limitBytes - usedBytes)
+        self.resetsAt = resetsAt
+    }
+}
+
+/// `POST /rooms/uploads` body (upload-init). `roomId` names an existing room of the caller;
+/// `versionId` asks again for a version still `uploading` (fresh URLs, nothing charged again).
+public struct RoomUploadInitRequest: Sendable, Hashable, Codable {
+    public var title: String
+    public var tags: [String]
+    public var visibility: RoomVisibility
+    public var usdzBytes: Int64
+    public var roomplanJsonBytes: Int64
+    public var roomId: String?
+    public var versionId: String?
+
+    public init(title: String, tags: [String], visibility: RoomVisibility, usdzBytes: Int64, roomplanJsonBytes: Int64,
+                roomId: String? = nil, versionId: String? = nil) {
+        self.title = title
+        self.tags = tags
+        self.visibility = visibility
+        self.usdzBytes = usdzBytes
+        self.roomplanJsonBytes = roomplanJsonBytes
+        self.roomId = roomId
+        self.versionId = versionId
+    }
+}
+
+/// One presigned part of a multipart upload.
+public struct PresignedUploadPart: Sendable, Hashable, Codable {
+    public var partNumber: Int
+    public var url: String
+    public var bytes: Int64
+    public init(partNumber: Int, url: String, bytes: Int64) {
+        self.partNumber = partNumber
+        self.url = url
+        self.bytes = bytes
+    }
+}
+
+/// Where and how to PUT one object: a single `url`, or (multipart) `parts`, each PUT with
+/// exactly its `bytes` and its `ETag` answer kept for upload-complete.
+public struct PresignedUpload: Sendable, Hashable, Codable {
+    public var key: String
+    public var bytes: Int64
+    public var method: String
+    /// Headers to send exactly as given (`Content-Length` is signed).
+    public var headers: [String: String]
+    public var url: String?
+    public var partSize: Int64?
+    public var parts: [PresignedUploadPart]?
+
+    public init(key: String, bytes: Int64, headers: [String: String], url: String? = nil, partSize: Int64? = nil,
+                parts: [PresignedUploadPart]? = nil) {
+        self.key = key
+        self.bytes = bytes
+        self.method = "PUT"
+        self.headers = headers
+        self.url = url
+        self.partSize = partSize
+        self.parts = parts
+    }
+}
+
+/// `POST /rooms/uploads` 201 body.
+public struct RoomUploadInitResponse: Sendable, Hashable, Codable {
+    public var roomId: String
+    public var versionId: String
+    public var status: String
+    public var usdz: PresignedUpload
+    public var roomplanJson: PresignedUpload
+    public var expiresAt: Date
+
+    public init(roomId: String, versionId: String, usdz: PresignedUpload, roomplanJson: PresignedUpload, expiresAt: Date) {
+        self.roomId = roomId
+        self.versionId = versionId
+        self.status = "uploading"
+        self.usdz = usdz
+        self.roomplanJson = roomplanJson
+        self.expiresAt = expiresAt
+    }
+}

@@ -1,0 +1,183 @@
+import BackboneTestSupport
+import Contracts
+import Foundation
+import HTTPTypes
+import Ingest
+import Logging
+import ObjectStore
+import ServiceRuntime
+import Testing
+
+/// The three-step upload as the app runs it, against a real SeaweedFS, PostgreSQL and the
+/// embedded Kafka broker; the PUTs go through `curl` with nothing but the presigned URL.
+@Suite("Room uploads: quota, upload-init, direct PUT, upload-complete, sweep", .serialized,
+       .enabled(if: Integration.isEnabled), .timeLimit(.minutes(5)))
+struct RoomUploadIntegrationTests {
+    static func withStack(_ configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
+                          _ body: (IngestHarness, S3ObjectStore) async throws -> Void) async throws {
+        try await SeaweedFSFixture.with { s3 in
+            let store = S3ObjectStore(configuration: s3)
+            let harness = try await IngestHarness(configuration: configuration, objects: store)
+            do { try await body(harness, store) } catch {
+                await harness.close()
+                throw error
+            }
+            await harness.close()
+        }
+    }
+
+    static func file(_ bytes: Int, fill: UInt8 = 0x41) -> String {
+        let path = NSTemporaryDirectory() + "upload-\(UInt32.random(in: 0...UInt32.max))"
+        FileManager.default.createFile(atPath: path, contents: Data(repeating: fill, count: bytes))
+        return path
+    }
+
+    static func initBody(usdz: Int64, json: Int64) -> RoomUploadInitRequest {
+        RoomUploadInitRequest(title: "客厅", tags: ["living room"], visibility: .public, usdzBytes: usdz, roomplanJsonBytes: json)
+    }
+
+    static func complete(_ answer: RoomUploadInitResponse, parts: [UploadedPart]? = nil,
+                         sha256: String? = nil) -> RoomVersionCompleteRequest {
+        RoomVersionCompleteRequest(
+            roomId: answer.roomId, versionId: answer.versionId, title: "客厅", tags: ["living room"], visibility: .public,
+            source: RoomSource(usdzKey: answer.usdz.key, usdzBytes: answer.usdz.bytes, roomplanJsonKey: answer.roomplanJson.key,
+                               roomplanJsonBytes: answer.roomplanJson.bytes, sha256: sha256),
+            redactions: [], usdzParts: parts, scan: RoomScan(durationSeconds: 312))
+    }
+
+    static func quota(_ harness: IngestHarness, _ token: String) async throws -> RoomQuota {
+        try await harness.request(.get, "/rooms/quota", token: token, body: []).decoded(RoomQuota.self)
+    }
+
+    @Test("quota → init → complete too early (409) → PUT both → complete (202, once) → one transcode request")
+    func appSequence() async throws {
+        try await Self.withStack { harness, store in
+            let token = harness.userToken("owner-1")
+            #expect(try await Self.quota(harness, token).usedBytes == 0)
+
+            let created = await harness.request(.post, "/rooms/uploads", token: token,
+                                                body: try ContractCoding.encode(Self.initBody(usdz: 2000, json: 300)))
+            #expect(created.status == .created)
+            let answer = try created.decoded(RoomUploadInitResponse.self)
+            #expect(answer.status == "uploading" && answer.usdz.parts == nil && answer.usdz.url != nil)
+            #expect(answer.expiresAt.timeIntervalSinceNow > 800 && answer.expiresAt.timeIntervalSinceNow <= 900)
+            let quota = try await Self.quota(harness, token)
+            #expect(quota.usedBytes == 2300 && quota.remainingBytes == quota.limitBytes - 2300 && quota.tier == "free")
+
+            let sha = String(repeating: "ab", count: 32)
+            let body = try ContractCoding.encode(Self.complete(answer, sha256: sha))
+            let early = await harness.request(.post, "/rooms/versions", token: token, body: body)
+            #expect(early.status == .conflict)
+            #expect(early.errorCode == "UPLOAD_INCOMPLETE")
+            #expect(early.json?["error"]?["message"]?.stringValue?.contains("source.usdz") == true)
+
+            let usdz = Self.file(2000)
+            let json = Self.file(300, fill: 0x7B)
+            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
+            let putUSDZ = try await PlainHTTP.send("PUT", try #require(answer.usdz.url), headers: answer.usdz.headers, file: usdz)
+            #expect(putUSDZ.status == 200)
+            let halfway = await harness.request(.post, "/rooms/versions", token: token, body: body)
+            #expect(halfway.status == .conflict)
+            #expect(halfway.json?["error"]?["message"]?.stringValue?.contains("roomplan.json") == true)
+            let putJSON = try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), headers: answer.roomplanJson.headers,
+                                                   file: json)
+            #expect(putJSON.status == 200)
+
+            let done = await harness.request(.post, "/rooms/versions", token: token, body: body)
+            #expect(done.status == .accepted)
+            #expect(try done.decoded(RoomVersionAccepted.self).status == .queued)
+            let again = await harness.request(.post, "/rooms/versions", token: token, body: body)
+            #expect(again.status == .accepted)
+
+            let records = try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 2)
+            #expect(records.count == 1)
+            let request = try ContractCoding.decoder.decode(RoomTranscodeRequest.self, from: Data((records.first?.value ?? "").utf8))
+            #expect(records.first?.key == answer.roomId)
+            #expect(request.source.usdzKey == "rooms/\(answer.roomId)/\(answer.versionId)/source.usdz")
+            #expect(request.source.sha256 == sha && request.scan?.durationSeconds == 312 && request.ownerUserId == "owner-1")
+            #expect(try await store.head(request.source.usdzKey)?.size == 2000)
+            #expect(try await Self.quota(harness, token).usedBytes == 2300)
+        }
+    }
+
+    @Test("a 40 MB source.usdz: eight presigned 5 MB parts, completed through upload-complete with their ETags")
+    func multipart() async throws {
+        try await Self.withStack { harness, store in
+            let token = harness.userToken("owner-2")
+            let size: Int64 = 40 << 20
+            let created = await harness.request(.post, "/rooms/uploads", token: token,
+                                                body: try ContractCoding.encode(Self.initBody(usdz: size, json: 100)))
+            #expect(created.status == .created)
+            let answer = try created.decoded(RoomUploadInitResponse.self)
+            let parts = try #require(answer.usdz.parts)
+            #expect(parts.count == 8 && parts.allSatisfy { $0.bytes == 5 << 20 } && answer.usdz.url == nil)
+
+            // Asking again re-signs the same upload without charging again.
+            let resigned = await harness.request(.post, "/rooms/uploads", token: token, body: try ContractCoding.encode(
+                RoomUploadInitRequest(title: "客厅", tags: [], visibility: .public, usdzBytes: size, roomplanJsonBytes: 100,
+                                      versionId: answer.versionId)))
+            #expect(resigned.status == .ok)
+            let fresh = try resigned.decoded(RoomUploadInitResponse.self)
+            #expect(fresh.versionId == answer.versionId && fresh.usdz.parts?.count == 8)
+            #expect(try await Self.quota(harness, token).usedBytes == size + 100)
+
+            var uploaded: [UploadedPart] = []
+            for part in try #require(fresh.usdz.parts) {
+                let path = Self.file(Int(part.bytes), fill: UInt8(part.partNumber))
+                defer { try? FileManager.default.removeItem(atPath: path) }
+                let put = try await PlainHTTP.send("PUT", part.url, file: path)
+                #expect(put.status == 200)
+                uploaded.append(UploadedPart(partNumber: part.partNumber, etag: put.headers["etag"] ?? ""))
+            }
+            let json = Self.file(100)
+            defer { try? FileManager.default.removeItem(atPath: json) }
+            #expect(try await PlainHTTP.send("PUT", try #require(fresh.roomplanJson.url), file: json).status == 200)
+
+            let withoutParts = await harness.request(.post, "/rooms/versions", token: token,
+                                                     body: try ContractCoding.encode(Self.complete(answer)))
+            #expect(withoutParts.status == .conflict && withoutParts.errorCode == "UPLOAD_INCOMPLETE")
+            let done = await harness.request(.post, "/rooms/versions", token: token,
+                                             body: try ContractCoding.encode(Self.complete(answer, parts: uploaded)))
+            #expect(done.status == .accepted)
+            #expect(try await store.head(answer.usdz.key)?.size == size)
+        }
+    }
+
+    @Test("quota: over the limit is QUOTA_EXCEEDED at init; an abandoned upload is swept, its bytes and objects gone")
+    func quotaAndSweep() async throws {
+        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000, monthlyUploadQuotaBytes: 10_000)
+        configuration.abandonUploadsAfter = .seconds(1)
+        configuration.uploadSweepInterval = .seconds(3600)
+        try await Self.withStack(configuration) { harness, store in
+            let token = harness.userToken("owner-3")
+            let first = await harness.request(.post, "/rooms/uploads", token: token,
+                                              body: try ContractCoding.encode(Self.initBody(usdz: 5000, json: 1000)))
+            #expect(first.status == .created)
+            let answer = try first.decoded(RoomUploadInitResponse.self)
+            let over = await harness.request(.post, "/rooms/uploads", token: token,
+                                             body: try ContractCoding.encode(Self.initBody(usdz: 5000, json: 1000)))
+            #expect(over.status == .forbidden && over.errorCode == "QUOTA_EXCEEDED")
+            let big = await harness.request(.post, "/rooms/uploads", token: token,
+                                            body: try ContractCoding.encode(Self.initBody(usdz: 60 << 20, json: 1)))
+            #expect(big.status == .payloadTooLarge && big.errorCode == "FILE_TOO_LARGE")
+            let tags = await harness.request(.post, "/rooms/uploads", token: token, body: try ContractCoding.encode(
+                RoomUploadInitRequest(title: "x", tags: Array(repeating: "t", count: 9), visibility: .public, usdzBytes: 1,
+                                      roomplanJsonBytes: 1)))
+            #expect(tags.errorCode == "INVALID_TAGS")
+            #expect(try await Self.quota(harness, token).usedBytes == 6000)
+
+            let json = Self.file(1000)
+            defer { try? FileManager.default.removeItem(atPath: json) }
+            #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: json).status == 200)
+            try await Task.sleep(for: .seconds(1.5))
+            let sweeper = RoomUploadSweeper(uploads: RoomUploadStore(database: harness.context.database), objects: store,
+                                            logger: .disabled)
+            #expect(try await sweeper.sweepOnce() == 1)
+            #expect(try await Self.quota(harness, token).usedBytes == 0)
+            #expect(try await store.head(answer.roomplanJson.key) == nil)
+            let late = await harness.request(.post, "/rooms/versions", token: token,
+                                             body: try ContractCoding.encode(Self.complete(answer)))
+            #expect(late.status != .accepted)
+        }
+    }
+}
