@@ -101,6 +101,10 @@ public struct S3ObjectStore: ObjectStore {
 
     public func get(_ key: String) -> ObjectByteStream {
         let (stream, continuation) = ObjectByteStream.make()
+        do { try Self.validate(key) } catch {
+            continuation.finish(throwing: error)
+            return stream
+        }
         let exchange = signedExchange(method: "GET", key: key, query: [], headers: [], body: .none, sink: .stream(continuation))
         CurlTransfer.start(exchange) { result in
             switch result {

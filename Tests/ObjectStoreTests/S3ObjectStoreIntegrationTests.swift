@@ -58,6 +58,7 @@ struct S3ObjectStoreIntegrationTests {
             try await store.delete("rooms/r1/v1/roomplan.json")
             #expect(try await store.head("rooms/r1/v1/roomplan.json") == nil)
             await #expect(throws: ObjectStoreError.self) { try await store.getBytes("rooms/r1/v1/roomplan.json") }
+            await #expect(throws: ObjectStoreError.self) { try await store.getBytes("") }
         }
     }
 
