@@ -1,7 +1,7 @@
 import Foundation
 
 /// How the capture went (seed `002_*` §7.3): the worker grades on it.
-public struct RoomScan: Sendable, Hashable, Codable {
+public struct ScanSummary: Sendable, Hashable, Codable {
     public var durationSeconds: Double
     public init(durationSeconds: Double) { self.durationSeconds = durationSeconds }
 }

@@ -71,10 +71,10 @@ public struct RoomVersionCompleteRequest: Sendable, Hashable, Codable {
     /// For a multipart `source.usdz`: every part's number and the `ETag` its PUT answered.
     public var usdzParts: [UploadedPart]?
     /// How the capture went (the worker grades on it).
-    public var scan: RoomScan?
+    public var scan: ScanSummary?
 
     public init(roomId: String, versionId: String, title: String, tags: [String], visibility: RoomVisibility,
-                source: RoomSource, redactions: [Redaction], usdzParts: [UploadedPart]? = nil, scan: RoomScan? = nil) {
+                source: RoomSource, redactions: [Redaction], usdzParts: [UploadedPart]? = nil, scan: ScanSummary? = nil) {
         self.roomId = roomId
         self.versionId = versionId
         self.title = title
@@ -114,7 +114,7 @@ public struct RoomTranscodeRequest: Sendable, Hashable, Codable {
     public var visibility: RoomVisibility
     public var source: RoomSource
     public var redactions: [Redaction]
-    public var scan: RoomScan?
+    public var scan: ScanSummary?
     public var requestedAt: Date
 
     public init(ownerUserId: String, request: RoomVersionCompleteRequest, requestedAt: Date) {

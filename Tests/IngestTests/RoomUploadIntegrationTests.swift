@@ -42,7 +42,7 @@ struct RoomUploadIntegrationTests {
             roomId: answer.roomId, versionId: answer.versionId, title: "客厅", tags: ["living room"], visibility: .public,
             source: RoomSource(usdzKey: answer.usdz.key, usdzBytes: answer.usdz.bytes, roomplanJsonKey: answer.roomplanJson.key,
                                roomplanJsonBytes: answer.roomplanJson.bytes, sha256: sha256),
-            redactions: [], usdzParts: parts, scan: RoomScan(durationSeconds: 312))
+            redactions: [], usdzParts: parts, scan: ScanSummary(durationSeconds: 312))
     }
 
     static func quota(_ harness: IngestHarness, _ token: String) async throws -> RoomQuota {

@@ -134,7 +134,7 @@ struct DemoSession {
                                roomplanJsonBytes: upload.roomplanJson.bytes),
             redactions: [Redaction(textureRef: "textures/wall_0.png", kind: .face,
                                    region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")],
-            scan: RoomScan(durationSeconds: 300))
+            scan: ScanSummary(durationSeconds: 300))
         let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
                                         token: userToken, body: try ContractCoding.encode(request))
         say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
