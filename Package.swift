@@ -65,6 +65,7 @@ let services: [Target] =
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection"])
     + [
         .target(
             name: "BackboneCLI",
@@ -123,6 +124,7 @@ let testTargets: [Target] = [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport",
     ]),
+    tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "BackboneTestSupport"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging"]),
 ]
 
@@ -134,6 +136,7 @@ let package = Package(
         .executable(name: "progress-projector", targets: ["ProgressProjectorMain"]),
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
+        .executable(name: "transcode-worker", targets: ["TranscodeWorkerMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "codec-bench", targets: ["CodecBench"]),
         .executable(name: "realtime-bench", targets: ["RealtimeBench"]),
