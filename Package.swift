@@ -68,7 +68,7 @@ let services: [Target] =
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
-    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "Hashing"])
     + [
         .target(
             name: "BackboneCLI",
