@@ -4,7 +4,7 @@
 # Debian bookworm packages the build, the dev stack and the tests need.
 BACKBONE_APT_PACKAGES=(
   pkg-config librdkafka-dev libpq-dev libmicrohttpd-dev libwebsockets-dev libwebsockets-evlib-ev libev4 libssl-dev
-  liblz4-dev libyajl-dev zlib1g-dev libpng-dev postgresql postgresql-client kcat python3 python3-pip
+  liblz4-dev libyajl-dev zlib1g-dev libpng-dev libwebp-dev gltfpack postgresql postgresql-client kcat python3 python3-pip
   curl ca-certificates procps nginx-light
 )
 
