@@ -44,6 +44,7 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
+    shared("RoomScan", ["USD"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -115,6 +116,7 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("RoomScanTests", ["RoomScan", "USD"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport"],
           exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",

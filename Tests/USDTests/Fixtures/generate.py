@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates the USD reader's test fixtures and their expectations with Pixar's usd-core.
 
-This script is the source of truth: rerun it (`pip install usd-core`, then
+This script is the source of truth: rerun it (`pip install usd-core Pillow`, then
 `python3 Tests/USDTests/Fixtures/generate.py`) and commit the outputs. For every package
 it writes `<name>.usdz` and `<name>.expected.json` with what usd-core computes: traversed
 prim paths and types, world bounds from UsdGeom.BBoxCache, mesh vertex/triangle counts,

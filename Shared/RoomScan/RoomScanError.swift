@@ -1,0 +1,27 @@
+/// Why a room scan cannot be transcoded: a code a program can branch on and a reason a
+/// person can act on ("walls[2].transform: expected 16 numbers, found 12").
+public struct RoomScanError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Extensible failure codes.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// `roomplan.json` cannot be read or is not the JSON of a CapturedRoom.
+        public static let roomPlanMalformed = Code(rawValue: "roomplan_malformed")
+        /// `roomplan.json` is well-formed but beyond what a room can hold (element counts, size).
+        public static let roomPlanTooLarge = Code(rawValue: "roomplan_too_large")
+    }
+
+    public let code: Code
+    public let reason: String
+    /// Input problems are never retriable: the same bytes fail the same way.
+    public var isRetriable: Bool { false }
+
+    public init(_ code: Code, _ reason: String) {
+        self.code = code
+        self.reason = reason
+    }
+
+    public var description: String { "\(code): \(reason)" }
+}
