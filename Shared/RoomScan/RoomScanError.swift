@@ -11,6 +11,8 @@ public struct RoomScanError: Error, Sendable, Equatable, CustomStringConvertible
         public static let roomPlanMalformed = Code(rawValue: "roomplan_malformed")
         /// `roomplan.json` is well-formed but beyond what a room can hold (element counts, size).
         public static let roomPlanTooLarge = Code(rawValue: "roomplan_too_large")
+        /// A mesh whose counts and indices do not fit together, or beyond what a layer may hold.
+        public static let geometryInvalid = Code(rawValue: "geometry_invalid")
     }
 
     public let code: Code
