@@ -22,6 +22,8 @@ let cLibraries: [Target] = [
     system("COpenSSL", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
     system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
+    system("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+    system("CWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -44,7 +46,7 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
-    shared("RoomScan", ["USD"]),
+    shared("RoomScan", ["USD", "Hashing", "CPNG", "CWebP"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable

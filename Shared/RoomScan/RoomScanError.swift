@@ -13,6 +13,8 @@ public struct RoomScanError: Error, Sendable, Equatable, CustomStringConvertible
         public static let roomPlanTooLarge = Code(rawValue: "roomplan_too_large")
         /// A mesh whose counts and indices do not fit together, or beyond what a layer may hold.
         public static let geometryInvalid = Code(rawValue: "geometry_invalid")
+        /// libpng or libwebp refused to encode a thumbnail.
+        public static let encodingFailed = Code(rawValue: "encoding_failed")
     }
 
     public let code: Code
