@@ -46,7 +46,7 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
     shared("USD", ["CLZ4"]),
-    shared("RoomScan", ["USD", "Hashing", "CPNG", "CWebP"]),
+    shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -118,7 +118,7 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
-    tests("RoomScanTests", ["RoomScan", "USD"], exclude: ["Witnesses"]),
+    tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing"], exclude: ["Witnesses"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport"],
           exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",

@@ -44,12 +44,21 @@ public struct GLBWriter {
     /// The GLB of `prims` (Mesh prims of `stage`; others are ignored).
     public static func glb(of prims: [USDPrim], in stage: USDStage, geometry: WorldGeometry) throws -> (bytes: [UInt8], summary: Summary) {
         var writer = GLBWriter()
-        for prim in prims where prim.typeName == "Mesh" { try writer.add(prim, in: stage, geometry: geometry) }
+        let correction = stageToGLTF(upAxis: stage.upAxis, metersPerUnit: stage.metersPerUnit)
+        for prim in prims where prim.typeName == "Mesh" { try writer.add(prim, in: stage, geometry: geometry, correction: correction) }
         return (try writer.finish(), writer.summary)
     }
 
-    /// Adds one mesh prim.
-    public mutating func add(_ prim: USDPrim, in stage: USDStage, geometry: WorldGeometry) throws {
+    /// From stage space to glTF's Y-up metres: scale by `metersPerUnit`, and a Z-up stage
+    /// turned −90° about x (stage +z becomes glTF +y).
+    public static func stageToGLTF(upAxis: String, metersPerUnit: Double) -> Matrix4 {
+        let scale = metersPerUnit.isFinite && metersPerUnit > 0 ? metersPerUnit : 1
+        let scaled = Matrix4(diagonal: scale, scale, scale)
+        return upAxis == "Z" ? scaled * Matrix4.rotation(axis: 0, degrees: -90) : scaled
+    }
+
+    /// Adds one mesh prim; `correction` is applied after its world transform.
+    public mutating func add(_ prim: USDPrim, in stage: USDStage, geometry: WorldGeometry, correction: Matrix4 = .identity) throws {
         guard let points = prim.attribute("points")?.asNumbers, let counts = prim.attribute("faceVertexCounts")?.asNumbers,
               let indices = prim.attribute("faceVertexIndices")?.asNumbers else { return }
         let pointCount = points.count / 3
@@ -57,7 +66,7 @@ public struct GLBWriter {
         guard corners <= indices.count, summary.vertexCount + corners <= GLBWriter.maximumCorners else {
             throw RoomScanError(.geometryInvalid, "\(prim.path): \(corners) face corners for \(indices.count) indices")
         }
-        let world = geometry.worldTransform(prim)
+        let world = geometry.worldTransform(prim) * correction
         let normalMatrix = world.inverse ?? .identity
         let flip = GLBWriter.determinant3(world) < 0
         let normals = prim.attribute("normals")?.asNumbers ?? prim.attribute("primvars:normals")?.asNumbers

@@ -508,6 +508,8 @@ def main():
         crate = open(os.path.join(work, "basic.usdc"), "rb").read()
         stored_zip("bad_crate", [("root.usdc", b"PXR-USDC" + b"\x00\x08\x00" + crate[11:200])])
         malformed["bad_crate"] = {"readable": False, "findings": ["truncated"]}
+        stored_zip("zip_bomb", [("root.usda", b"#usda 1.0\n" + b" " * (64 << 20))], compress=zipfile.ZIP_DEFLATED)
+        malformed["zip_bomb"] = {"readable": False, "findings": ["compressed_entry"]}
         with open(os.path.join(HERE, "malformed.expected.json"), "w") as f:
             json.dump(malformed, f, indent=1, sort_keys=True)
             f.write("\n")
