@@ -124,3 +124,36 @@ struct GLBWriterTests {
         #expect(throws: RoomScanError.self) { try GLBWriter.glb(of: [huge], in: stage, geometry: WorldGeometry()) }
     }
 }
+
+@Suite("GLB stage conventions")
+struct GLBStageConventionTests {
+    @Test("a Z-up centimetre stage becomes glTF's Y-up metres: stage (x, y, z) becomes (x, z, −y) × metersPerUnit")
+    func zUpCentimetres() throws {
+        let text = """
+        #usda 1.0
+        (
+            upAxis = "Z"
+            metersPerUnit = 0.01
+        )
+        def Mesh "Box"
+        {
+            double3 xformOp:translate = (10, 20, 30)
+            uniform token[] xformOpOrder = ["xformOp:translate"]
+            int[] faceVertexCounts = [4, 4]
+            int[] faceVertexIndices = [0, 1, 2, 3, 4, 5, 6, 7]
+            point3f[] points = [(0, 0, 0), (1, 0, 0), (1, 2, 0), (0, 2, 0), (0, 0, 3), (1, 0, 3), (1, 2, 3), (0, 2, 3)]
+        }
+        """
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("zup-\(UUID().uuidString).usda")
+        try Data(text.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let stage = try USDStage(contentsOf: file.path)
+        #expect(stage.upAxis == "Z" && stage.metersPerUnit == 0.01)
+        let (_, summary) = try GLBWriter.glb(of: [try #require(stage.prim(at: "/Box"))], in: stage, geometry: WorldGeometry())
+        let want = [0.10, 0.30, -0.22, 0.11, 0.33, -0.20]
+        let got = [summary.bounds.min.x, summary.bounds.min.y, summary.bounds.min.z,
+                   summary.bounds.max.x, summary.bounds.max.y, summary.bounds.max.z]
+        #expect(zip(got, want).allSatisfy { abs($0 - $1) <= 1e-6 }, "\(got) vs \(want)")
+        #expect(summary.triangleCount == 4 && summary.vertexCount == 8)
+    }
+}
