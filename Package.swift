@@ -23,6 +23,8 @@ let cLibraries: [Target] = [
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
     system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
     system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+    system("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+    system("CWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -47,6 +49,7 @@ let sharedModules: [Target] = [
     shared("USD", ["CLZ4"]),
     shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime"]),
     shared("DevInfrastructure", ["ObjectStore", "Hashing", "Logging"]),
+    shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -68,7 +71,7 @@ let services: [Target] =
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
-    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "Hashing"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "RoomScan"])
     + [
         .target(
             name: "BackboneCLI",
@@ -120,6 +123,7 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing"], exclude: ["Witnesses"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport"],
           exclude: ["Clients"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",

@@ -1,6 +1,5 @@
 import Contracts
 import Foundation
-import Hashing
 import ObjectStore
 
 /// The room compute core as the pipeline drives it: a package and its `roomplan.json` on
@@ -37,8 +36,8 @@ public struct ConvertedRoom: Sendable {
 }
 
 /// The production pipeline: the sources are streamed from the store into a folder of the
-/// job's own (bounded by `maxJobBytes`), the sha256 the app declared is checked, the
-/// converter writes the outputs, and they are uploaded under `rooms/{roomId}/{versionId}/`,
+/// job's own (bounded by `maxJobBytes`), the
+/// converter checks them and writes the outputs, and they are uploaded under `rooms/{roomId}/{versionId}/`,
 /// the manifest last. The folder is removed whatever happens.
 public struct StoreTranscodePipeline: TranscodePipeline {
     let store: any ObjectStore
@@ -67,13 +66,8 @@ public struct StoreTranscodePipeline: TranscodePipeline {
         try await download(request.source.roomplanJsonKey, declared: request.source.roomplanJsonBytes, to: roomplan,
                            name: "roomplan.json", budget: maxJobBytes - request.source.usdzBytes)
 
+        // The converter checks the declared sha256 and the package itself.
         try await enter(.validating)
-        if let declared = request.source.sha256?.lowercased(), !declared.isEmpty {
-            let actual = try Self.sha256(ofFileAt: package)
-            guard actual == declared else {
-                throw TranscodeFailure("source.usdz does not match its declared sha256 (declared \(declared), received \(actual)); upload the package again")
-            }
-        }
         let converted = try await converter.convert(package: package, roomplan: roomplan, request: request,
                                                     outputDirectory: folder + "/out", enter: enter)
 
@@ -111,12 +105,6 @@ public struct StoreTranscodePipeline: TranscodePipeline {
             if error.code == .notFound { throw TranscodeFailure("\(name) is no longer in the store (\(key)); upload the scan again") }
             throw error
         }
-    }
-
-    /// The lowercase hex SHA-256 of a file, read through a memory map.
-    static func sha256(ofFileAt path: String) throws -> String {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-        return Digest.hex(Digest.sha256(data))
     }
 }
 
