@@ -132,7 +132,7 @@ let testTargets: [Target] = [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport",
     ]),
-    tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "BackboneTestSupport"]),
+    tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging"]),
 ]
 

@@ -72,7 +72,8 @@ struct JobLifecycleTests {
             _ = try await PostgresMigrator(migrations: TranscodeWorkerService.migrations, logger: .disabled).migrate(client)
         }
 
-        func service(_ pipeline: any TranscodePipeline, lease: Duration = .seconds(30), workerID: String = "worker-a") -> TranscodeWorkerService {
+        func service(_ pipeline: any TranscodePipeline, links: any OutputLinks = FixedLinks(), lease: Duration = .seconds(30),
+                     workerID: String = "worker-a") -> TranscodeWorkerService {
             let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
                                                     jwtSecret: JobLifecycleTests.secret, httpPort: 0)
             let context = ServiceContext(name: "transcode-worker", configuration: configuration, database: client, producer: producer,
@@ -84,7 +85,7 @@ struct JobLifecycleTests {
             settings.pollInterval = .milliseconds(100)
             settings.maxBackoff = .milliseconds(200)
             settings.outboxInterval = .milliseconds(200)
-            return TranscodeWorkerService(context: context, configuration: settings, pipeline: pipeline, links: FixedLinks(),
+            return TranscodeWorkerService(context: context, configuration: settings, pipeline: pipeline, links: links,
                                           workerID: workerID)
         }
 
