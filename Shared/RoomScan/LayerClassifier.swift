@@ -7,8 +7,9 @@ import USD
 /// iOS 17 exports), else by a word of its name (split at `_` and trailing digits:
 /// `Wall_0_grp`, `Table0_body`, `WasherDryer_grp`). A mesh nothing names goes to `other`.
 /// The element a mesh belongs to is its topmost ancestor-or-self outside a `_grp` group
-/// that names the same layer (`Table0` for `/…/Table_grp/Table0/Geom_grp/Table0_body`);
-/// element counts per layer are then checked against `roomplan.json`.
+/// that names the same layer (`Table0` for `/…/Table_grp/Table0/Geom_grp/Table0_body`).
+/// Element counts per layer are then checked against `roomplan.json`. Invisible and
+/// guide/proxy meshes belong to no layer.
 public struct RoomLayers: Sendable {
     public struct Layer: Sendable, Equatable {
         public let layer: RoomLayer
@@ -32,8 +33,11 @@ public struct RoomLayers: Sendable {
     public let layers: [Layer]
     public let mismatches: [CountMismatch]
 
+    /// Layers of the stage's drawn meshes (invisible and guide/proxy meshes are left out,
+    /// as the bounds leave them out).
     public init(stage: USDStage, room: CapturedRoom) {
-        self.init(prims: stage.traverse(), room: room)
+        let geometry = WorldGeometry()
+        self.init(prims: stage.traverse().filter { $0.typeName == "Mesh" && geometry.isRendered($0) }, room: room)
     }
 
     init(prims: [USDPrim], room: CapturedRoom) {
