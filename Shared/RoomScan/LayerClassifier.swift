@@ -36,15 +36,16 @@ public struct RoomLayers: Sendable {
     /// Layers of the stage's drawn meshes (invisible and guide/proxy meshes are left out,
     /// as the bounds leave them out).
     public init(stage: USDStage, room: CapturedRoom) {
-        let geometry = WorldGeometry()
-        self.init(prims: stage.traverse().filter { $0.typeName == "Mesh" && geometry.isRendered($0) }, room: room)
+        self.init(traversal: stage.traverse(), room: room)
     }
 
-    init(prims: [USDPrim], room: CapturedRoom) {
+    /// Layers of the meshes of `traversal` (what `stage.traverse()` gave).
+    init(traversal: [USDPrim], room: CapturedRoom) {
+        let geometry = WorldGeometry()
         var meshes: [RoomLayer: [String]] = [:]
         var elements: [RoomLayer: [String]] = [:]
         var seenElements: Set<String> = []
-        for prim in prims where prim.typeName == "Mesh" {
+        for prim in traversal where prim.typeName == "Mesh" && geometry.isRendered(prim) {
             let (layer, element) = RoomLayers.classify(prim)
             meshes[layer, default: []].append(prim.path)
             if let element, seenElements.insert(element).inserted { elements[layer, default: []].append(element) }
