@@ -146,13 +146,17 @@ public struct GLBWriter {
 
     /// The finished file: header, JSON chunk (space-padded), BIN chunk (zero-padded).
     public func finish() throws -> [UInt8] {
+        // glTF arrays, when present, are never empty: a layer whose every face was dropped
+        // is an empty scene.
         var json: [String: Any] = [
             "asset": ["version": "2.0", "generator": "Zhixi Backbone transcode-worker"],
             "scene": 0,
-            "scenes": [["nodes": Array(0..<meshes.count)]],
-            "nodes": meshes.indices.map { ["mesh": $0, "name": meshes[$0]["name"] ?? ""] as [String: Any] },
-            "meshes": meshes,
+            "scenes": [meshes.isEmpty ? [:] : ["nodes": Array(0..<meshes.count)]],
         ]
+        if !meshes.isEmpty {
+            json["nodes"] = meshes.indices.map { ["mesh": $0, "name": meshes[$0]["name"] ?? ""] as [String: Any] }
+            json["meshes"] = meshes
+        }
         if !binary.isEmpty {
             json["buffers"] = [["byteLength": binary.count]]
             json["bufferViews"] = bufferViews

@@ -7,8 +7,9 @@ import USD
 /// iOS 17 exports), else by a word of its name (split at `_` and trailing digits:
 /// `Wall_0_grp`, `Table0_body`, `WasherDryer_grp`). A mesh nothing names goes to `other`.
 /// The element a mesh belongs to is its topmost ancestor-or-self outside a `_grp` group
-/// that names the same layer (`Table0` for `/…/Table_grp/Table0/Geom_grp/Table0_body`);
-/// element counts per layer are then checked against `roomplan.json`.
+/// that names the same layer (`Table0` for `/…/Table_grp/Table0/Geom_grp/Table0_body`).
+/// Element counts per layer are then checked against `roomplan.json`. Invisible and
+/// guide/proxy meshes belong to no layer.
 public struct RoomLayers: Sendable {
     public struct Layer: Sendable, Equatable {
         public let layer: RoomLayer
@@ -32,15 +33,19 @@ public struct RoomLayers: Sendable {
     public let layers: [Layer]
     public let mismatches: [CountMismatch]
 
+    /// Layers of the stage's drawn meshes (invisible and guide/proxy meshes are left out,
+    /// as the bounds leave them out).
     public init(stage: USDStage, room: CapturedRoom) {
-        self.init(prims: stage.traverse(), room: room)
+        self.init(traversal: stage.traverse(), room: room)
     }
 
-    init(prims: [USDPrim], room: CapturedRoom) {
+    /// Layers of the meshes of `traversal` (what `stage.traverse()` gave).
+    init(traversal: [USDPrim], room: CapturedRoom) {
+        let geometry = WorldGeometry()
         var meshes: [RoomLayer: [String]] = [:]
         var elements: [RoomLayer: [String]] = [:]
         var seenElements: Set<String> = []
-        for prim in prims where prim.typeName == "Mesh" {
+        for prim in traversal where prim.typeName == "Mesh" && geometry.isRendered(prim) {
             let (layer, element) = RoomLayers.classify(prim)
             meshes[layer, default: []].append(prim.path)
             if let element, seenElements.insert(element).inserted { elements[layer, default: []].append(element) }

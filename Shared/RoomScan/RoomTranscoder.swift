@@ -80,7 +80,7 @@ public enum RoomTranscoder {
         let geometry = WorldGeometry()
         let boxes = Dictionary(zip(traversal.map(\.path), geometry.traversalBounds(traversal)), uniquingKeysWith: { a, _ in a })
         onStage("layering")
-        let layers = RoomLayers(stage: stage, room: room)
+        let layers = RoomLayers(traversal: traversal, room: room)
         guard !layers.layers.isEmpty else { throw RoomScanError(.packageInvalid, "source.usdz has no mesh to layer") }
         let grade = QualityGrade(room: room, durationSeconds: metadata.durationSeconds)
 
@@ -120,9 +120,9 @@ public enum RoomTranscoder {
         var findings = stage.findings.map { LayerManifest.Finding(code: $0.code.rawValue, severity: $0.severity.rawValue, message: $0.message) }
         findings += geometry.transformProblems.prefix(20).map { LayerManifest.Finding(code: "unsupported_construct", severity: "warning", message: $0) }
         findings += layers.mismatches.map { LayerManifest.Finding(code: "element_count_mismatch", severity: "warning", message: $0.description) }
-        let textures = Set(usdz.entries.map(\.path))
+        let packageEntries = Set(usdz.entries.map(\.path))
         let redactions = Dictionary(grouping: metadata.redactions, by: \.textureRef).sorted { $0.key < $1.key }.map {
-            LayerManifest.TextureRedactions(texture: $0.key, inPackage: textures.contains($0.key), redactions: $0.value)
+            LayerManifest.TextureRedactions(texture: $0.key, inPackage: packageEntries.contains($0.key), redactions: $0.value)
         }
         let manifest = LayerManifest(
             roomId: metadata.roomId, versionId: metadata.versionId, packageSHA256: sha256, packageBytes: usdz.bytes.count,

@@ -157,3 +157,38 @@ struct GLBStageConventionTests {
         #expect(summary.triangleCount == 4 && summary.vertexCount == 8)
     }
 }
+
+@Suite("GLB edge cases")
+struct GLBEdgeCaseTests {
+    @Test("a layer whose every face is dropped is an empty scene with no empty glTF arrays")
+    func emptyLayer() throws {
+        let text = """
+        #usda 1.0
+        def Mesh "Broken"
+        {
+            int[] faceVertexCounts = [3]
+            int[] faceVertexIndices = [0, 1, 7]
+            point3f[] points = [(0, 0, 0), (1, 0, 0), (1, 1, 0)]
+        }
+        """
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString).usda")
+        try Data(text.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let stage = try USDStage(contentsOf: file.path)
+        let (bytes, summary) = try GLBWriter.glb(of: [try #require(stage.prim(at: "/Broken"))], in: stage, geometry: WorldGeometry())
+        #expect(summary.meshCount == 0 && summary.skippedFaces == 1)
+        let length = Int(bytes[12]) | Int(bytes[13]) << 8 | Int(bytes[14]) << 16 | Int(bytes[15]) << 24
+        #expect(bytes.count == 20 + length)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(bytes[20..<(20 + length)])) as? [String: Any])
+        #expect(json["meshes"] == nil && json["nodes"] == nil && json["buffers"] == nil)
+        if let gltfpack = Witness.gltfpack {
+            let glb = file.deletingPathExtension().appendingPathExtension("glb")
+            try Data(bytes).write(to: glb)
+            defer { try? FileManager.default.removeItem(at: glb) }
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("empty-out-\(UUID().uuidString).glb")
+            defer { try? FileManager.default.removeItem(at: out) }
+            let result = try Witness.run(gltfpack, ["-i", glb.path, "-o", out.path])
+            #expect(result.status == 0, "\(result.output)")
+        }
+    }
+}

@@ -133,6 +133,10 @@ struct LayerClassifierTests {
         // This package has 3 walls and 1 storage, the JSON 4 walls and 2 storages: reported.
         #expect(layers.mismatches.contains(RoomLayers.CountMismatch(layer: .walls, inPackage: 3, inRoomPlan: 4)))
         #expect(RoomLayer.named("WasherDryer") == RoomLayer(rawValue: "washerDryer"))
+        // Invisible and guide meshes are in no layer.
+        let basic = try USDStage(contentsOf: ScanFixtures.directory.appendingPathComponent("basic_usda.usdz").path)
+        let other = RoomLayers(stage: basic, room: room).layers.flatMap(\.meshPaths)
+        #expect(other.contains("/World/Big") && !other.contains("/World/Hidden") && !other.contains("/World/Guide"))
         #expect(RoomLayer.named("Lamp") == nil)
     }
 }
