@@ -48,7 +48,8 @@ struct StorePipelineTests {
                 #expect(keys.contains(base + "thumbnail.png") && keys.contains(base + "thumbnail.webp"))
                 #expect(keys.contains(base + "layers/walls.glb"))
                 let manifest = try JSONSerialization.jsonObject(with: Data(try await store.getBytes(base + "layer_manifest.json"))) as? [String: Any]
-                #expect(manifest?["packageSha256"] as? String == request.source.sha256 || manifest?["package"] != nil)
+                #expect((manifest?["package"] as? [String: Any])?["sha256"] as? String == request.source.sha256)
+                #expect(manifest?["versionId"] as? String == request.versionId)
 
                 // The catch-up query gives links a plain HTTP client can fetch.
                 let response = await JobLifecycleTests.call(router, .get, "/rooms/versions/\(request.versionId)", user: "someone-else")
