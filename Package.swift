@@ -23,6 +23,8 @@ let cLibraries: [Target] = [
     system("CLZ4", pkgConfig: "liblz4", apt: ["liblz4-dev"]),
     system("CYAJL", pkgConfig: "yajl", apt: ["libyajl-dev"]),
     system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
+    system("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+    system("CWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
 ]
 
 // MARK: - Shared modules
@@ -49,6 +51,7 @@ let sharedModules: [Target] = [
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
     shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing"]),
+    shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -70,6 +73,7 @@ let services: [Target] =
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "RoomScan"])
     + [
         .target(
             name: "BackboneCLI",
@@ -122,6 +126,7 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
+    tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing"], exclude: ["Witnesses"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport",
                                                    "DevInfrastructure"],
           exclude: ["Clients"]),
@@ -131,6 +136,8 @@ let testTargets: [Target] = [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport", "DevInfrastructure",
     ]),
+    tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
+                                                  "DevInfrastructure"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure"]),
 ]
@@ -143,6 +150,7 @@ let package = Package(
         .executable(name: "progress-projector", targets: ["ProgressProjectorMain"]),
         .executable(name: "analytics-aggregator", targets: ["AnalyticsAggregatorMain"]),
         .executable(name: "realtime-notifier", targets: ["RealtimeNotifierMain"]),
+        .executable(name: "transcode-worker", targets: ["TranscodeWorkerMain"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "codec-bench", targets: ["CodecBench"]),
         .executable(name: "realtime-bench", targets: ["RealtimeBench"]),

@@ -5,7 +5,7 @@ import Logging
 /// Operator queries and topic management. Every call does network I/O on a dedicated
 /// dispatch queue (never on the cooperative pool) and is bounded by `timeout`.
 public final class KafkaAdmin: Sendable {
-    private let client: RdKafkaClient
+    let client: RdKafkaClient
     private let timeout: Duration
     private let bootstrapServers: String
 
@@ -18,7 +18,7 @@ public final class KafkaAdmin: Sendable {
         self.bootstrapServers = bootstrapServers
     }
 
-    private var timeoutMilliseconds: Int32 { Int32(clamping: timeout.milliseconds) }
+    var timeoutMilliseconds: Int32 { Int32(clamping: timeout.milliseconds) }
 
     /// Every topic in the cluster (internal ones included), sorted by name.
     public func listTopics() async throws(KafkaError) -> [KafkaTopicMetadata] {

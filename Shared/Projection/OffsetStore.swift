@@ -8,21 +8,69 @@ struct OffsetStore: Sendable {
 
     /// Claims partitions for this member: bumps each one's generation (fencing off the
     /// previous owner) and returns where to resume.
-    func claim(_ partitions: [KafkaTopicPartition], client: PostgresClient) async throws -> [KafkaTopicPartition: PartitionOwnership.Claim] {
-        var claims: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
+    func claim(_ partitions: [KafkaTopicPartition], client: PostgresClient) async throws -> [KafkaTopicPartition: StoredClaim] {
+        var claims: [KafkaTopicPartition: StoredClaim] = [:]
         for tp in partitions {
             let rows = try await client.query("""
                 INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner, generation)
                 VALUES ($1, $2, $3, -1, $4, 1)
                 ON CONFLICT (group_id, topic, partition) DO UPDATE
                     SET owner = EXCLUDED.owner, generation = consumer_offsets.generation + 1, updated_at = now()
-                RETURNING next_offset, generation
+                RETURNING next_offset, generation, cluster_id
                 """, [groupID, tp.topic, Int(tp.partition), memberID])
             guard let row = rows.first else { continue }
-            claims[tp] = PartitionOwnership.Claim(generation: try row.decode(Int64.self, "generation"),
-                                                 nextOffset: try row.decode(Int64.self, "next_offset"))
+            claims[tp] = StoredClaim(claim: PartitionOwnership.Claim(generation: try row.decode(Int64.self, "generation"),
+                                                                     nextOffset: try row.decode(Int64.self, "next_offset")),
+                                     clusterID: try row.decode(String?.self, "cluster_id"))
         }
         return claims
+    }
+
+    /// A claimed partition's stored position and the cluster it was stored against.
+    struct StoredClaim: Sendable {
+        var claim: PartitionOwnership.Claim
+        var clusterID: String?
+    }
+
+    /// Where a claimed partition resumes, once its stored position was checked against the
+    /// cluster it belongs to and the partition's watermarks.
+    struct Checked: Sendable, Equatable {
+        enum Reset: String, Sendable {
+            /// Stored against another Kafka cluster (replaced, or an embedded broker restarted).
+            case otherCluster = "other_cluster"
+            /// Beyond the partition's high watermark (the topic was recreated or truncated).
+            case beyondHighWatermark = "beyond_high_watermark"
+            /// Below the low watermark: retention removed the records in between.
+            case belowLowWatermark = "below_low_watermark"
+        }
+
+        var nextOffset: Int64
+        var reset: Reset?
+    }
+
+    /// The rule: a position stored against another cluster, or beyond the high watermark,
+    /// says nothing about this partition, which is then read from its earliest offset (the
+    /// projections are idempotent per record, so a replay is harmless); a position below
+    /// the low watermark resumes at the low watermark. An unknown stored cluster (a position
+    /// from before positions were bound to clusters) is checked against the watermarks only.
+    static func check(stored: StoredClaim, currentCluster: String?, low: Int64, high: Int64) -> Checked {
+        let next = stored.claim.nextOffset
+        if let storedCluster = stored.clusterID, let currentCluster, storedCluster != currentCluster, next >= 0 {
+            return Checked(nextOffset: -1, reset: .otherCluster)
+        }
+        if next > high { return Checked(nextOffset: -1, reset: .beyondHighWatermark) }
+        if next >= 0, next < low { return Checked(nextOffset: low, reset: .belowLowWatermark) }
+        return Checked(nextOffset: next, reset: nil)
+    }
+
+    /// Stores a checked position and the cluster it now belongs to, fenced by the claim's
+    /// generation.
+    func rebind(_ tp: KafkaTopicPartition, generation: Int64, nextOffset: Int64, clusterID: String?,
+                client: PostgresClient) async throws {
+        _ = try await client.execute("""
+            UPDATE consumer_offsets SET next_offset = $5, cluster_id = $6, updated_at = now()
+            WHERE group_id = $1 AND topic = $2 AND partition = $3 AND generation = $4
+            """, [groupID, tp.topic, Int(tp.partition), generation, nextOffset, clusterID])
     }
 
     /// Moves each partition from its `claim.nextOffset` to its new offset, in one statement,

@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Metrics
 import Postgres
+import Synchronization
 
 /// Settings of one projection's consumer.
 public struct ProjectionRunnerConfiguration: Sendable {
@@ -60,6 +61,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     let logger: Logger
     let ownership = PartitionOwnership()
     let offsets: OffsetStore
+    let adminClient = Mutex<KafkaAdmin?>(nil)
 
     public init(projection: P, configuration: ProjectionRunnerConfiguration, database: PostgresClient,
                 deadLetters: KafkaProducer, metrics: MetricsRegistry, logger: Logger) {
@@ -76,6 +78,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         metrics.describe("projection_dead_letters_total", type: "counter", help: "Records sent to a dead-letter topic.")
         metrics.describe("projection_batch_seconds", type: "histogram", help: "Time to apply and commit one batch.")
         metrics.describe("kafka_consumer_lag", type: "gauge", help: "High watermark minus position, per partition.")
+        metrics.describe("projection_offset_resets_total", type: "counter",
+                         help: "Stored positions not trusted on assignment (other cluster, beyond or below the watermarks).")
     }
 
     /// Consumes until the task is cancelled, then leaves the group cleanly.
@@ -142,10 +146,52 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     // MARK: - Rebalance
 
     func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
-        let claims = try await withRetries("claim partitions") { try await self.offsets.claim(partitions, client: self.database) }
+        let stored = try await withRetries("claim partitions") { try await self.offsets.claim(partitions, client: self.database) }
+        let claims = try await withRetries("check stored positions") { try await self.checked(stored) }
         ownership.assign(claims)
         logger.info("partitions assigned", metadata: ["kafka.partitions": Self.describe(claims.mapValues(\.nextOffset))])
         return claims.compactMapValues { $0.nextOffset >= 0 ? $0.nextOffset : nil }
+    }
+
+    /// Checks each claimed position against the cluster and the partition's watermarks
+    /// (see `OffsetStore.check`); a position that cannot be trusted is replaced, logged once
+    /// with the numbers and counted in `projection_offset_resets_total{reason}`.
+    func checked(_ stored: [KafkaTopicPartition: OffsetStore.StoredClaim]) async throws -> [KafkaTopicPartition: PartitionOwnership.Claim] {
+        let admin = try clusterAdmin()
+        let cluster = try await admin.clusterID()
+        var claims: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
+        for (tp, entry) in stored {
+            let marks = try await admin.watermarks(topic: tp.topic, partition: tp.partition)
+            let checked = OffsetStore.check(stored: entry, currentCluster: cluster, low: marks.low, high: marks.high)
+            var claim = entry.claim
+            if checked.nextOffset != claim.nextOffset || entry.clusterID != cluster {
+                try await offsets.rebind(tp, generation: claim.generation, nextOffset: checked.nextOffset, clusterID: cluster,
+                                         client: database)
+                claim.nextOffset = checked.nextOffset
+            }
+            if let reset = checked.reset {
+                logger.warning("stored position not trusted; partition re-read from \(checked.nextOffset < 0 ? "its earliest offset" : "the low watermark")",
+                               metadata: ["kafka.topic": "\(tp.topic)", "kafka.partition": "\(tp.partition)",
+                                          "offsets.stored": "\(entry.claim.nextOffset)", "offsets.low": "\(marks.low)",
+                                          "offsets.high": "\(marks.high)", "offsets.reason": "\(reset.rawValue)",
+                                          "kafka.cluster.stored": "\(entry.clusterID ?? "unknown")",
+                                          "kafka.cluster": "\(cluster ?? "unknown")"])
+                metrics.increment("projection_offset_resets_total", labels: ["group": configuration.groupID, "reason": reset.rawValue])
+            }
+            claims[tp] = claim
+        }
+        return claims
+    }
+
+    /// The admin client the position checks ask (one per runner, made on first use).
+    func clusterAdmin() throws -> KafkaAdmin {
+        try adminClient.withLock { admin in
+            if let admin { return admin }
+            let made = try KafkaAdmin(bootstrapServers: configuration.bootstrapServers, clientID: "\(configuration.groupID)-positions",
+                                      timeout: .seconds(5), logger: logger)
+            admin = made
+            return made
+        }
     }
 
     func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {

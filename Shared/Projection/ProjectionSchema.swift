@@ -17,5 +17,10 @@ public enum ProjectionSchema {
                 PRIMARY KEY (group_id, topic, partition)
             );
             """),
+        // The Kafka cluster a position was stored against: a position from another cluster
+        // (a replaced cluster, a restarted embedded broker) is not trusted on assignment.
+        PostgresMigration(version: 201, name: "projection_consumer_offsets_cluster", sql: """
+            ALTER TABLE consumer_offsets ADD COLUMN IF NOT EXISTS cluster_id text;
+            """),
     ]
 }

@@ -30,13 +30,13 @@ struct ProgressOutboxTests {
         #expect(try await harness.consumeAll("outbox.progress").isEmpty)
 
         // Within the grace period the relay leaves entries to the after-commit publish.
-        let relay = ProgressOutboxRelay(projection: projection, database: harness.client, interval: .milliseconds(100),
-                                        grace: .seconds(60), logger: .disabled)
+        let relay = OutboxRelay(name: "progress", outbox: ProgressNotificationOutbox(projection: projection, database: harness.client),
+                                interval: .milliseconds(100), grace: .seconds(60), logger: .disabled)
         try await relay.relayPending()
         #expect(try await harness.consumeAll("outbox.progress").isEmpty)
 
-        let eager = ProgressOutboxRelay(projection: projection, database: harness.client, interval: .milliseconds(100),
-                                        grace: .zero, logger: .disabled)
+        let eager = OutboxRelay(name: "progress", outbox: ProgressNotificationOutbox(projection: projection, database: harness.client),
+                                interval: .milliseconds(100), grace: .zero, logger: .disabled)
         try await eager.relayPending()
         let published = try await harness.lastNotifications("outbox.progress")
         #expect(published == (try await harness.progressStates()))

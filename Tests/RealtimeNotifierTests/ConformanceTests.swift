@@ -1,3 +1,4 @@
+import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
@@ -37,7 +38,40 @@ struct ConformanceTests {
             let broadcast = try #require(received["broadcast"] as? [String: Any])
             #expect(broadcast["event"] as? String == "ready")
             #expect((broadcast["payload"] as? [String: Any])?["manifestKey"] as? String == "m.json")
+            // The keys the app's Swift code reads (seed 002 §6.2).
+            #expect((broadcast["payload"] as? [String: Any])?["version_id"] as? String == "v1")
+            #expect((broadcast["payload"] as? [String: Any])?["status"] as? String == "ready")
             #expect((broadcast["meta"] as? [String: Any])?["id"] as? String == "2")
+            #expect(await listener.waitForExit() == 0)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("a backend announces remix_created through the REST broadcast endpoint and the owner's client receives it")
+    func restBroadcastReachesClient() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let listener = try PythonClient(script: "supabase_listener.py", arguments: [
+                "http://127.0.0.1:\(harness.port())/realtime/v1", harness.token("owner"), "user:owner", "remix_created", "1"])
+            let status = try await listener.next()
+            #expect(status["status"] as? String == "SUBSCRIBED", "\(status)")
+            let service = harness.codec.issue(userID: "remix-editor", ttl: 600, role: "service")
+            let body = Data(#"{"messages":[{"topic":"user:owner","event":"remix_created","payload":{"room_id":"r1","remix_id":"x9"}}]}"#.utf8)
+            // A user token may not announce; a topic that is no channel is refused; malformed JSON is named.
+            #expect(try await harness.get("/realtime/v1/api/broadcast", token: harness.token("owner"), method: "POST", body: body).0 == 403)
+            let badTopic = try await harness.get("/realtime/v1/api/broadcast", token: service, method: "POST",
+                                                 body: Data(#"{"messages":[{"topic":"lobby","event":"x","payload":{}}]}"#.utf8))
+            #expect(badTopic.0 == 400 && String(decoding: badTopic.1, as: UTF8.self).contains("INVALID_FIELD"))
+            let malformed = try await harness.get("/realtime/v1/api/broadcast", token: service, method: "POST", body: Data("{".utf8))
+            #expect(malformed.0 == 400 && String(decoding: malformed.1, as: UTF8.self).contains("INVALID_JSON"))
+            #expect(try await harness.get("/realtime/v1/api/broadcast", token: service, method: "POST", body: body).0 == 202)
+            let received = try await listener.next(timeout: .seconds(90))
+            let broadcast = try #require(received["broadcast"] as? [String: Any])
+            #expect(broadcast["event"] as? String == "remix_created")
+            #expect((broadcast["payload"] as? [String: Any])?["remix_id"] as? String == "x9")
             #expect(await listener.waitForExit() == 0)
         } catch {
             await harness.shutdown()

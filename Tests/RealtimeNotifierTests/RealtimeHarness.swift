@@ -113,9 +113,11 @@ final class RealtimeHarness: Sendable {
         }
     }
 
-    /// `GET` on instance `index`, returning status and body.
-    func get(_ path: String, token: String?, instance index: Int = 0) async throws -> (Int, Data) {
+    /// `GET` (or `method` with `body`) on instance `index`, returning status and body.
+    func get(_ path: String, token: String?, instance index: Int = 0, method: String = "GET", body: Data? = nil) async throws -> (Int, Data) {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port(index))\(path)")!)
+        request.httpMethod = method
+        request.httpBody = body
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         return try await withCheckedThrowingContinuation { continuation in
             URLSession.shared.dataTask(with: request) { data, response, error in

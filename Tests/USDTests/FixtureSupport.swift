@@ -14,7 +14,7 @@ enum Fixtures {
         return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
     }
 
-    static let wellFormed = ["basic_usda", "basic_usdc", "roomplan", "roomplan_usdc"]
+    static let wellFormed = ["basic_usda", "basic_usdc", "roomplan", "roomplan_usdc", "roomscan", "roomscan_usdc", "roomscan_open"]
 
     static var all: [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []

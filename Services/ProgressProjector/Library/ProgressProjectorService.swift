@@ -58,8 +58,9 @@ public struct ProgressProjectorService: Sendable {
 
     public func parts() -> ServiceParts {
         let runner = makeRunner()
-        let relay = ProgressOutboxRelay(projection: projection, database: context.database, interval: configuration.outboxInterval,
-                                        logger: context.logger)
+        let relay = OutboxRelay(name: "progress-notifications",
+                                outbox: ProgressNotificationOutbox(projection: projection, database: context.database),
+                                interval: configuration.outboxInterval, logger: context.logger)
         return ServiceParts(router: router(), background: [
             ClosureService(name: "progress-projection") { try await runner.run() },
             ClosureService(name: "progress-outbox-relay") { try await relay.run() },

@@ -19,8 +19,8 @@ struct InvalidReadingEvent: Error, CustomStringConvertible {
 /// sum over distinct events (the event log's unique `event_id` drops repeats).
 ///
 /// Every change is also queued in `progress_notify_outbox` by the same transaction, and
-/// dequeued once its `reading.progress.v1` record was acknowledged; `ProgressOutboxRelay`
-/// publishes what a crash or a broker outage left behind.
+/// dequeued once its `reading.progress.v1` record was acknowledged; the shared `OutboxRelay` over
+/// `ProgressNotificationOutbox` publishes what a crash or a broker outage left behind.
 public struct ReadingProgressProjection: Projection {
     public typealias Event = ReadingEventRecord
     public typealias Effects = [ProgressNotification]

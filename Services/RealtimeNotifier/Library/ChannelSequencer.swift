@@ -86,11 +86,24 @@ public struct ChannelSequencer: Projection {
         case .ready: "ready"
         case .failed: "failed"
         }
-        let payload = try json(status)
+        let payload = try statusPayload(status)
         return SequencerInput(
             drafts: [.init(channel: roomChannel, event: event, payload: payload, origin: nil),
                      .init(channel: userChannel, event: event, payload: payload, origin: nil)],
             room: .init(roomID: status.roomId, ownerUserID: status.ownerUserId, visibility: status.visibility))
+    }
+
+    /// The status record with the snake_case keys the app's code reads (seed `002_*` §6.2:
+    /// `status`, `stage`, `version_id`, `error`) beside its camelCase fields.
+    static func statusPayload(_ status: RoomTranscodeStatus) throws -> JSONValue {
+        guard case .object(var fields) = try json(status) else { return try json(status) }
+        fields["version_id"] = .string(status.versionId)
+        fields["room_id"] = .string(status.roomId)
+        if let code = status.code { fields["error"] = .string(code.rawValue) }
+        if let grade = status.qualityGrade { fields["quality_grade"] = .string(grade) }
+        if let manifest = status.manifestKey { fields["manifest_path"] = .string(manifest) }
+        if let thumbnail = status.thumbnailKey { fields["thumbnail_path"] = .string(thumbnail) }
+        return .object(fields)
     }
 
     static func json(_ value: some Encodable) throws -> JSONValue {

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Logging
 import Postgres
+import Projection
 
 /// The outbox and janitor loop: re-publishes history rows whose after-commit publish never
 /// completed (a broker outage, a crash between commit and publish), trims rows past the age
@@ -35,14 +36,8 @@ struct RealtimeMaintenance: Sendable {
 
     /// Publishes unpublished rows older than the grace period, oldest first.
     func republish(grace: Duration = .seconds(2)) async throws {
-        while !Task.isCancelled {
-            let rows = try await database.query(RealtimeSQL.unpublished, [Double(grace.components.seconds)])
-            guard !rows.isEmpty else { return }
-            let events = try rows.map(ChannelHistory.event)
-            logger.notice("re-publishing sequenced events", metadata: ["realtime.count": "\(events.count)"])
-            try await publisher.publish(events)
-            if rows.count < 1_000 { return }
-        }
+        try await OutboxRelay(name: "realtime-history", outbox: SequencedHistoryOutbox(database: database, publisher: publisher),
+                              interval: configuration.maintenanceInterval, grace: grace, logger: logger).relayPending()
     }
 
     /// Compares local subscriptions with the channels' last sequences (see `SubscriptionHub.probe`).
@@ -61,5 +56,20 @@ struct RealtimeMaintenance: Sendable {
         let channels = try await database.query(RealtimeSQL.expiredChannels, [seconds]).map { try $0.decode(String.self, "channel") }
         guard !channels.isEmpty else { return }
         _ = try await database.execute(RealtimeSQL.trimByAge, [channels, seconds])
+    }
+}
+
+/// The history rows not yet marked published: the notifier's outbox.
+struct SequencedHistoryOutbox: Outbox {
+    let database: PostgresClient
+    let publisher: SequencedPublisher
+
+    func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
+        let events = try await database.query(RealtimeSQL.unpublished, [Double(grace.components.seconds), Int64(limit)])
+            .map(ChannelHistory.event)
+        try await publisher.publish(events)
+        // The marks are written off the publish path; the next round must not see these rows again.
+        await publisher.flushMarks()
+        return events.count
     }
 }

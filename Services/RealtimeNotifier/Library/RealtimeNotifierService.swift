@@ -69,8 +69,11 @@ public struct RealtimeNotifierService: Sendable {
         metrics.describe("realtime_subscriptions", type: "gauge", help: "Channel subscriptions on this instance.")
         metrics.describe("realtime_messages_delivered", type: "gauge", help: "Broadcasts queued to sockets since start.")
         let hub = environment.hub
+        var router = CatchUpRoutes.router(authenticator: context.authenticator, authorizer: environment.authorizer, history: history)
+        router.merge(BroadcastRoutes.router(authenticator: context.authenticator, producer: context.producer,
+                                            topic: configuration.broadcastsTopic))
         return ServiceParts(
-            router: CatchUpRoutes.router(authenticator: context.authenticator, authorizer: environment.authorizer, history: history),
+            router: router,
             background: [
                 ClosureService(name: "realtime-live") { try await live.run() },
                 ClosureService(name: "realtime-sequencer") { try await sequencer.run() },

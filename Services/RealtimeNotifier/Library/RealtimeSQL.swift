@@ -53,7 +53,7 @@ enum RealtimeSQL {
     static let unpublished = """
         SELECT channel, seq, event, payload, created_at FROM realtime_history
         WHERE NOT published AND created_at < now() - make_interval(secs => $1::double precision)
-        ORDER BY created_at, channel, seq LIMIT 1000
+        ORDER BY created_at, channel, seq LIMIT $2::bigint
         """
 
     static let lastSeqs = "SELECT channel, last_seq FROM realtime_channels WHERE channel = ANY($1::text[])"

@@ -1,8 +1,8 @@
 /// Texture files reached from a prim's material binding.
-enum MaterialTextures {
+public enum MaterialTextures {
     /// Textures of the material bound to the prim (its own binding, else the nearest
     /// ancestor's for gprims), plus those bound to its GeomSubsets; sorted package paths.
-    static func textures(for prim: USDPrim, in stage: USDStage) -> [String] {
+    public static func textures(for prim: USDPrim, in stage: USDStage) -> [String] {
         var bindings: [String] = []
         if let own = prim.relationships["material:binding"]?.first {
             bindings.append(own)

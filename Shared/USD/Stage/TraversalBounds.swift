@@ -37,7 +37,7 @@ extension WorldGeometry {
         for node in chain.reversed() {
             world = self.world(of: node, parentWorld: world, report: false)
             if let parent, !(parent.prim.isBoundable && localExtent(parent.prim) != nil),
-               node.active, node.isDefined, node.isImageable, isVisible(node) {
+               node.active, node.isDefined, node.contributesToBounds, isVisible(node) {
                 frameInverse = parent.ownInverse
             } else {
                 frameInverse = nil
@@ -67,7 +67,7 @@ extension WorldGeometry {
             var range = BoundingBox.empty
             for child in prim.table.children(prim.row) {
                 let child = USDPrim(table: prim.table, row: child)
-                guard child.active, child.isDefined, child.isImageable, isVisible(child) else { continue }
+                guard child.active, child.isDefined, child.contributesToBounds, isVisible(child) else { continue }
                 let childWorld = self.world(of: child, parentWorld: world, report: true)
                 let childBound = bound(child, world: childWorld, frameInverse: ownInverse)
                 guard !childBound.range.isEmpty else { continue }

@@ -53,8 +53,19 @@ public struct USDPrim {
         "Mesh", "Points", "BasisCurves", "NurbsCurves", "HermiteCurves", "NurbsPatch", "TetMesh",
     ]
 
+    /// Typed schemas that are not imageable: `BBoxCache` prunes them with their subtrees.
+    static let nonImageableTypes: Set<String> = [
+        "Material", "Shader", "NodeGraph", "GeomSubset", "SkelAnimation", "BlendShape", "RenderSettings",
+        "RenderProduct", "RenderVar", "RenderPass", "PhysicsScene", "PhysicsCollisionGroup", "Backdrop",
+    ]
+
     public var isXformable: Bool { USDPrim.xformableTypes.contains(typeName) }
     public var isImageable: Bool { isXformable || typeName == "Scope" }
+    /// Whether bounds accumulate through the prim: imageable prims, and prims that are
+    /// untyped or of a type that is not a known schema (they may hold imageable
+    /// descendants, as RoomPlan's `def "Object_grp"` groups do); known non-imageable
+    /// schemas (materials, shaders, subsets…) are pruned, as `UsdGeom.BBoxCache` does.
+    public var contributesToBounds: Bool { !USDPrim.nonImageableTypes.contains(typeName) }
     public var isBoundable: Bool { USDPrim.boundableTypes.contains(typeName) }
 
     /// Number of points of a mesh (0 for other prims).

@@ -93,6 +93,12 @@ public final class WorldGeometry {
         return ImplicitShapes.extent(prim)
     }
 
+    /// Whether the prim is drawn: visible (no `invisible` on the way up) and of the default
+    /// or render purpose — the prims the bounds count.
+    public func isRendered(_ prim: USDPrim) -> Bool {
+        isVisible(prim) && WorldGeometry.includedPurposes.contains(purpose(prim))
+    }
+
     func isComponent(_ prim: USDPrim) -> Bool { prim.kind == "component" || prim.kind == "subcomponent" }
 
     func purpose(_ prim: USDPrim) -> String {

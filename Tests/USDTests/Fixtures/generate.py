@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates the USD reader's test fixtures and their expectations with Pixar's usd-core.
 
-This script is the source of truth: rerun it (`pip install usd-core`, then
+This script is the source of truth: rerun it (`pip install usd-core Pillow`, then
 `python3 Tests/USDTests/Fixtures/generate.py`) and commit the outputs. For every package
 it writes `<name>.usdz` and `<name>.expected.json` with what usd-core computes: traversed
 prim paths and types, world bounds from UsdGeom.BBoxCache, mesh vertex/triangle counts,
@@ -227,6 +227,155 @@ def build_roomplan(folder):
     return os.path.join(folder, "Room.usda")
 
 
+# A RoomPlan-shaped scan: untyped `def` groups (`/Room/Parametric_grp/Object_grp/…`), one
+# layer per element (usda and usdc) pulled in by references, objects of several of the 16
+# categories whose meshes sit under an untyped group, textures (PNG and JPEG), and the
+# matching CapturedRoom JSON written next to the package as `<name>.roomplan.json`.
+ROOM_WALLS = [((-2.5, -2.0), (2.5, -2.0)), ((2.5, -2.0), (2.5, 2.0)), ((2.5, 2.0), (-2.5, 2.0)), ((-2.5, 2.0), (-2.5, -2.0))]
+ROOM_OBJECTS = [("table", 0.0, 0.0, 0, (1.6, 0.75, 0.9)), ("chair", -1.0, 0.0, 90, (0.5, 0.9, 0.5)),
+                ("chair", 1.0, 0.0, -90, (0.5, 0.9, 0.5)), ("chair", 0.0, 0.8, 180, (0.5, 0.9, 0.5)),
+                ("sofa", -1.5, 1.4, 180, (2.0, 0.8, 0.9)), ("bed", 1.6, 1.0, 90, (1.6, 0.5, 2.0)),
+                ("storage", -2.2, -1.0, 90, (1.2, 1.8, 0.4)), ("storage", -2.2, 0.4, 90, (0.8, 1.0, 0.4)),
+                ("television", 0.0, 1.9, 180, (1.2, 0.7, 0.1)), ("refrigerator", 2.1, -1.6, -90, (0.7, 1.8, 0.7)),
+                ("sink", 1.2, -1.7, 0, (0.6, 0.9, 0.5)), ("stove", 0.4, -1.7, 0, (0.6, 0.9, 0.6))]
+
+
+def room_matrix(angle_degrees, x, y, z):
+    return Gf.Matrix4d().SetRotate(Gf.Rotation(Gf.Vec3d(0, 1, 0), angle_degrees)) * Gf.Matrix4d().SetTranslate(Gf.Vec3d(x, y, z))
+
+
+def box_mesh(stage, path, size, offset=(0, 0, 0)):
+    """A box centred at `offset`: 8 points, 6 quads, face-varying normals and UVs."""
+    mesh = UsdGeom.Mesh.Define(stage, path)
+    w, h, d = (size[0] / 2, size[1] / 2, size[2] / 2)
+    ox, oy, oz = offset
+    pts = [Gf.Vec3f(ox + sx * w, oy + sy * h, oz + sz * d) for sz in (-1, 1) for sy in (-1, 1) for sx in (-1, 1)]
+    faces = [([0, 2, 3, 1], (0, 0, -1)), ([4, 5, 7, 6], (0, 0, 1)), ([0, 1, 5, 4], (0, -1, 0)),
+             ([2, 6, 7, 3], (0, 1, 0)), ([0, 4, 6, 2], (-1, 0, 0)), ([1, 3, 7, 5], (1, 0, 0))]
+    mesh.CreatePointsAttr(Vt.Vec3fArray(pts))
+    mesh.CreateFaceVertexCountsAttr(Vt.IntArray([4] * 6))
+    mesh.CreateFaceVertexIndicesAttr(Vt.IntArray([i for f, _ in faces for i in f]))
+    mesh.CreateNormalsAttr(Vt.Vec3fArray([Gf.Vec3f(*n) for _, n in faces for _ in range(4)]))
+    mesh.SetNormalsInterpolation(UsdGeom.Tokens.faceVarying)
+    st = UsdGeom.PrimvarsAPI(mesh).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray, UsdGeom.Tokens.faceVarying)
+    st.Set(Vt.Vec2fArray([Gf.Vec2f(*uv) for _ in faces for uv in ((0, 0), (1, 0), (1, 1), (0, 1))]))
+    mesh.CreateExtentAttr(UsdGeom.Boundable.ComputeExtentFromPlugins(mesh, Usd.TimeCode.Default()))
+    return mesh
+
+
+def tiny_jpeg(rgb):
+    from PIL import Image
+    import io
+    out = io.BytesIO()
+    Image.new("RGB", (8, 8), rgb).save(out, "JPEG")
+    return out.getvalue()
+
+
+def room_uuid(n):
+    return "5E1A%04X-0C3D-4B7E-9A21-%012X" % (n, 0xC0FFEE000000 + n)
+
+
+def room_elements(open_loop=False):
+    """(kind, category, name, matrix, dimensions, mesh size, parent wall index) per element."""
+    elements = []
+    walls = ROOM_WALLS[:3] if open_loop else ROOM_WALLS
+    for i, ((x0, z0), (x1, z1)) in enumerate(walls):
+        length = ((x1 - x0) ** 2 + (z1 - z0) ** 2) ** 0.5
+        import math
+        angle = math.degrees(math.atan2(-(z1 - z0), x1 - x0))
+        elements.append(("walls", "wall", f"Wall{i}", room_matrix(angle, (x0 + x1) / 2, 1.25, (z0 + z1) / 2),
+                         (length, 2.5, 0.0), (length, 2.5, 0.1), None))
+    def on_wall(wall, along, y, angle):
+        (x0, z0), (x1, z1) = walls[wall]
+        return room_matrix(angle, x0 + (x1 - x0) * along, y, z0 + (z1 - z0) * along)
+    elements.append(("doors", "door", "Door0", on_wall(0, 0.3, 1.0, 0), (0.9, 2.0, 0.0), (0.9, 2.0, 0.05), 0))
+    elements.append(("windows", "window", "Window0", on_wall(1, 0.5, 1.5, -90), (1.2, 1.0, 0.0), (1.2, 1.0, 0.05), 1))
+    elements.append(("openings", "opening", "Opening0", on_wall(2, 0.7, 1.0, 180), (1.0, 2.0, 0.0), (1.0, 2.0, 0.02), 2))
+    elements.append(("floors", "floor", "Floor0", room_matrix(0, 0, 0, 0), (5.0, 4.0, 0.0), (5.0, 0.02, 4.0), None))
+    counts = {}
+    for category, x, z, angle, size in ROOM_OBJECTS:
+        n = counts.get(category, 0)
+        counts[category] = n + 1
+        name = category[0].upper() + category[1:] + str(n)
+        elements.append(("objects", category, name, room_matrix(angle, x, size[1] / 2, z), size, size, None))
+    return elements
+
+
+def room_group(kind, category, name):
+    if kind == "walls":
+        return ["Parametric_grp", "Arch_grp", name.replace("Wall", "Wall_") + "_grp"]
+    if kind in ("doors", "windows", "openings"):
+        return ["Parametric_grp", "Arch_grp", kind[:-1].capitalize() + "_grp"]
+    if kind == "floors":
+        return ["Parametric_grp", "Floor_grp"]
+    return ["Parametric_grp", "Object_grp", category[0].upper() + category[1:] + "_grp"]
+
+
+def build_roomscan(folder, open_loop=False, confidences=None):
+    """Writes the scan's layers under `folder`; returns (root layer path, CapturedRoom dict)."""
+    os.makedirs(os.path.join(folder, "assets"), exist_ok=True)
+    os.makedirs(os.path.join(folder, "textures"), exist_ok=True)
+    with open(os.path.join(folder, "textures", "floor.png"), "wb") as f:
+        f.write(tiny_png((200, 180, 150)))
+    with open(os.path.join(folder, "textures", "fabric.jpg"), "wb") as f:
+        f.write(tiny_jpeg((60, 90, 160)))
+    root = Usd.Stage.CreateNew(os.path.join(folder, "Room.usda"))
+    UsdGeom.SetStageUpAxis(root, UsdGeom.Tokens.y)
+    UsdGeom.SetStageMetersPerUnit(root, 1.0)
+    room = root.DefinePrim("/Room")
+    root.SetDefaultPrim(room)
+    captured = {"version": 2, "story": 0, "coreModel": "AAAA", "referenceOriginTransform": list(range(16)),
+                "sections": [{"label": "livingRoom", "story": 0, "center": [0, 0, 0]}],
+                "walls": [], "doors": [], "windows": [], "openings": [], "floors": [], "objects": [],
+                "futureKey": {"ignored": True}}
+    elements = room_elements(open_loop)
+    for n, (kind, category, name, matrix, dims, size, parent) in enumerate(elements):
+        ext = "usdc" if n % 2 else "usda"
+        layer = Usd.Stage.CreateNew(os.path.join(folder, "assets", f"{name}.{ext}"))
+        UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
+        element = UsdGeom.Xform.Define(layer, "/" + name)
+        layer.SetDefaultPrim(element.GetPrim())
+        element.GetPrim().SetCustomDataByKey("UUID", room_uuid(n))
+        element.AddTransformOp().Set(matrix)
+        if kind == "objects":
+            # The object's meshes under an untyped group inside the Xform.
+            layer.DefinePrim(f"/{name}/Geom_grp")
+            mesh = box_mesh(layer, f"/{name}/Geom_grp/{name}_body", (size[0], size[1] * 0.8, size[2]), (0, size[1] * 0.1, 0))
+            box_mesh(layer, f"/{name}/Geom_grp/{name}_base", (size[0] * 0.9, size[1] * 0.2, size[2] * 0.9), (0, -size[1] * 0.4, 0))
+        else:
+            mesh = box_mesh(layer, f"/{name}/{name}_mesh", size)
+        texture = {"floors": "../textures/floor.png", "sofa": "../textures/fabric.jpg"}.get(kind if kind == "floors" else category)
+        if texture:
+            bind(mesh.GetPrim(), textured_material(layer, f"/{name}/Looks/Surface", texture))
+        layer.GetRootLayer().Save()
+        path = "/Room"
+        for group in room_group(kind, category, name):
+            path += "/" + group
+            root.DefinePrim(path)
+        holder = root.DefinePrim(f"{path}/{name}")
+        holder.GetReferences().AddReference(f"./assets/{name}.{ext}")
+        entry = {"identifier": room_uuid(n), "category": {category: {"isOpen": False} if category == "door" else {}},
+                 "confidence": {(confidences[n] if confidences and n < len(confidences) else "high"): {}},
+                 "dimensions": list(dims), "transform": [v for row in matrix for v in row], "story": 0}
+        if parent is not None:
+            entry["parentIdentifier"] = room_uuid(parent)
+        if kind in ("walls", "doors", "windows", "openings", "floors"):
+            entry["polygonCorners"] = [] if kind != "floors" else [[-2.5, 2.0, 0], [2.5, 2.0, 0], [2.5, -2.0, 0], [-2.5, -2.0, 0]]
+            entry["completedEdges"] = []
+            entry["curve"] = None
+        else:
+            entry["attributes"] = {"ChairType": "dining"} if category == "chair" else {}
+        captured[kind].append(entry)
+    root.GetRootLayer().Save()
+    return os.path.join(folder, "Room.usda"), captured
+
+
+def write_roomplan(name, captured):
+    with open(os.path.join(HERE, name + ".roomplan.json"), "w") as f:
+        json.dump(captured, f, indent=1)
+        f.write("\n")
+
+
 def asset_entry(attr_value, layer_identifier):
     """Package entry path of an asset value authored in a layer inside a package."""
     path = attr_value.path
@@ -319,6 +468,17 @@ def main():
         package(room, "roomplan")
         Sdf.Layer.FindOrOpen(room).Export(os.path.join(room_folder, "Room.usdc"))
         package(os.path.join(room_folder, "Room.usdc"), "roomplan_usdc")
+        scan_folder = os.path.join(work, "scan")
+        scan, captured = build_roomscan(scan_folder)
+        package(scan, "roomscan")
+        write_roomplan("roomscan", captured)
+        Sdf.Layer.FindOrOpen(scan).Export(os.path.join(scan_folder, "Room.usdc"))
+        package(os.path.join(scan_folder, "Room.usdc"), "roomscan_usdc")
+        write_roomplan("roomscan_usdc", captured)
+        open_scan, open_captured = build_roomscan(os.path.join(work, "open"), open_loop=True,
+                                                  confidences=["high", "medium", "low"])
+        package(open_scan, "roomscan_open")
+        write_roomplan("roomscan_open", open_captured)
 
         # Malformed packages and the code each must produce.
         text = SMALL_LAYER
@@ -348,6 +508,8 @@ def main():
         crate = open(os.path.join(work, "basic.usdc"), "rb").read()
         stored_zip("bad_crate", [("root.usdc", b"PXR-USDC" + b"\x00\x08\x00" + crate[11:200])])
         malformed["bad_crate"] = {"readable": False, "findings": ["truncated"]}
+        stored_zip("zip_bomb", [("root.usda", b"#usda 1.0\n" + b" " * (64 << 20))], compress=zipfile.ZIP_DEFLATED)
+        malformed["zip_bomb"] = {"readable": False, "findings": ["compressed_entry"]}
         with open(os.path.join(HERE, "malformed.expected.json"), "w") as f:
             json.dump(malformed, f, indent=1, sort_keys=True)
             f.write("\n")

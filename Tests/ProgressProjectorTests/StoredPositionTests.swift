@@ -1,0 +1,111 @@
+import BackboneTestSupport
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import Postgres
+import ProgressProjector
+@testable import Projection
+import ServiceRuntime
+import Testing
+
+@Suite("Stored positions are checked against the cluster and the partition", .serialized, .timeLimit(.minutes(5)))
+struct StoredPositionTests {
+    static func stored(_ next: Int64, cluster: String?) -> OffsetStore.StoredClaim {
+        OffsetStore.StoredClaim(claim: PartitionOwnership.Claim(generation: 3, nextOffset: next), clusterID: cluster)
+    }
+
+    @Test("the rule: another cluster or beyond the high watermark → earliest; below the low watermark → low; else as stored")
+    func rule() {
+        #expect(OffsetStore.check(stored: Self.stored(120, cluster: "old"), currentCluster: "new", low: 0, high: 500)
+                == .init(nextOffset: -1, reset: .otherCluster))
+        #expect(OffsetStore.check(stored: Self.stored(120, cluster: "c1"), currentCluster: "c1", low: 0, high: 40)
+                == .init(nextOffset: -1, reset: .beyondHighWatermark))
+        #expect(OffsetStore.check(stored: Self.stored(10, cluster: "c1"), currentCluster: "c1", low: 25, high: 40)
+                == .init(nextOffset: 25, reset: .belowLowWatermark))
+        #expect(OffsetStore.check(stored: Self.stored(30, cluster: "c1"), currentCluster: "c1", low: 0, high: 40)
+                == .init(nextOffset: 30, reset: nil))
+        #expect(OffsetStore.check(stored: Self.stored(40, cluster: nil), currentCluster: "c1", low: 0, high: 40)
+                == .init(nextOffset: 40, reset: nil))
+        #expect(OffsetStore.check(stored: Self.stored(-1, cluster: "old"), currentCluster: "new", low: 0, high: 40)
+                == .init(nextOffset: -1, reset: nil))
+    }
+
+    /// Reading events for one user: `count` heartbeats of `seconds` each, ids from `seed`.
+    static func events(count: Int, seconds: Int, seed: Int) -> [ReadingEventRecord] {
+        let start = Date().addingTimeInterval(-3600)
+        return (0..<count).map { i in
+            let item = ReadingEventUploadItem(
+                eventId: String(format: "00000000-0000-4000-8000-%06x%06x", seed, i), clientSessionId: "s-\(seed)",
+                readingTargetType: .knowledgeSource, materialId: "material-\(i % 3)", knowledgeBaseId: "kb-1", eventType: .heartbeat,
+                position: .page(1 + i % 10, of: 40), activeSecondsDelta: seconds, clientTimestamp: start.addingTimeInterval(Double(i)),
+                clientTimezoneOffsetMinutes: 480, sequence: i + 1, platform: "iOS", appVersion: "2.3.0")
+            return ReadingEventRecord(userId: "restart-user", receivedAt: start, item: item)
+        }
+    }
+
+    static func totalSeconds(_ client: PostgresClient) async throws -> Int64 {
+        try await client.query("SELECT COALESCE(SUM(total_active_seconds), 0)::bigint AS n FROM reading_progress WHERE user_id = 'restart-user'")
+            .first?.decode(Int64.self, "n") ?? 0
+    }
+
+    /// One broker's life: a fresh embedded cluster, `events` produced, the projector run
+    /// against `database` until the read model holds `expectedSeconds`.
+    static func brokerLife(database: TestDatabase, client: PostgresClient, events: [ReadingEventRecord], metrics: MetricsRegistry,
+                           expectedSeconds: Int64) async throws -> (cluster: String?, reached: Bool) {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        defer { cluster.shutdown() }
+        for topic in ["restart.events", "restart.events.progress", "restart.events.dlq"] { try cluster.createTopic(topic, partitions: 3) }
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
+        let admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
+        let records = try events.map { KafkaProducerRecord(topic: "restart.events", key: Array($0.materialId.utf8), value: try ContractCoding.encode($0)) }
+        for result in await producer.send(records) { _ = try result.get() }
+        let context = ServiceContext(
+            name: "progress-projector",
+            configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
+                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0),
+            database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
+        let runner = ProgressProjectorService(
+            context: context,
+            configuration: ProgressConfiguration(eventsTopic: "restart.events", progressTopic: "restart.events.progress",
+                                                 groupID: "g-restart")).makeRunner()
+        let task = Task { try await runner.run() }
+        let reached = try await Integration.eventually(timeout: .seconds(60)) { try await totalSeconds(client) == expectedSeconds }
+        task.cancel()
+        _ = await task.result
+        let id = try await admin.clusterID()
+        await producer.shutdown()
+        return (id, reached)
+    }
+
+    @Test("backbone dev restarted in the same folder: the new broker's events are applied, not skipped below the old positions",
+          .enabled(if: Integration.isEnabled))
+    func newClusterSameDatabase() async throws {
+        let database = try await TestDatabase.create("stored_positions")
+        let client = database.client()
+        _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: .disabled).migrate(client)
+        let metrics = MetricsRegistry()
+
+        // First life: 300 events stored positions of about 100 per partition.
+        let first = try await Self.brokerLife(database: database, client: client, events: Self.events(count: 300, seconds: 2, seed: 1),
+                                              metrics: metrics, expectedSeconds: 600)
+        #expect(first.reached)
+        // Second life, same database, a new broker: 30 new events (fewer than the positions
+        // stored) and then 400 more (more than them) must all count.
+        let second = try await Self.brokerLife(database: database, client: client, events: Self.events(count: 30, seconds: 5, seed: 2),
+                                               metrics: metrics, expectedSeconds: 750)
+        #expect(second.reached, "events of the restarted broker were skipped")
+        let third = try await Self.brokerLife(database: database, client: client, events: Self.events(count: 400, seconds: 1, seed: 3),
+                                              metrics: metrics, expectedSeconds: 1_150)
+        #expect(third.reached, "events of the third broker were skipped")
+        #expect(try await Self.totalSeconds(client) == 1_150, "nothing counted twice")
+        let resets = metrics.render().split(separator: "\n").filter { $0.hasPrefix("projection_offset_resets_total{") }
+        #expect(!resets.isEmpty, "the resets are counted")
+        let bound = try await client.query("SELECT DISTINCT cluster_id FROM consumer_offsets WHERE group_id = 'g-restart'")
+            .map { try $0.decode(String?.self, "cluster_id") }
+        #expect(bound == [third.cluster], "positions are bound to the cluster they were stored against")
+        await client.close()
+        await database.drop()
+    }
+}
