@@ -78,7 +78,7 @@ let services: [Target] =
         .target(
             name: "BackboneCLI",
             dependencies: serviceBase + [
-                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "USD", "Projection",
+                "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
                 "ObjectStore", "DevInfrastructure",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),

@@ -1,5 +1,6 @@
 import BackboneTestSupport
 import Contracts
+import DevInfrastructure
 import Foundation
 import Kafka
 import Logging

@@ -1,6 +1,7 @@
 import Auth
 import BackboneTestSupport
 import Contracts
+import DevInfrastructure
 import Foundation
 import HTTPTypes
 import Kafka

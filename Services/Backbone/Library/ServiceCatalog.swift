@@ -6,6 +6,7 @@ import ProgressProjector
 import Projection
 import RealtimeNotifier
 import ServiceRuntime
+import TranscodeWorker
 
 /// Every service `backbone dev` runs and `backbone migrate` migrates, with its default port.
 struct ServiceCatalog {
@@ -33,6 +34,11 @@ struct ServiceCatalog {
             var env = EnvironmentReader()
             return AnalyticsService(context: context, configuration: .read(from: &env)).parts()
         },
+        Entry(name: "transcode-worker", defaultPort: 8083, urlKey: "TRANSCODE_URL",
+              migrations: TranscodeWorkerService.migrations) { context in
+            var env = EnvironmentReader()
+            return TranscodeWorkerService.make(context: context, env: &env).parts()
+        },
         Entry(name: "realtime-notifier", defaultPort: 8084, urlKey: "REALTIME_URL",
               migrations: RealtimeNotifierService.migrations) { context in
             var env = EnvironmentReader()
@@ -49,6 +55,7 @@ struct ServiceCatalog {
         _ = ProgressConfiguration.read(from: &env)
         _ = AnalyticsConfiguration.read(from: &env)
         _ = RealtimeConfiguration.read(from: &env)
+        _ = TranscodeConfiguration.read(from: &env)
         _ = env.logLevel()
         do {
             try env.validate()

@@ -3,11 +3,10 @@ import ServiceRuntime
 
 extension TranscodeWorkerService {
     /// The worker as the executable and `backbone dev` run it: its settings and the `S3_*`
-    /// store from the environment, the RoomScan converter.
-    public static func make(context: ServiceContext, env: inout EnvironmentReader) throws -> TranscodeWorkerService {
+    /// store from the environment, the RoomScan converter. The caller validates `env`.
+    public static func make(context: ServiceContext, env: inout EnvironmentReader) -> TranscodeWorkerService {
         let configuration = TranscodeConfiguration.read(from: &env)
         let store = S3ObjectStore(configuration: S3Configuration.read(from: &env))
-        try env.validate()
         return TranscodeWorkerService(
             context: context, configuration: configuration,
             pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(),

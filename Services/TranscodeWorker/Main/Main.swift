@@ -7,7 +7,7 @@ struct TranscodeWorkerMain {
     static func main() async {
         exit(await ServiceHost.main(name: "transcode-worker", defaultPort: 8083,
                                     migrations: TranscodeWorkerService.migrations) { context, env in
-            try TranscodeWorkerService.make(context: context, env: &env).parts()
+            TranscodeWorkerService.make(context: context, env: &env).parts()
         })
     }
 }
