@@ -50,7 +50,8 @@ struct DeploymentTests {
         let port = Integration.freePort()
         var config = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
         config = config.replacingOccurrences(of: "listen 8000;", with: "listen 127.0.0.1:\(port);")
-        for upstream in ["ingest:8080", "progress-projector:8081", "analytics-aggregator:8082", "realtime-notifier:8084"] {
+        for upstream in ["ingest:8080", "progress-projector:8081", "analytics-aggregator:8082", "transcode-worker:8083",
+                         "realtime-notifier:8084"] {
             config = config.replacingOccurrences(of: "server \(upstream);", with: "server 127.0.0.1:\(Integration.freePort());")
         }
         let temp = directory.path
