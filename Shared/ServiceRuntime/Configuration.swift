@@ -109,9 +109,11 @@ public struct CommonConfiguration: Sendable {
     public var logLevel: Logger.Level
     /// Maximum database connections of this process.
     public var databasePoolSize: Int
+    /// How long SIGTERM waits for the services to stop before the process exits anyway.
+    public var shutdownTimeout: Duration
 
     public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
-                httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10) {
+                httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10)) {
         self.kafkaBrokers = kafkaBrokers
         self.databaseURL = databaseURL
         self.jwtSecret = jwtSecret
@@ -119,10 +121,11 @@ public struct CommonConfiguration: Sendable {
         self.httpPort = httpPort
         self.logLevel = logLevel
         self.databasePoolSize = databasePoolSize
+        self.shutdownTimeout = shutdownTimeout
     }
 
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
-    /// `LOG_LEVEL` and `DATABASE_POOL_SIZE` into `reader` (problems are collected there).
+    /// `LOG_LEVEL`, `DATABASE_POOL_SIZE` and `SHUTDOWN_TIMEOUT_SECONDS` into `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
         let database = reader.string("DATABASE_URL")
@@ -135,6 +138,7 @@ public struct CommonConfiguration: Sendable {
             httpHost: reader.string("HTTP_HOST", default: "0.0.0.0"),
             httpPort: reader.int("HTTP_PORT", default: defaultPort, range: 0...65535),
             logLevel: reader.logLevel(),
-            databasePoolSize: reader.int("DATABASE_POOL_SIZE", default: 10, range: 1...200))
+            databasePoolSize: reader.int("DATABASE_POOL_SIZE", default: 10, range: 1...200),
+            shutdownTimeout: .seconds(reader.int("SHUTDOWN_TIMEOUT_SECONDS", default: 10, range: 1...600)))
     }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 /// A long-running part of a process: an HTTP server, a consumer loop, a broker.
 ///
@@ -31,11 +32,16 @@ public struct ServiceGroup: Sendable {
     public let services: [any Service]
     public let logger: Logger
     public let handlesSignals: Bool
+    /// The bound on the whole shutdown: a service still running when it passes is left
+    /// behind (logged), so that SIGTERM always ends the process in bounded time, even when a
+    /// dependency is unreachable and a service waits on it.
+    public let shutdownTimeout: Duration
 
-    public init(services: [any Service], handlesSignals: Bool = true, logger: Logger) {
+    public init(services: [any Service], handlesSignals: Bool = true, shutdownTimeout: Duration = .seconds(10), logger: Logger) {
         self.services = services
         self.logger = logger
         self.handlesSignals = handlesSignals
+        self.shutdownTimeout = shutdownTimeout
     }
 
     private enum Event: Sendable {
@@ -85,16 +91,21 @@ public struct ServiceGroup: Sendable {
         } onCancel: {
             continuation.yield(.signal(0))
         }
-        await Self.stopInReverse(handles, skipping: stopped, logger: logger, services: services)
+        await Self.stopInReverse(handles, skipping: stopped, deadline: .now + shutdownTimeout, logger: logger, services: services)
         continuation.finish()
         if let firstError { throw firstError }
     }
 
-    private static func stopInReverse(_ handles: [Task<Void, Never>], skipping stopped: Set<Int>, logger: Logger, services: [any Service]) async {
+    private static func stopInReverse(_ handles: [Task<Void, Never>], skipping stopped: Set<Int>, deadline: ContinuousClock.Instant,
+                                      logger: Logger, services: [any Service]) async {
         for index in handles.indices.reversed() where !stopped.contains(index) {
             handles[index].cancel()
-            await handles[index].value
-            logger.info("service stopped", metadata: ["service.name": services[index].name])
+            if await ShutdownRace.finished(handles[index], before: deadline) {
+                logger.info("service stopped", metadata: ["service.name": services[index].name])
+            } else {
+                logger.error("service did not stop within the shutdown timeout; leaving it behind",
+                             metadata: ["service.name": services[index].name])
+            }
         }
     }
 
@@ -107,5 +118,27 @@ public struct ServiceGroup: Sendable {
             source.resume()
             return source
         }
+    }
+}
+
+/// Waits for a task to finish or a deadline to pass, whichever comes first (awaiting a task's
+/// value cannot itself be cancelled, so the two race through one continuation).
+enum ShutdownRace {
+    /// Resumes the continuation once; `Mutex` makes the first caller win.
+    private final class Once: Sendable {
+        let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        func resume(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
+    }
+
+    static func finished(_ task: Task<Void, Never>, before deadline: ContinuousClock.Instant) async -> Bool {
+        let once = Once()
+        var timer: Task<Void, Never>?
+        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            once.continuation.withLock { $0 = continuation }
+            Task { await task.value; once.resume(true) }
+            timer = Task { try? await Task.sleep(until: deadline); once.resume(false) }
+        }
+        timer?.cancel()
+        return finished
     }
 }

@@ -98,7 +98,8 @@ public enum ServiceHost {
     public static func run(context: ServiceContext, parts: ServiceParts, handlesSignals: Bool = true) async throws {
         let http = httpService(context: context, parts: parts)
         do {
-            try await ServiceGroup(services: [http] + parts.background, handlesSignals: handlesSignals, logger: context.logger).run()
+            try await ServiceGroup(services: [http] + parts.background, handlesSignals: handlesSignals,
+                             shutdownTimeout: context.configuration.shutdownTimeout, logger: context.logger).run()
         } catch {
             await parts.onShutdown()
             throw error

@@ -61,6 +61,33 @@ struct RuntimeTests {
         #expect(stopped.withLock { $0 })
     }
 
+    @Test("shutdown is bounded: a service stuck on a dependency is left behind after SHUTDOWN_TIMEOUT_SECONDS")
+    func boundedShutdown() async throws {
+        var env = EnvironmentReader(["SHUTDOWN_TIMEOUT_SECONDS": "1"])
+        let configuration = CommonConfiguration.read(from: &env, defaultPort: 8080)
+        #expect(configuration.shutdownTimeout == .seconds(1))
+        var invalid = EnvironmentReader(["SHUTDOWN_TIMEOUT_SECONDS": "forever"])
+        _ = CommonConfiguration.read(from: &invalid, defaultPort: 8080)
+        #expect(throws: ConfigurationError.self) { try invalid.validate() }
+
+        // Waits 60 s on something that ignores cancellation (a blocked poll thread, a
+        // database that does not answer).
+        let stuck = ClosureService(name: "stuck") {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                DispatchQueue.global().asyncAfter(deadline: .now() + 60) { c.resume() }
+            }
+        }
+        let group = ServiceGroup(services: [stuck], handlesSignals: false, shutdownTimeout: configuration.shutdownTimeout,
+                                 logger: .disabled)
+        let start = ContinuousClock.now
+        let task = Task { try await group.run() }
+        try await Task.sleep(for: .milliseconds(100))
+        task.cancel()
+        _ = await task.result
+        let elapsed = ContinuousClock.now - start
+        #expect(elapsed < .seconds(5), "shutdown took \(elapsed)")
+    }
+
     @Test("metrics render in the Prometheus text format")
     func metricsRendering() {
         let metrics = MetricsRegistry()
