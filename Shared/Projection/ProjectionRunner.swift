@@ -62,6 +62,9 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     let ownership = PartitionOwnership()
     let offsets: OffsetStore
     let adminClient = Mutex<KafkaAdmin?>(nil)
+    /// Set once `run()` is cancelled: the rebalance listener runs outside the run task (on the
+    /// consumer's poll thread), so its retries watch this instead of task cancellation.
+    let stopping = Atomic<Bool>(false)
 
     public init(projection: P, configuration: ProjectionRunnerConfiguration, database: PostgresClient,
                 deadLetters: KafkaProducer, metrics: MetricsRegistry, logger: Logger) {
@@ -105,7 +108,10 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         while !Task.isCancelled {
             let batch: FetchedBatch
             do {
-                batch = try await withTaskCancellationHandler { try await next.value } onCancel: { [next] in next.cancel() }
+                batch = try await withTaskCancellationHandler { try await next.value } onCancel: { [next] in
+                    self.stopping.store(true, ordering: .relaxed)
+                    next.cancel()
+                }
             } catch {
                 if !(error is CancellationError) { failure = error }
                 break
@@ -120,6 +126,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                 reportLag(consumer)
             }
         }
+        stopping.store(true, ordering: .relaxed)
         next.cancel()
         _ = await next.result
         await afterCommit.drained()
@@ -207,16 +214,21 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     // MARK: - Retries
 
     /// Retries retriable failures (lost connections, serialization failures, Kafka
-    /// unavailable) with capped exponential backoff until they succeed or the task ends.
+    /// unavailable) with capped exponential backoff until they succeed, the task is cancelled
+    /// or the runner stops (the rebalance listener runs outside the run task, so a stop ends
+    /// its retries within 100 ms).
     func withRetries<T: Sendable>(_ what: String, _ body: @Sendable () async throws -> T) async throws -> T {
         var delay = Duration.milliseconds(100)
         while true {
             do {
                 return try await body()
             } catch let error where Self.isRetriable(error) {
-                try Task.checkCancellation()
                 logger.warning("retrying after a transient error", metadata: ["operation": what, "error": "\(error)"])
-                try await Task.sleep(for: delay)
+                let wakeUp = ContinuousClock.now + delay
+                repeat {
+                    if Task.isCancelled || stopping.load(ordering: .relaxed) { throw CancellationError() }
+                    try await Task.sleep(for: min(.milliseconds(100), wakeUp - .now))
+                } while ContinuousClock.now < wakeUp
                 delay = min(delay * 2, .seconds(5))
             }
         }
