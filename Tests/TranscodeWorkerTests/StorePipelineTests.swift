@@ -62,6 +62,7 @@ struct StorePipelineTests {
                 }
                 #expect(outputs.layers.keys.contains("walls"))
 
+                #expect(try await Integration.eventually { try await harness.published()[request.versionId]?.last?.status == .ready })
                 let statuses = try await harness.published()[request.versionId] ?? []
                 #expect(statuses.compactMap(\.stage) == TranscodeStage.allCases.map(\.rawValue))
                 #expect(statuses.last?.status == .ready && statuses.last?.glbKeys?.contains(base + "layers/walls.glb") == true)
