@@ -22,8 +22,11 @@ struct AuthorizationTests {
                                                                   visibility: .private, status: .queued, at: Date()))
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "pub", versionId: "v", ownerUserId: "alice",
                                                                   visibility: .public, status: .queued, at: Date()))
-            // A room only ingest knows about (the fallback read of `rooms`).
-            _ = try await harness.database.execute("INSERT INTO rooms (room_id, owner_user_id, visibility) VALUES ('ing', 'carol', 'public')")
+            // A room whose upload just completed: known from its transcode request, before any status.
+            try await harness.transcodeRequest(roomID: "ing", owner: "carol", visibility: .public)
+            #expect(try await Integration.eventually {
+                !(try await harness.database.query("SELECT 1 FROM realtime_rooms WHERE room_id = 'ing'").isEmpty)
+            })
             try await harness.waitForSequence("room:pub", atLeast: 1)
             try await harness.waitForSequence("room:priv", atLeast: 1)
 

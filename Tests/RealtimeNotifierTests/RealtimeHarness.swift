@@ -35,11 +35,6 @@ final class RealtimeHarness: Sendable {
         testDatabase = try await TestDatabase.create("rt")
         database = PostgresClient(configuration: PostgresConfiguration(url: testDatabase.url, maxConnections: 4), logger: .disabled)
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: .disabled).migrate(database)
-        // A table shaped like ingest's `rooms`, for the fallback lookup.
-        _ = try await database.execute("""
-            CREATE TABLE rooms (room_id text PRIMARY KEY, owner_user_id text NOT NULL, visibility text NOT NULL,
-                                updated_at timestamptz NOT NULL DEFAULT now())
-            """)
         producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
                                                                                clientID: "realtime-test"), logger: .disabled)
         for index in 0..<count { try await startInstance(index, configure: configure) }
@@ -94,6 +89,17 @@ final class RealtimeHarness: Sendable {
         let value = RealtimeBroadcast(channel: channel, event: event, payload: .object(payload))
         _ = try await producer.send(KafkaProducerRecord(topic: Topics.realtimeBroadcasts, key: Array(channel.utf8),
                                                         value: try ContractCoding.encode(value)))
+    }
+
+    /// An upload-complete's transcode request for `roomID` (what the notifier learns rooms from first).
+    func transcodeRequest(roomID: String, owner: String, visibility: RoomVisibility) async throws {
+        let complete = RoomVersionCompleteRequest(
+            roomId: roomID, versionId: "v-\(roomID)", title: "t", tags: [], visibility: visibility,
+            source: RoomSource(usdzKey: "rooms/\(roomID)/v/source.usdz", usdzBytes: 1, roomplanJsonKey: "rooms/\(roomID)/v/roomplan.json",
+                               roomplanJsonBytes: 1), redactions: [])
+        _ = try await producer.send(KafkaProducerRecord(topic: Topics.roomTranscodeRequests, key: Array(roomID.utf8),
+                                                        value: try ContractCoding.encode(RoomTranscodeRequest(
+                                                            ownerUserId: owner, request: complete, requestedAt: Date()))))
     }
 
     func transcodeStatus(_ status: RoomTranscodeStatus) async throws {

@@ -6,8 +6,8 @@ import Postgres
 ///
 /// - `user:{id}`: only the user `id` (the token's `sub`).
 /// - `room:{id}`: its owner; anyone when the room is public. Owner and visibility come from
-///   `realtime_rooms` (fed by `room.transcode.status.v1`), falling back to ingest's `rooms`
-///   table when the room is not known there yet or its visibility was never reported.
+///   the notifier's own `realtime_rooms`, fed by `room.transcode.requests.v1` (as soon as the
+///   upload completes) and `room.transcode.status.v1`; no other service's table is read.
 ///   Unknown rooms are refused. Only the owner may broadcast on a room.
 /// - Service tokens (`role: "service"`) may read and write every channel.
 public struct ChannelAuthorizer: Sendable {
@@ -67,17 +67,9 @@ public struct ChannelAuthorizer: Sendable {
         }
     }
 
-    /// Our read model first; ingest's `rooms` when we lack the room or its visibility.
+    /// The notifier's own `realtime_rooms`, fed by the transcode requests and statuses.
     func room(_ id: String) async throws -> Room? {
-        var known: Room?
-        if let row = try await database.query(RealtimeSQL.room, [id]).first {
-            known = Room(owner: try row.decode(String.self, "owner_user_id"), visibility: try row.decode(String?.self, "visibility"))
-        }
-        if let known, known.visibility != nil { return known }
-        let present = try await database.query(RealtimeSQL.ingestRoomsExists).first?.decode(Bool.self, "present") ?? false
-        if present, let row = try await database.query(RealtimeSQL.ingestRoom, [id]).first {
-            return Room(owner: try row.decode(String.self, "owner_user_id"), visibility: try row.decode(String?.self, "visibility"))
-        }
-        return known
+        guard let row = try await database.query(RealtimeSQL.room, [id]).first else { return nil }
+        return Room(owner: try row.decode(String.self, "owner_user_id"), visibility: try row.decode(String?.self, "visibility"))
     }
 }

@@ -52,6 +52,14 @@ public struct ChannelSequencer: Projection {
         switch record.topic {
         case configuration.transcodeStatusTopic:
             return try Self.input(status: ContractCoding.decode(RoomTranscodeStatus.self, from: record.value))
+        case configuration.transcodeRequestsTopic:
+            // No channel event: only who owns the room and who may watch it.
+            let request = try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)
+            guard ChannelName.room(request.roomId) != nil, ChannelName.user(request.ownerUserId) != nil else {
+                throw InvalidRealtimeSource(description: "roomId and ownerUserId must be identifiers")
+            }
+            return SequencerInput(drafts: [], room: .init(roomID: request.roomId, ownerUserID: request.ownerUserId,
+                                                          visibility: request.visibility))
         case configuration.progressTopic:
             let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
             guard let channel = ChannelName.user(change.userId) else {

@@ -6,6 +6,9 @@ import ServiceRuntime
 public struct RealtimeConfiguration: Sendable {
     /// Source topics of the sequencer.
     public var transcodeStatusTopic: String
+    /// Transcode requests: where the notifier learns a room's owner and visibility as soon as
+    /// its upload completes (the notifier never reads another service's tables).
+    public var transcodeRequestsTopic: String = Topics.roomTranscodeRequests
     public var progressTopic: String
     public var broadcastsTopic: String
     /// The internal topic of sequenced events every instance reads in full.
@@ -68,7 +71,7 @@ public struct RealtimeConfiguration: Sendable {
     /// `REALTIME_HISTORY_EVENTS`, `REALTIME_HISTORY_SECONDS`, `REALTIME_QUEUE_MESSAGES`,
     /// `REALTIME_QUEUE_BYTES`, `REALTIME_CATCHUP_BUFFER`, `REALTIME_IDLE_SECONDS`, `REALTIME_MAX_CHANNELS`,
     /// `REALTIME_SEQUENCER_GROUP`, `REALTIME_BATCH_RECORDS`, `REALTIME_BATCH_WAIT_MS`, `REALTIME_FETCH_WAIT_MS`,
-    /// `REALTIME_INSTANCE_ID` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`,
+    /// `REALTIME_INSTANCE_ID` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_TRANSCODE_REQUESTS_TOPIC`,
     /// `READING_PROGRESS_TOPIC`, `REALTIME_BROADCASTS_TOPIC`, `REALTIME_SEQUENCED_TOPIC`.
     public static func read(from env: inout EnvironmentReader) -> RealtimeConfiguration {
         var configuration = RealtimeConfiguration(
@@ -88,6 +91,7 @@ public struct RealtimeConfiguration: Sendable {
             maxBatchWait: env.milliseconds("REALTIME_BATCH_WAIT_MS", default: .milliseconds(2)),
             fetchWait: env.milliseconds("REALTIME_FETCH_WAIT_MS", default: .milliseconds(5)))
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
+        configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         return configuration
     }
 

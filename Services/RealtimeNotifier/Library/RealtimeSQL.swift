@@ -84,7 +84,4 @@ enum RealtimeSQL {
 
     static let room = "SELECT owner_user_id, visibility FROM realtime_rooms WHERE room_id = $1"
 
-    static let ingestRoomsExists = "SELECT to_regclass('public.rooms') IS NOT NULL AS present"
-
-    static let ingestRoom = "SELECT owner_user_id, visibility FROM rooms WHERE room_id = $1"
 }
