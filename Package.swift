@@ -69,7 +69,7 @@ let serviceBase: [Target.Dependency] = [
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Hashing", "ObjectStore"])
+    service("Ingest", executable: "ingest", serviceBase + ["Projection", "Hashing", "ObjectStore"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])

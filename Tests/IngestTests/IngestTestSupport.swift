@@ -35,11 +35,12 @@ final class IngestHarness: Sendable {
         cluster = try EmbeddedKafkaCluster(brokers: 1)
         try cluster.createTopic(configuration.readingEventsTopic, partitions: 3)
         try cluster.createTopic(configuration.roomTranscodeTopic, partitions: 3)
+        try cluster.createTopic(configuration.roomStatusTopic, partitions: 3)
         database = try await TestDatabase.create("ingest_test")
         let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
                                          jwtSecret: testSecret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4)
         let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: testLogger)
-        _ = try await PostgresMigrator(migrations: IngestSchema.migrations, logger: testLogger).migrate(client)
+        _ = try await PostgresMigrator(migrations: IngestService.migrations, logger: testLogger).migrate(client)
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers, clientID: "ingest-test",
                                                       deliveryTimeout: deliveryTimeout),

@@ -1,6 +1,7 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
+import Kafka
 import HTTPTypes
 import Ingest
 import Logging
@@ -97,6 +98,21 @@ struct RoomUploadIntegrationTests {
             #expect(request.source.sha256 == sha && request.scan?.durationSeconds == 312 && request.ownerUserId == "owner-1")
             #expect(try await store.head(request.source.usdzKey)?.size == 2000)
             #expect(try await Self.quota(harness, token).usedBytes == 2300)
+
+            // The worker's statuses reach ingest through the status topic: the same versionId
+            // again answers where the version got to, and still queues nothing.
+            let follower = try #require(harness.parts.background.first { $0.name == "ingest-room-status" })
+            let following = Task { try await follower.run() }
+            defer { following.cancel() }
+            let ready = RoomTranscodeStatus(roomId: answer.roomId, versionId: answer.versionId, ownerUserId: "owner-1",
+                                            visibility: .public, status: .ready, at: Date())
+            _ = try await harness.context.producer.send(KafkaProducerRecord(
+                topic: harness.configuration.roomStatusTopic, key: Array(answer.roomId.utf8), value: try ContractCoding.encode(ready)))
+            #expect(try await Integration.eventually {
+                let answer = await harness.request(.post, "/rooms/versions", token: token, body: body)
+                return (try? answer.decoded(RoomVersionAccepted.self).status) == .ready
+            })
+            #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 2).count == 1)
         }
     }
 

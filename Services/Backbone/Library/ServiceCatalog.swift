@@ -19,7 +19,7 @@ struct ServiceCatalog {
     }
 
     static let entries: [Entry] = [
-        Entry(name: "ingest", defaultPort: 8080, urlKey: "INGEST_URL", migrations: IngestSchema.migrations) { context in
+        Entry(name: "ingest", defaultPort: 8080, urlKey: "INGEST_URL", migrations: IngestService.migrations) { context in
             var env = EnvironmentReader()
             return IngestService(context: context, configuration: .read(from: &env),
                                  objects: IngestService.objectStore(from: &env)).parts()

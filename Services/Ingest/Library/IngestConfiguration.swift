@@ -20,6 +20,8 @@ import ServiceRuntime
 /// | `INGEST_UPLOAD_SWEEP_INTERVAL_MS` | 60000 | how often the sweep runs |
 /// | `READING_EVENTS_TOPIC` | `reading.events.v2` | where accepted events go |
 /// | `ROOM_TRANSCODE_REQUESTS_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
+/// | `ROOM_TRANSCODE_STATUS_TOPIC` | `room.transcode.status.v1` | where the versions' current statuses come from |
+/// | `INGEST_ROOM_STATUS_GROUP_ID` | `ingest-room-status` | the consumer group following them |
 /// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
 /// | `INGEST_EVENT_ID_RETENTION_DAYS` | 30 | how long accepted event ids are remembered |
 /// | `INGEST_RETRY_AFTER_SECONDS` | 2 | `Retry-After` of a 503 |
@@ -32,6 +34,9 @@ public struct IngestConfiguration: Sendable {
     public var monthlyUploadQuotaBytes: Int64
     public var readingEventsTopic: String
     public var roomTranscodeTopic: String
+    /// Where the worker's statuses come from, and the consumer group that follows them.
+    public var roomStatusTopic: String = Topics.roomTranscodeStatus
+    public var roomStatusGroupID: String = "ingest-room-status"
     public var materialCacheTTL: Duration
     public var eventIDRetentionDays: Int
     public var unavailableRetryAfterSeconds: Int
@@ -92,6 +97,8 @@ public struct IngestConfiguration: Sendable {
         configuration.abandonUploadsAfter = .seconds(reader.int("INGEST_ABANDON_UPLOADS_AFTER_SECONDS", default: 86_400,
                                                                 range: 1...(90 * 86_400)))
         configuration.uploadSweepInterval = reader.milliseconds("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
+        configuration.roomStatusTopic = reader.string("ROOM_TRANSCODE_STATUS_TOPIC", default: Topics.roomTranscodeStatus)
+        configuration.roomStatusGroupID = reader.string("INGEST_ROOM_STATUS_GROUP_ID", default: "ingest-room-status")
         return configuration
     }
 }

@@ -4,6 +4,7 @@ import HTTPTypes
 import Logging
 import Metrics
 import ObjectStore
+import Projection
 import ServiceRuntime
 
 /// The write edge: reading-event batches, the materials catalog and CrowdRoom
@@ -17,6 +18,9 @@ import ServiceRuntime
 /// Background: a loop that forgets accepted event ids older than the retention window, and
 /// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
+    /// The runner's offsets table (the room status projection) and ingest's own tables.
+    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations
+
     public let context: ServiceContext
     public let configuration: IngestConfiguration
     let catalog: MaterialCatalog
@@ -62,6 +66,13 @@ public struct IngestService: Sendable {
             router.post("/rooms/uploads") { try await init_.initiate($0) }
             background.append(sweepLoop(RoomUploadSweeper(uploads: uploads, objects: objects, logger: context.logger)))
         }
+        let statuses = ProjectionRunner(
+            projection: RoomStatusProjection(),
+            configuration: ProjectionRunnerConfiguration(
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.roomStatusGroupID,
+                topics: [configuration.roomStatusTopic]),
+            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+        background.append(ClosureService(name: "ingest-room-status") { try await statuses.run() })
         return ServiceParts(router: router, background: background)
     }
 

@@ -67,7 +67,8 @@ struct RoomVersionHandler: Sendable {
                 throw HTTPError(.forbidden, code: ErrorCode.forbidden.rawValue, message: "versionId belongs to another upload")
             }
             if status == "pending" { try await produce(body, userID: userID, now: now, releaseOnFailure: false) }
-            return accepted(body.versionId)
+            // The version's current status, as the worker's statuses reported it.
+            return accepted(body.versionId, status: RoomVersionStatus(rawValue: status) ?? .queued)
         case .reserved:
             try await produce(body, userID: userID, now: now, releaseOnFailure: true)
             metrics.increment("ingest_room_versions_total")
@@ -149,8 +150,8 @@ struct RoomVersionHandler: Sendable {
         }
     }
 
-    private func accepted(_ versionID: String) -> HTTPResponse {
-        .json(RoomVersionAccepted(versionId: versionID, status: .queued), status: .accepted, encoder: ContractCoding.encoder)
+    private func accepted(_ versionID: String, status: RoomVersionStatus = .queued) -> HTTPResponse {
+        .json(RoomVersionAccepted(versionId: versionID, status: status), status: .accepted, encoder: ContractCoding.encoder)
     }
 
     private func unavailable(_ message: String) -> HTTPError {
