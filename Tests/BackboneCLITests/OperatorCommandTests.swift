@@ -51,7 +51,7 @@ struct OperatorCommandTests {
         #expect(status == 0, "dev exit: \(String(describing: status))\n\(dev.log)")
     }
 
-    @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary and a queued room")
+    @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary and a room through to ready")
     func demoAgainstDevStack() async throws {
         let port = Integration.freePort()
         let dev = try await DevStack.start(["--port-offset", String(port - 8080)])
@@ -65,6 +65,10 @@ struct OperatorCommandTests {
         #expect(outcome.stdout.contains("\"status\" : \"completed\""))
         #expect(outcome.stdout.contains("\"materialsCompleted\" : 1"))
         #expect(outcome.stdout.contains("POST /rooms/versions") && outcome.stdout.contains("\"status\" : \"queued\""))
+        // Flow A to the end: the transcode worker's stages, then ready with a grade and layers.
+        #expect(outcome.stdout.contains("== transcode: transcoding (exporting)") || outcome.stdout.contains("== transcode: ready"))
+        #expect(outcome.stdout.contains("\"status\" : \"ready\""), "\(outcome.stdout.suffix(3000))")
+        #expect(outcome.stdout.contains("== grade ") && outcome.stdout.contains("walls"))
         #expect(await dev.interrupt() == 0)
     }
 }

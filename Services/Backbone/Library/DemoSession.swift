@@ -5,6 +5,7 @@ import Foundation
 /// One run of the demo: a user, a material, a reading session, a room version.
 struct DemoSession {
     let endpoints: DemoCommand.Endpoints
+    let scan: DemoCommand.Scan
     let codec: JWTCodec
     let user: String
     let http = DemoHTTPClient()
@@ -108,8 +109,15 @@ struct DemoSession {
 
     /// The three-step upload: upload-init, both objects PUT to their presigned URLs, upload-complete.
     func postRoomVersion() async throws {
-        let usdz = Data((0..<48_123).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let roomplan = Data(#"{"version":2,"walls":[],"doors":[],"windows":[],"objects":[]}"#.utf8)
+        let usdz: Data
+        let roomplan: Data
+        do {
+            usdz = try Data(contentsOf: URL(fileURLWithPath: scan.package))
+            roomplan = try Data(contentsOf: URL(fileURLWithPath: scan.roomplan))
+        } catch {
+            throw CommandError(code: .io, message: "cannot read the scan \(scan.package) and \(scan.roomplan) (pass --scan FILE.usdz --roomplan FILE.json)",
+                               context: "demo")
+        }
         let initRequest = RoomUploadInitRequest(title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
                                                 usdzBytes: Int64(usdz.count), roomplanJsonBytes: Int64(roomplan.count))
         let created = try await expect(201, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/uploads",
@@ -138,6 +146,30 @@ struct DemoSession {
         let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
                                         token: userToken, body: try ContractCoding.encode(request))
         say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
+        try await followTranscode(upload.versionId)
+    }
+
+    /// Follows the version through the transcode worker with the catch-up query until it is
+    /// ready (or failed), printing each stage as it is seen, then the grade and the outputs.
+    func followTranscode(_ versionID: String) async throws {
+        var seen: [String] = []
+        let final = try await poll(what: "the transcode worker to finish version \(versionID)", timeout: .seconds(90)) {
+            let response = try await http.send("GET", service: "transcode-worker", base: endpoints.transcode,
+                                               path: "/rooms/versions/\(versionID)", token: userToken)
+            guard response.status == 200, let details = try? ContractCoding.decode(RoomVersionDetails.self, from: Array(response.body))
+            else { return nil }
+            let step = details.stage.map { "\(details.status.rawValue) (\($0))" } ?? details.status.rawValue
+            if seen.last != step {
+                seen.append(step)
+                say("== transcode: \(step)")
+            }
+            return details.status == .ready || details.status == .failed ? response : nil
+        }
+        let details = try ContractCoding.decode(RoomVersionDetails.self, from: Array(final.body))
+        say("\n== GET /rooms/versions/\(versionID) → \(final.status)\n\(final.pretty)")
+        if details.status == .ready, let outputs = details.outputs {
+            say("== grade \(details.qualityGrade ?? "?"), layers \(outputs.layers.keys.sorted().joined(separator: ", "))")
+        }
     }
 
     func expect(_ status: Int, _ method: String, service: String, base: String, path: String, token: String?,
