@@ -278,10 +278,13 @@ struct JobLifecycleTests {
                                           try ContractCoding.encode(hostile), try ContractCoding.encode(control)])
             try await harness.produce([good])
             #expect(try await Integration.eventually { try await harness.jobStatus(good.versionId) == "ready" })
+            // The poison records sit on another partition than the good one: wait for them too.
             let dlq = Topics.deadLetter(for: harness.requests)
-            var total: Int64 = 0
-            for p in 0..<3 { total += try await harness.admin.watermarks(topic: dlq, partition: Int32(p)).high }
-            #expect(total == 5)
+            #expect(try await Integration.eventually {
+                var total: Int64 = 0
+                for p in 0..<3 { total += try await harness.admin.watermarks(topic: dlq, partition: Int32(p)).high }
+                return total == 5
+            })
             let letters = try await TopicReader.read(dlq, bootstrapServers: harness.cluster.bootstrapServers, count: 5)
                 .map { try ContractCoding.decode(DeadLetterRecord.self, from: $0.value) }
             #expect(letters.allSatisfy { $0.originalTopic == harness.requests && $0.consumerGroup == "transcode-worker" })
