@@ -7,7 +7,8 @@ import RoomScan
 /// `swift <package bytes> median=<s> min=<s> runs=<n> layers=<n> triangles=<n>`, which
 /// `Benchmarks/transcode/bench.sh` reads. Times are wall clock around the call only.
 ///
-/// `transcode-bench --once PACKAGE ROOMPLAN`: one transcode and nothing else (peak RSS).
+/// `transcode-bench --once PACKAGE ROOMPLAN`: one transcode and nothing else (peak RSS); also
+/// prints the process's `VmHWM`, `RssAnon` and `RssFile` from `/proc/self/status` at the end.
 /// `transcode-bench --idle`: returns at once (the process base for peak RSS).
 @main
 struct TranscodeBench {
@@ -46,6 +47,12 @@ struct TranscodeBench {
         let sorted = seconds.sorted()
         let median = sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
         let bytes = (try? FileManager.default.attributesOfItem(atPath: package.path)[.size] as? NSNumber)?.intValue ?? 0
+        if once, let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) {
+            // Where the resident pages are at the end: anonymous (heap, stacks) or file-backed (code, mapped files).
+            let keys = ["VmHWM:", "RssAnon:", "RssFile:"]
+            let lines = status.split(separator: "\n").filter { line in keys.contains { line.hasPrefix($0) } }
+            print(lines.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", "))
+        }
         print(String(format: "swift %d median=%.4f min=%.4f runs=%d layers=%d triangles=%d",
                      bytes, median, sorted[0], runs, layers, triangles))
     }
