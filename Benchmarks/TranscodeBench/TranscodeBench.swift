@@ -4,7 +4,7 @@ import RoomScan
 /// `transcode-bench PACKAGE ROOMPLAN [RUNS]`: `RoomTranscoder.transcode` — the transcode
 /// worker's compute core — on one RoomPlan package, RUNS times (default 5), each into a
 /// fresh output directory. Prints one line per run and a summary line
-/// `swift <package bytes> median=<s> min=<s> runs=<n> layers=<n> triangles=<n>`, which
+/// `swift <package bytes> median=<s> min=<s> runs=<n> layers=<n> triangles=<n> glbBytes=<n>`, which
 /// `Benchmarks/transcode/bench.sh` reads. Times are wall clock around the call only.
 ///
 /// `transcode-bench --once PACKAGE ROOMPLAN`: one transcode and nothing else (peak RSS); also
@@ -30,6 +30,7 @@ struct TranscodeBench {
         var seconds: [Double] = []
         var layers = 0
         var triangles = 0
+        var glbBytes = 0
         for run in 0..<runs {
             let output = scratch.appendingPathComponent("run\(run)")
             try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
@@ -41,6 +42,7 @@ struct TranscodeBench {
             seconds.append(s)
             layers = result.manifest.layers.count
             triangles = result.manifest.layers.reduce(0) { $0 + $1.summary.triangleCount }
+            glbBytes = result.manifest.layers.reduce(0) { $0 + $1.glbBytes }
             if !once { print(String(format: "run %d: %.3f s", run + 1, s)) }
             try? FileManager.default.removeItem(at: output)
         }
@@ -53,7 +55,7 @@ struct TranscodeBench {
             let lines = status.split(separator: "\n").filter { line in keys.contains { line.hasPrefix($0) } }
             print(lines.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", "))
         }
-        print(String(format: "swift %d median=%.4f min=%.4f runs=%d layers=%d triangles=%d",
-                     bytes, median, sorted[0], runs, layers, triangles))
+        print(String(format: "swift %d median=%.4f min=%.4f runs=%d layers=%d triangles=%d glbBytes=%d",
+                     bytes, median, sorted[0], runs, layers, triangles, glbBytes))
     }
 }
