@@ -105,6 +105,8 @@ let benchmarks: [Target] = [
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
                                      "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
+    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
+                      swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -156,6 +158,7 @@ let package = Package(
         .executable(name: "realtime-bench", targets: ["RealtimeBench"]),
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
         .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
+        .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Benchmark (issue #17): RoomTranscoder.transcode — the transcode worker's compute core — next
+# to a usd-core + trimesh + Pillow pipeline doing the same job, on three generated RoomPlan-like
+# packages (~1, ~10, ~45 MB, textured), in the same run. Per package: median wall time of RUNS
+# transcodes on each side (in process, start-up not counted; the Python pipeline plain and with
+# --keep-texture-bytes, which skips trimesh's PNG re-encoding), the speed-ups, and the Swift peak
+# RSS (GNU time) of one `--once` transcode over the `--idle` process base (and, for reference,
+# over a transcode of the 54 KB test fixture, the convention of Benchmarks/usd).
+# Needs: python with usd-core trimesh pygltflib Pillow numpy ($PYTHON, else .venv, else python3);
+# GNU time (/usr/bin/time). Usage: Benchmarks/transcode/bench.sh [RUNS]   (default 5)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS="${1:-5}"
+PY="${PYTHON:-$( [[ -x .venv/bin/python ]] && echo .venv/bin/python || echo python3 )}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+
+swift build -c release --product transcode-bench >/dev/null
+BIN=.build/release/transcode-bench
+"$PY" Benchmarks/transcode/make_scans.py "$WORK" 2>/dev/null >"$WORK/scans.txt"
+
+field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+max_rss_kb() { /usr/bin/time -v "$@" 2>&1 >/dev/null | sed -n 's/.*Maximum resident set size (kbytes): //p'; }
+
+base_kb="$(max_rss_kb "$BIN" --idle)"
+fixture=Tests/USDTests/Fixtures/roomscan
+tiny_kb="$(max_rss_kb "$BIN" --once "$fixture.usdz" "$fixture.roomplan.json")"
+printf "process base (transcode-bench --idle): %s KB max RSS\n" "$base_kb"
+printf "transcode of the 54 KB test fixture roomscan.usdz: %s KB max RSS (fixed cost of a transcode: %s KB)\n\n" \
+    "$tiny_kb" "$((tiny_kb - base_kb))"
+printf "%-12s %11s %7s %9s %11s %12s %8s %12s %8s %13s %14s %12s %13s %s\n" package bytes meshes triangles "swift med" "python med" \
+    speed-up "py kept-tex" speed-up \
+    "swift RSS KB" "over base KB" "x package" "over fixture" "goal (>=5x, <3x)"
+while read -r name bytes meshes triangles textures; do
+    pkg="$WORK/$name.usdz" plan="$WORK/$name.roomplan.json"
+    swift_line="$("$BIN" "$pkg" "$plan" "$RUNS" | tail -1)"
+    python_line="$("$PY" Benchmarks/transcode/python_pipeline.py "$pkg" "$plan" "$RUNS" | tail -1)"
+    tuned_line="$("$PY" Benchmarks/transcode/python_pipeline.py "$pkg" "$plan" "$RUNS" --keep-texture-bytes | tail -1)"
+    [[ "$(field triangles "$swift_line")" == "$(field triangles "$python_line")" ]] ||
+        echo "warning: $name triangle counts differ: $swift_line / $python_line" >&2
+    s="$(field median "$swift_line")" p="$(field median "$python_line")" q="$(field median "$tuned_line")"
+    rss="$(max_rss_kb "$BIN" --once "$pkg" "$plan")"
+    awk -v n="$name" -v b="$bytes" -v m="$meshes" -v t="$triangles" -v s="$s" -v p="$p" -v q="$q" -v r="$rss" -v base="$base_kb" -v tiny="$tiny_kb" 'BEGIN {
+        over = r - base; ratio = over * 1024 / b; up = p / s
+        printf "%-12s %11d %7d %9d %10.3fs %11.3fs %7.1fx %11.3fs %7.1fx %13d %14d %11.2fx %12.2fx %s, %s\n", n, b, m, t, s, p, up, q, q / s,
+            r, over, ratio,
+            (r - tiny) * 1024 / b,
+            (up >= 5 ? "speed met" : "speed NOT met"), (ratio < 3 ? "memory met" : "memory NOT met") }'
+done <"$WORK/scans.txt"
+printf "\n%s runs each; load average: %s; %s cores\n" "$RUNS" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
