@@ -79,13 +79,27 @@ struct WorkerCrashTests {
 
             // Each process gets four more rooms as it starts, so every kill finds work in flight.
             var kills = 0
+            var inFlightAtKills: Int64 = 0
             for batch in 0..<5 {
                 var env = environment
                 env["HTTP_PORT"] = String(Integration.freePort())
                 let process = try ServiceProcess(executable: "transcode-worker", environment: env)
+                let earlier = try await harness.client.query(
+                    "SELECT DISTINCT claimed_by FROM transcode_jobs WHERE claimed_by IS NOT NULL").map { try $0.decode(String.self, "claimed_by") }
+                let others = "{" + earlier.joined(separator: ",") + "}"
+                // Jobs this process holds: in flight, under a live lease no earlier process took.
+                func holding() async throws -> Int64 {
+                    try await harness.client.query(
+                        "SELECT count(*)::bigint AS n FROM transcode_jobs WHERE status = 'transcoding' AND lease_until > now() "
+                            + "AND claimed_by <> ALL($1::text[])", [others]).first?.decode(Int64.self, "n") ?? 0
+                }
                 try await harness.produce(rooms[(batch * 4)..<(batch * 4 + 4)].map(\.request))
-                try await Task.sleep(for: .milliseconds(Int.random(in: 1500...5000, using: &rng)))
+                // The kill lands at a random point once this process has joined and started on a job.
+                let working = try await Integration.eventually(timeout: .seconds(45), every: .milliseconds(50)) { try await holding() > 0 }
+                #expect(working, "worker never claimed a job: \(process.log.suffix(2000))")
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...1500, using: &rng)))
                 #expect(process.isRunning, "worker died on its own: \(process.log.suffix(2000))")
+                inFlightAtKills += try await holding()
                 process.kill()
                 kills += 1
             }
@@ -107,6 +121,7 @@ struct WorkerCrashTests {
 
             #expect(kills == 5)
             #expect(readyBeforeSurvivor < Int64(cleanRequests.count + rooms.count), "the kills cut into the work")
+            #expect(inFlightAtKills > 0, "some kill hit a job mid-transcode, whose lease another process had to wait out")
             let jobs = try await harness.client.query(
                 "SELECT version_id, status FROM transcode_jobs WHERE version_id = ANY($1::text[])",
                 ["{" + rooms.map(\.request.versionId).joined(separator: ",") + "}"])
