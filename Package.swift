@@ -139,7 +139,8 @@ let testTargets: [Target] = [
         "Logging", "Metrics", "BackboneTestSupport", "DevInfrastructure",
     ]),
     tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
-                                                  "DevInfrastructure"]),
+                                                  "DevInfrastructure", "Ingest", "RealtimeNotifier"],
+          exclude: ["Clients"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure"]),
 ]
