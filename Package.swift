@@ -128,7 +128,7 @@ let testTargets: [Target] = [
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
-    tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing"], exclude: ["Witnesses"]),
+    tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing", "BackboneTestSupport"], exclude: ["Witnesses"]),
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport",
                                                    "DevInfrastructure"],
           exclude: ["Clients"]),

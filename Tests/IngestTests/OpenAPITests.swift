@@ -77,17 +77,8 @@ struct ErrorVocabularyTests {
        .enabled(if: Integration.isEnabled), .timeLimit(.minutes(4)))
 struct OpenAPIFuzzTests {
     static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [executable] + arguments
-        process.currentDirectoryURL = FileManager.default.temporaryDirectory  // schemathesis writes caches to its cwd
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        // schemathesis writes caches to its working directory.
+        try Integration.run(executable, arguments, in: FileManager.default.temporaryDirectory)
     }
 
     @Test("docs/openapi.yaml is a valid OpenAPI 3.1 document")

@@ -1,3 +1,4 @@
+import BackboneTestSupport
 import Foundation
 
 /// The independent readers the tests check outputs with: Python (`PYTHON`, else the
@@ -25,15 +26,6 @@ enum Witness {
 
     /// Runs a program (looked up on the PATH unless absolute); its status and output.
     static func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program.hasPrefix("/") ? program : "/usr/bin/env")
-        process.arguments = program.hasPrefix("/") ? arguments : [program] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try Integration.run(program, arguments)
     }
 }

@@ -47,6 +47,22 @@ public enum Integration {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// Runs a program to completion (looked up on the PATH unless absolute, in `directory` when
+    /// given): its exit status and its standard output and error together.
+    public static func run(_ program: String, _ arguments: [String], in directory: URL? = nil) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: program.hasPrefix("/") ? program : "/usr/bin/env")
+        process.arguments = program.hasPrefix("/") ? arguments : [program] + arguments
+        if let directory { process.currentDirectoryURL = directory }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
     /// Polls `condition` until it holds or `timeout` passes.
     public static func eventually(timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(100),
                                   _ condition: () async throws -> Bool) async rethrows -> Bool {
