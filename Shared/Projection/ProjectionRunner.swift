@@ -165,7 +165,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// with the numbers and counted in `projection_offset_resets_total{reason}`.
     func checked(_ stored: [KafkaTopicPartition: OffsetStore.StoredClaim]) async throws -> [KafkaTopicPartition: PartitionOwnership.Claim] {
         let admin = try clusterAdmin()
-        let cluster = try await admin.clusterID()
+        let cluster = Self.clusterIdentity(try await admin.clusterID(), bootstrapServers: configuration.bootstrapServers)
         var claims: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
         for (tp, entry) in stored {
             let marks = try await admin.watermarks(topic: tp.topic, partition: tp.partition)
@@ -188,6 +188,16 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             claims[tp] = claim
         }
         return claims
+    }
+
+    /// What positions are bound to: the cluster id the brokers report. librdkafka's mock
+    /// cluster (the embedded broker of `backbone dev` and the tests) derives its id from a
+    /// memory address, so a restarted embedded broker can report the id of the one before;
+    /// its identity also carries its listener address (a new ephemeral port each start). A
+    /// real cluster's id is a UUID and stands alone, so renaming its brokers replays nothing.
+    static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
+        guard let id else { return nil }
+        return id.hasPrefix("mockCluster") ? "\(id)@\(bootstrapServers)" : id
     }
 
     /// The admin client the position checks ask (one per runner, made on first use).

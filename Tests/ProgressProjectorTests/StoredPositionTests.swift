@@ -17,6 +17,16 @@ struct StoredPositionTests {
         OffsetStore.StoredClaim(claim: PartitionOwnership.Claim(generation: 3, nextOffset: next), clusterID: cluster)
     }
 
+    @Test("an embedded broker's identity carries its listener (its id alone may repeat); a real cluster's id stands alone")
+    func identity() {
+        typealias Runner = ProjectionRunner<ReadingProgressProjection>
+        #expect(Runner.clusterIdentity("mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:35357")
+                != Runner.clusterIdentity("mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:40121"))
+        #expect(Runner.clusterIdentity("4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-1:9092")
+                == Runner.clusterIdentity("4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-2:9092"))
+        #expect(Runner.clusterIdentity(nil, bootstrapServers: "x:1") == nil)
+    }
+
     @Test("the rule: another cluster or beyond the high watermark → earliest; below the low watermark → low; else as stored")
     func rule() {
         #expect(OffsetStore.check(stored: Self.stored(120, cluster: "old"), currentCluster: "new", low: 0, high: 500)
@@ -75,7 +85,8 @@ struct StoredPositionTests {
         let reached = try await Integration.eventually(timeout: .seconds(60)) { try await totalSeconds(client) == expectedSeconds }
         task.cancel()
         _ = await task.result
-        let id = try await admin.clusterID()
+        let id = ProjectionRunner<ReadingProgressProjection>.clusterIdentity(try await admin.clusterID(),
+                                                                             bootstrapServers: cluster.bootstrapServers)
         await producer.shutdown()
         return (id, reached)
     }
