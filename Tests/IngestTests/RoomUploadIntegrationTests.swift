@@ -116,6 +116,22 @@ struct RoomUploadIntegrationTests {
         }
     }
 
+    @Test("the room endpoints are rate-limited per user: 429 RATE_LIMITED with Retry-After, another user unaffected")
+    func rateLimited() async throws {
+        try await Self.withStack(IngestConfiguration(rateLimitPerSecond: 0.01, rateLimitBurst: 2)) { harness, _ in
+            let token = harness.userToken("hasty")
+            let body = try ContractCoding.encode(Self.initBody(usdz: 1000, json: 100))
+            #expect(await harness.request(.post, "/rooms/uploads", token: token, body: body).status == .created)
+            #expect(await harness.request(.get, "/rooms/quota", token: token, body: []).status == .ok)
+            let limited = await harness.request(.post, "/rooms/uploads", token: token, body: body)
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.errorCode == "RATE_LIMITED")
+            #expect(limited.headers["Retry-After"] != nil)
+            #expect(await harness.request(.post, "/rooms/versions", token: token, body: body).status == .tooManyRequests)
+            #expect(await harness.request(.get, "/rooms/quota", token: harness.userToken("patient"), body: []).status == .ok)
+        }
+    }
+
     @Test("a 40 MB source.usdz: eight presigned 5 MB parts, completed through upload-complete with their ETags")
     func multipart() async throws {
         try await Self.withStack { harness, store in
