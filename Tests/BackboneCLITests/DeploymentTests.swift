@@ -36,8 +36,16 @@ struct DeploymentTests {
             #expect(block.contains("HTTP_PORT: \"\(entry.defaultPort)\""), "\(entry.name) listens on \(entry.defaultPort)")
             #expect(block.contains("healthcheck:"), "\(entry.name) has a health check")
         }
-        for infrastructure in ["kafka:", "postgres:", "topic-init:", "migrate:", "gateway:"] {
+        for infrastructure in ["kafka-1:", "kafka-2:", "kafka-3:", "postgres:", "seaweedfs:", "topic-init:", "migrate:", "gateway:"] {
             #expect(text.contains("\n  \(infrastructure)\n"), "\(infrastructure) is in docker-compose.yml")
+        }
+        // The same settings names as `backbone dev`: every variable the services get is in the settings table.
+        let settings = try String(contentsOf: Integration.packageRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let services = try #require(try Self.composeDocument()["services"] as? [String: [String: Any]])
+        for entry in ServiceCatalog.entries {
+            for key in (services[entry.name]?["environment"] as? [String: Any] ?? [:]).keys {
+                #expect(settings.contains("`\(key)`"), "\(entry.name)'s \(key) is not a documented setting")
+            }
         }
     }
 
