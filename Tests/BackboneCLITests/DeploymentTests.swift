@@ -187,6 +187,8 @@ struct DeploymentTests {
             (["\(base)/learning/continue"], "503", "SERVICE_UNAVAILABLE"),
             (["\(base)/" + String(repeating: "a", count: 20_000)], "414", "URI_TOO_LONG"),
             (["-H", "X-Big: " + String(repeating: "b", count: 20_000), "\(base)/healthz"], "400", "BAD_REQUEST"),
+            // A NUL byte in the URL (the realtime notifier's libwebsockets would drop the connection).
+            (["\(base)/realtime/v1/channels/user:u-1/events?after=0&%00=x"], "400", "BAD_REQUEST"),
             (["-X", "POST", "--data-binary", "@\(body.path)", "\(base)/learning/reading-events/batch"], "413", "PAYLOAD_TOO_LARGE"),
         ]
         for (arguments, status, code) in cases {
