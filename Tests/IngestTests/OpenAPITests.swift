@@ -4,7 +4,9 @@ import DevInfrastructure
 import Foundation
 import HTTPTypes
 import Ingest
+import Kafka
 import ObjectStore
+import ServiceRuntime
 import Testing
 
 /// `docs/openapi.yaml`, found from this file's location.
@@ -157,18 +159,30 @@ struct OpenAPIFuzzTests {
         var databases: [TestDatabase] = []
         do {
             for topic in Topics.all { try harness.cluster.createTopic(topic.name, partitions: topic.partitions) }
-            // The user the token names has read two materials; one of them is finished.
-            let user = "fuzz-user"
+            // The user the token names (the `user:u-1` example channel) has read two materials and
+            // finished one (`physics-ch3`, the example id), and owns a room version (the example
+            // versionId), so the examples phase sees real rows on every service.
+            let user = "u-1"
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
-            _ = try await harness.putMaterial("lesson-done", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
+            _ = try await harness.putMaterial("physics-ch3", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
             let posted = try await harness.postBatch(user: user, events: [
                 sampleEvent(type: "opened", ["sequence": .number(1)]),
                 sampleEvent(type: "positionChanged", ["sequence": .number(2)]),
-                sampleEvent(material: "lesson-done", type: "positionChanged",
+                sampleEvent(material: "physics-ch3", type: "positionChanged",
                             ["sequence": .number(3), "position": .object(["progress": .number(0.4), "anchor": .string("p-7")])]),
-                sampleEvent(material: "lesson-done", type: "markedAsRead", ["sequence": .number(4)]),
+                sampleEvent(material: "physics-ch3", type: "markedAsRead", ["sequence": .number(4)]),
             ])
             #expect(posted.status == .ok && posted.json?["accepted"]?.numberValue == 4, "\(String(decoding: posted.body, as: UTF8.self))")
+            let room = "5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b", version = "0e7c2a5e-4b1d-4f3a-9a61-2f1e3d4c5b6a"
+            let job = RoomTranscodeRequest(ownerUserId: user, request: RoomVersionCompleteRequest(
+                roomId: room, versionId: version, title: "Kitchen", tags: ["kitchen"], visibility: .public,
+                source: RoomSource(usdzKey: "rooms/\(room)/\(version)/source.usdz", usdzBytes: 1_000,
+                                   roomplanJsonKey: "rooms/\(room)/\(version)/roomplan.json", roomplanJsonBytes: 100),
+                redactions: []), requestedAt: Date())
+            for result in await harness.context.producer.send([KafkaProducerRecord(
+                topic: Topics.roomTranscodeRequests, key: Array(room.utf8), value: try ContractCoding.encode(job))]) {
+                _ = try result.get()
+            }
 
             let services: [(name: String, tag: String)] = [
                 ("progress-projector", "progress"), ("analytics-aggregator", "analytics"), ("transcode-worker", "transcode"),
@@ -202,6 +216,7 @@ struct OpenAPIFuzzTests {
                 try get(ports["progress-projector"]!, "/learning/continue").contains("\"material\"")
                     && get(ports["analytics-aggregator"]!, "/learning/history").contains("clientSessionId")
                     && get(ports["realtime-notifier"]!, "/realtime/v1/channels/user:\(user)/events").contains("\"seq\"")
+                    && get(ports["transcode-worker"]!, "/rooms/versions/\(version)").contains("\"attempts\"")
             }
             #expect(projected, "the seeded events did not reach every read model")
 
