@@ -232,6 +232,11 @@ struct OpenAPIFuzzTests {
                     #expect(result.status == 0, "\(service.name), full output in \(result.log):\n\(result.output.suffix(4000))")
                 }
             }
+            // A NUL byte in a query value is refused, not cut off (`days=7%00` is not `days=7`).
+            for path in ["/learning/trend?days=7%00", "/learning/history?cursor=%00"] {
+                let answer = try get(ports["analytics-aggregator"]!, path)
+                #expect(answer.contains(#""code":"INVALID_QUERY""#), "\(path): \(answer.prefix(300))")
+            }
             // Without a token every operation is a 401 UNAUTHENTICATED in the error shape, with WWW-Authenticate.
             let anonymous: [(service: String, method: String, path: String)] = [
                 ("progress-projector", "GET", "/materials/lesson-shared/reading-progress"), ("progress-projector", "GET", "/learning/continue"),
