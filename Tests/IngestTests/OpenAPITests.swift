@@ -237,6 +237,9 @@ struct OpenAPIFuzzTests {
                 let answer = try get(ports["analytics-aggregator"]!, path)
                 #expect(answer.contains(#""code":"INVALID_QUERY""#), "\(path): \(answer.prefix(300))")
             }
+            // A channel that is no channel name says which forms there are.
+            let bogus = try get(ports["realtime-notifier"]!, "/realtime/v1/channels/lobby%01/events")
+            #expect(bogus.contains(#""code":"INVALID_QUERY""#) && bogus.contains("room:{id} or user:{id}"), "\(bogus.prefix(300))")
             // Without a token every operation is a 401 UNAUTHENTICATED in the error shape, with WWW-Authenticate.
             let anonymous: [(service: String, method: String, path: String)] = [
                 ("progress-projector", "GET", "/materials/lesson-shared/reading-progress"), ("progress-projector", "GET", "/learning/continue"),
