@@ -134,13 +134,18 @@ extension ServerCore {
     }
 
     /// Collects the key/value pairs of one kind (headers, query arguments) in arrival order.
+    /// Read with their lengths, not as C strings: a `%00` in a query argument stays in the
+    /// value (so `days=7%00` is not read as `days=7`), and the handler rejects it.
     private static func values(of connection: OpaquePointer, kind: MHD_ValueKind) -> HTTPHeaders {
         var collected = HTTPHeaders()
         withUnsafeMutablePointer(to: &collected) { pointer in
-            _ = MHD_get_connection_values(connection, kind, { cls, _, key, value in
+            _ = MHD_get_connection_values_n(connection, kind, { cls, _, key, keySize, value, valueSize in
                 guard let cls, let key else { return .YES }
                 let fields = cls.assumingMemoryBound(to: HTTPHeaders.self)
-                fields.pointee.add(name: String(cString: key), value: value.map { String(cString: $0) } ?? "")
+                func text(_ bytes: UnsafePointer<CChar>, _ count: Int) -> String {
+                    String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
+                }
+                fields.pointee.add(name: text(key, keySize), value: value.map { text($0, valueSize) } ?? "")
                 return .YES
             }, pointer)
         }

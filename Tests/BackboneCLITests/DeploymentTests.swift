@@ -1,5 +1,6 @@
 import BackboneTestSupport
 import Foundation
+import Contracts
 import Testing
 @testable import BackboneCLI
 
@@ -35,9 +36,102 @@ struct DeploymentTests {
             #expect(block.contains("HTTP_PORT: \"\(entry.defaultPort)\""), "\(entry.name) listens on \(entry.defaultPort)")
             #expect(block.contains("healthcheck:"), "\(entry.name) has a health check")
         }
-        for infrastructure in ["kafka:", "postgres:", "topic-init:", "migrate:", "gateway:"] {
+        for infrastructure in ["kafka-1:", "kafka-2:", "kafka-3:", "postgres:", "seaweedfs:", "topic-init:", "migrate:", "gateway:"] {
             #expect(text.contains("\n  \(infrastructure)\n"), "\(infrastructure) is in docker-compose.yml")
         }
+        // The same settings names as `backbone dev`: every variable the services get is in the settings table.
+        let settings = try String(contentsOf: Integration.packageRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let services = try #require(try Self.composeDocument()["services"] as? [String: [String: Any]])
+        for entry in ServiceCatalog.entries {
+            for key in (services[entry.name]?["environment"] as? [String: Any] ?? [:]).keys {
+                #expect(settings.contains("`\(key)`"), "\(entry.name)'s \(key) is not a documented setting")
+            }
+        }
+    }
+
+    /// The compose file parsed by PyYAML (anchors and merge keys resolved), as JSON.
+    static func composeDocument() throws -> [String: Any] {
+        let result = try Integration.run("python3", ["-c", """
+            import json, sys, yaml
+            print(json.dumps(yaml.safe_load(open(sys.argv[1]))))
+            """, Self.compose.path])
+        guard result.status == 0, let data = result.output.data(using: .utf8),
+              let document = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw ComposeUnreadable(output: String(result.output.prefix(2000)))
+        }
+        return document
+    }
+
+    @Test("three KRaft brokers whose defaults are replication factor 3 and min.insync.replicas=2")
+    func brokersAreReplicated() throws {
+        let services = try #require(try Self.composeDocument()["services"] as? [String: [String: Any]])
+        let brokers = services.keys.filter { $0.hasPrefix("kafka-") }.sorted()
+        #expect(brokers == ["kafka-1", "kafka-2", "kafka-3"])
+        var clusterIDs = Set<String>()
+        for (index, name) in brokers.enumerated() {
+            let env = try #require(services[name]?["environment"] as? [String: Any], "\(name) has an environment")
+            func value(_ key: String) -> String { env[key].map { "\($0)" } ?? "" }
+            #expect(value("KAFKA_NODE_ID") == "\(index + 1)")
+            #expect(value("KAFKA_PROCESS_ROLES") == "broker,controller")
+            #expect(value("KAFKA_CONTROLLER_QUORUM_VOTERS") == "1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093")
+            #expect(value("KAFKA_DEFAULT_REPLICATION_FACTOR") == "3")
+            #expect(value("KAFKA_MIN_INSYNC_REPLICAS") == "2")
+            #expect(value("KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR") == "3")
+            #expect(value("KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR") == "3")
+            #expect(value("KAFKA_TRANSACTION_STATE_LOG_MIN_ISR") == "2")
+            #expect(value("KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE") == "false")
+            #expect(value("KAFKA_AUTO_CREATE_TOPICS_ENABLE") == "false")
+            // The log directory is the volume (the image's default is under /tmp).
+            let volumes = services[name]?["volumes"] as? [String] ?? []
+            #expect(volumes.contains { $0.hasSuffix(":\(value("KAFKA_LOG_DIRS"))") }, "\(name)'s log directory is a volume")
+            clusterIDs.insert(value("CLUSTER_ID"))
+        }
+        #expect(clusterIDs.count == 1, "one cluster id for every node")
+        let serviceEnv = try #require(services["ingest"]?["environment"] as? [String: Any])
+        #expect(serviceEnv["KAFKA_BROKERS"] as? String == "kafka-1:9092,kafka-2:9092,kafka-3:9092")
+    }
+
+    @Test("topic-init creates every topic with the services' partition counts, replication factor 3 and min.insync.replicas=2")
+    func topicInitCreatesEveryTopic() throws {
+        let services = try #require(try Self.composeDocument()["services"] as? [String: [String: Any]])
+        let script = try #require((services["topic-init"]?["command"] as? [String])?.joined(separator: "\n"))
+        #expect(script.contains("--replication-factor 3") && script.contains("--config min.insync.replicas=2"))
+        #expect(script.contains("--add-config min.insync.replicas=2"), "an existing topic gets the settings too")
+        // `topic NAME PARTITIONS RETENTION_MS` lines.
+        var created: [String: (partitions: Int32, retention: Int64)] = [:]
+        for line in script.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            guard words.count == 4, words[0] == "topic", let partitions = Int32(words[2]), let retention = Int64(words[3]) else { continue }
+            created[String(words[1])] = (partitions, retention)
+        }
+        for topic in Topics.all {
+            #expect(created[topic.name]?.partitions == topic.partitions, "\(topic.name): \(topic.partitions) partitions")
+        }
+        // The account-deletion topic and a dead-letter topic for every consumed topic.
+        for name in ["user.deletions.v1"] + Topics.all.map(\.name).filter { !$0.hasSuffix(".dlq") && $0 != Topics.realtimeSequenced } {
+            #expect(created[name] != nil, "\(name) is created")
+            #expect(created[Topics.deadLetter(for: name)] != nil, "\(Topics.deadLetter(for: name)) is created")
+        }
+        // `backbone rebuild` replays the reading events from offset 0: they are kept for ever.
+        #expect(created[Topics.readingEvents]?.retention == -1)
+        #expect(created["user.deletions.v1"]?.retention == -1)
+    }
+
+    @Test("every service scales: no container name, no host port, and the gateway re-resolves its replicas")
+    func servicesScale() throws {
+        let services = try #require(try Self.composeDocument()["services"] as? [String: [String: Any]])
+        for entry in ServiceCatalog.entries {
+            let service = try #require(services[entry.name], "\(entry.name) is a service")
+            #expect(service["container_name"] == nil, "\(entry.name) has no container_name (--scale)")
+            #expect(service["ports"] == nil, "\(entry.name) publishes no host port (--scale); the gateway is the origin")
+        }
+        let gateway = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
+        let upstreams = try Self.wholeMatches(#"upstream\s+(\w+)\s*\{([^}]*)\}"#, in: gateway)
+        #expect(upstreams.count == 5)
+        for block in upstreams {
+            #expect(block.contains("zone ") && block.contains(" resolve;"), "upstream re-resolves its replicas: \(block)")
+        }
+        #expect(gateway.contains("resolver 127.0.0.11"), "Docker's DNS")
     }
 
     @Test("the gateway answers the errors it raises itself in the services' JSON error shape",
@@ -52,8 +146,10 @@ struct DeploymentTests {
         config = config.replacingOccurrences(of: "listen 8000;", with: "listen 127.0.0.1:\(port);")
         for upstream in ["ingest:8080", "progress-projector:8081", "analytics-aggregator:8082", "transcode-worker:8083",
                          "realtime-notifier:8084"] {
-            config = config.replacingOccurrences(of: "server \(upstream);", with: "server 127.0.0.1:\(Integration.freePort());")
+            // Docker's DNS and `resolve` (nginx 1.27.3+) are not here: a fixed loopback address.
+            config = config.replacingOccurrences(of: "server \(upstream) resolve;", with: "server 127.0.0.1:\(Integration.freePort());")
         }
+        config = config.replacingOccurrences(of: "resolver 127.0.0.11 valid=5s ipv6=off;", with: "")
         let temp = directory.path
         config = config.replacingOccurrences(of: "events {}", with: "pid \(temp)/nginx.pid;\nerror_log \(temp)/error.log;\ndaemon off;\nevents {}")
         config = config.replacingOccurrences(of: "http {", with: """
@@ -91,6 +187,8 @@ struct DeploymentTests {
             (["\(base)/learning/continue"], "503", "SERVICE_UNAVAILABLE"),
             (["\(base)/" + String(repeating: "a", count: 20_000)], "414", "URI_TOO_LONG"),
             (["-H", "X-Big: " + String(repeating: "b", count: 20_000), "\(base)/healthz"], "400", "BAD_REQUEST"),
+            // A NUL byte in the URL (the realtime notifier's libwebsockets would drop the connection).
+            (["\(base)/realtime/v1/channels/user:u-1/events?after=0&%00=x"], "400", "BAD_REQUEST"),
             (["-X", "POST", "--data-binary", "@\(body.path)", "\(base)/learning/reading-events/batch"], "413", "PAYLOAD_TOO_LARGE"),
         ]
         for (arguments, status, code) in cases {
@@ -110,4 +208,14 @@ struct DeploymentTests {
 
     /// `check-jsonschema` from PyPI (deploy/requirements-test.txt).
     static let checker: String? = executable("check-jsonschema", alsoIn: ["/usr/local/bin", "/root/.pyenv/shims"])
+
+    /// Every whole match of `pattern` in `text`.
+    static func wholeMatches(_ pattern: String, in text: String) throws -> [String] {
+        let regex = try NSRegularExpression(pattern: pattern)
+        return regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap {
+            Range($0.range, in: text).map { String(text[$0]) }
+        }
+    }
+
+    struct ComposeUnreadable: Error { let output: String }
 }

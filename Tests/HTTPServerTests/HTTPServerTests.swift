@@ -53,6 +53,19 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("a %00 in a query argument stays in its value (the handler sees it and can refuse it)")
+    func queryKeepsNUL() async throws {
+        try await withServer { port in
+            let response = try await onThread {
+                try RawHTTPConnection(port: port).request("GET", "/describe/a?q=7%00&x=%00")
+            }
+            #expect(response.status == 200)
+            let json = try #require(response.json as? [String: String])
+            #expect(json["q"] == "7\u{0}")
+            #expect(json["x"] == "\u{0}")
+        }
+    }
+
     @Test("curl gets the echo over a reused connection", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl")))
     func curlInterop() async throws {
         try await withServer { port in

@@ -1,8 +1,12 @@
-import Contracts
 import BackboneTestSupport
+import Contracts
+import DevInfrastructure
 import Foundation
+import HTTPTypes
 import Ingest
+import Kafka
 import ObjectStore
+import ServiceRuntime
 import Testing
 
 /// `docs/openapi.yaml`, found from this file's location.
@@ -95,6 +99,38 @@ struct OpenAPIFuzzTests {
         #expect(result.status == 0, "\(result.output)")
     }
 
+    /// The checks every fuzz run applies: no 5xx, only documented statuses, content types and
+    /// headers, and every body (error bodies included, so every error code) on the schema.
+    static let checks = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
+        + "response_headers_conformance"
+
+    /// schemathesis over the operations tagged `tag`, against `port`, bounded by `examples`
+    /// per operation; with `token` as the bearer, or with none (then every answer is a 401).
+    /// With a token, `ignored_auth` also sends each generated request without it and with a
+    /// forged one: anything but a 401/403 fails.
+    ///
+    /// `allowNUL: false` keeps NUL bytes out of the generated strings: libwebsockets (the
+    /// realtime notifier's server) drops a connection whose URL decodes to one before any of
+    /// our code sees it; the gateway answers such a request 400 `BAD_REQUEST` itself
+    /// (`DeploymentTests`).
+    static func fuzz(tag: String, port: Int, token: String?, examples: Int, allowNUL: Bool = true,
+                     log name: String) throws -> (status: Int32, output: String, log: String) {
+        // Examples and property-based fuzzing, bounded by examples per operation (no time
+        // budget: with one, fuzzing repeats until it is spent). The coverage phase is left
+        // out: schemathesis 4.32 fails internally on this document's `oneOf`s.
+        var arguments = ["run", openAPIPath, "--url", "http://127.0.0.1:\(port)", "--include-tag", tag]
+        if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
+        arguments += [
+            "--checks", token == nil ? checks : checks + ",ignored_auth", "--phases", "examples,fuzzing", "--max-examples", String(examples), "--workers", "2",
+            "--seed", "20261130", "--generation-database", ":memory:", "--no-color", "--request-timeout", "20",
+            "--suppress-health-check", "all", "--generation-allow-x00", allowNUL ? "true" : "false",
+        ]
+        let result = try run("schemathesis", arguments)
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-schemathesis.log")
+        try? result.output.write(to: log, atomically: true, encoding: .utf8)
+        return (result.status, result.output, log.path)
+    }
+
     @Test("schemathesis finds no 5xx, no undocumented status and no off-schema response on a live ingest")
     func fuzzIngest() async throws {
         // A folder store: the upload routes are served (presigned URLs are file URLs; only their shape matters here).
@@ -104,23 +140,133 @@ struct OpenAPIFuzzTests {
         do {
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
             let port = try await harness.startHTTP()
-            // Examples and property-based fuzzing, bounded by examples per operation (no time
-            // budget: with one, fuzzing repeats until it is spent). The coverage phase is left
-            // out: schemathesis 4.32 fails internally on this document's `oneOf`s.
-            let result = try Self.run("schemathesis", [
-                "run", openAPIPath, "--url", "http://127.0.0.1:\(port)", "--include-tag", "ingest",
-                "-H", "Authorization: Bearer \(harness.serviceToken)",
-                "--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance",
-                "--phases", "examples,fuzzing", "--max-examples", "100", "--workers", "2",
-                "--seed", "20261130", "--generation-database", ":memory:", "--no-color", "--request-timeout", "20", "--suppress-health-check", "all",
-            ])
-            let log = FileManager.default.temporaryDirectory.appendingPathComponent("ingest-schemathesis.log")
-            try? result.output.write(to: log, atomically: true, encoding: .utf8)
-            #expect(result.status == 0, "full output in \(log.path):\n\(result.output.suffix(4000))")
+            let result = try Self.fuzz(tag: "ingest", port: port, token: harness.serviceToken, examples: 100, log: "ingest")
+            #expect(result.status == 0, "full output in \(result.log):\n\(result.output.suffix(4000))")
         } catch {
             await harness.close()
             throw error
         }
+        await harness.close()
+    }
+
+    /// The four other services as their executables run them, each over a database of its
+    /// own, on the ingest harness's broker, after real reading events went through ingest (so
+    /// the read models, the progress notifications and the channel history have rows).
+    @Test("schemathesis finds no 5xx, no undocumented status and no off-schema response on every other service, with a token and without")
+    func fuzzEveryOtherService() async throws {
+        let harness = try await IngestHarness()
+        var processes: [ServiceProcess] = []
+        var databases: [TestDatabase] = []
+        do {
+            for topic in Topics.all { try harness.cluster.createTopic(topic.name, partitions: topic.partitions) }
+            // The user the token names (the `user:u-1` example channel) has read two materials and
+            // finished one (`physics-ch3`, the example id), and owns a room version (the example
+            // versionId), so the examples phase sees real rows on every service.
+            let user = "u-1"
+            _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
+            _ = try await harness.putMaterial("physics-ch3", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
+            let posted = try await harness.postBatch(user: user, events: [
+                sampleEvent(type: "opened", ["sequence": .number(1)]),
+                sampleEvent(type: "positionChanged", ["sequence": .number(2)]),
+                sampleEvent(material: "physics-ch3", type: "positionChanged",
+                            ["sequence": .number(3), "position": .object(["progress": .number(0.4), "anchor": .string("p-7")])]),
+                sampleEvent(material: "physics-ch3", type: "markedAsRead", ["sequence": .number(4)]),
+            ])
+            #expect(posted.status == .ok && posted.json?["accepted"]?.numberValue == 4, "\(String(decoding: posted.body, as: UTF8.self))")
+            let room = "5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b", version = "0e7c2a5e-4b1d-4f3a-9a61-2f1e3d4c5b6a"
+            let job = RoomTranscodeRequest(ownerUserId: user, request: RoomVersionCompleteRequest(
+                roomId: room, versionId: version, title: "Kitchen", tags: ["kitchen"], visibility: .public,
+                source: RoomSource(usdzKey: "rooms/\(room)/\(version)/source.usdz", usdzBytes: 1_000,
+                                   roomplanJsonKey: "rooms/\(room)/\(version)/roomplan.json", roomplanJsonBytes: 100),
+                redactions: []), requestedAt: Date())
+            for result in await harness.context.producer.send([KafkaProducerRecord(
+                topic: Topics.roomTranscodeRequests, key: Array(room.utf8), value: try ContractCoding.encode(job))]) {
+                _ = try result.get()
+            }
+
+            let services: [(name: String, tag: String)] = [
+                ("progress-projector", "progress"), ("analytics-aggregator", "analytics"), ("transcode-worker", "transcode"),
+                ("realtime-notifier", "realtime"),
+            ]
+            var ports: [String: Int] = [:]
+            for service in services {
+                let database = try await TestDatabase.create("fuzz_\(service.tag)")
+                databases.append(database)
+                let port = Integration.freePort()
+                ports[service.name] = port
+                processes.append(try ServiceProcess(executable: service.name, environment: [
+                    "KAFKA_BROKERS": harness.cluster.bootstrapServers, "DATABASE_URL": database.url, "JWT_SECRET": testSecret,
+                    "HTTP_HOST": "127.0.0.1", "HTTP_PORT": String(port), "DATABASE_POOL_SIZE": "4", "KAFKA_SESSION_TIMEOUT_MS": "6000",
+                    // The catch-up query signs output URLs only; nothing is fetched from this store.
+                    "S3_ENDPOINT": "http://127.0.0.1:9", "S3_BUCKET": "rooms", "S3_ACCESS_KEY_ID": "fuzz-key",
+                    "S3_SECRET_ACCESS_KEY": "fuzz-secret-0123456789",
+                ]))
+            }
+            func get(_ port: Int, _ path: String) throws -> String {
+                try Integration.run("curl", ["-s", "--max-time", "5", "-H", "Authorization: Bearer \(harness.userToken(user))",
+                                             "http://127.0.0.1:\(port)\(path)"]).output
+            }
+            for (service, process) in zip(services, processes) {
+                let port = ports[service.name]!
+                let ready = try await Integration.eventually(timeout: .seconds(30)) { try get(port, "/readyz").contains("\"ready\"") }
+                #expect(ready, "\(service.name) did not become ready: \(process.log.suffix(2000))")
+            }
+            // The events are projected (progress, analytics) and sequenced (realtime).
+            let projected = try await Integration.eventually(timeout: .seconds(30)) {
+                try get(ports["progress-projector"]!, "/learning/continue").contains("\"material\"")
+                    && get(ports["analytics-aggregator"]!, "/learning/history").contains("clientSessionId")
+                    && get(ports["realtime-notifier"]!, "/realtime/v1/channels/user:\(user)/events").contains("\"seq\"")
+                    && get(ports["transcode-worker"]!, "/rooms/versions/\(version)").contains("\"attempts\"")
+            }
+            #expect(projected, "the seeded events did not reach every read model")
+
+            for service in services {
+                let port = ports[service.name]!
+                // The user's token (the realtime broadcast also with a service token: its 202 path).
+                var tokens = [harness.userToken(user)]
+                if service.tag == "realtime" { tokens.append(harness.serviceToken) }
+                let allowNUL = service.tag != "realtime"
+                for (index, token) in tokens.enumerated() {
+                    let result = try Self.fuzz(tag: service.tag, port: port, token: token, examples: 25, allowNUL: allowNUL,
+                                               log: "\(service.name)-\(index)")
+                    #expect(result.status == 0, "\(service.name), full output in \(result.log):\n\(result.output.suffix(4000))")
+                }
+            }
+            // A NUL byte in a query value is refused, not cut off (`days=7%00` is not `days=7`).
+            for path in ["/learning/trend?days=7%00", "/learning/history?cursor=%00"] {
+                let answer = try get(ports["analytics-aggregator"]!, path)
+                #expect(answer.contains(#""code":"INVALID_QUERY""#), "\(path): \(answer.prefix(300))")
+            }
+            // A channel that is no channel name says which forms there are.
+            let bogus = try get(ports["realtime-notifier"]!, "/realtime/v1/channels/lobby%01/events")
+            #expect(bogus.contains(#""code":"INVALID_QUERY""#) && bogus.contains("room:{id} or user:{id}"), "\(bogus.prefix(300))")
+            // Without a token every operation is a 401 UNAUTHENTICATED in the error shape, with WWW-Authenticate.
+            let anonymous: [(service: String, method: String, path: String)] = [
+                ("progress-projector", "GET", "/materials/lesson-shared/reading-progress"), ("progress-projector", "GET", "/learning/continue"),
+                ("analytics-aggregator", "GET", "/learning/summary"), ("analytics-aggregator", "GET", "/learning/trend"),
+                ("analytics-aggregator", "GET", "/learning/history"), ("analytics-aggregator", "GET", "/activity/heatmap"),
+                ("transcode-worker", "GET", "/rooms/versions/v-1"), ("transcode-worker", "POST", "/rooms/versions/v-1/retry"),
+                ("realtime-notifier", "GET", "/realtime/v1/channels/user:\(user)/events"),
+                ("realtime-notifier", "POST", "/realtime/v1/api/broadcast"),
+            ]
+            for (service, method, path) in anonymous {
+                let response = try Integration.run("curl", ["-s", "-i", "--max-time", "5", "-X", method, "-H", "Content-Type: application/json",
+                                                            "--data-binary", method == "POST" ? #"{"messages":[]}"# : "",
+                                                            "http://127.0.0.1:\(ports[service]!)\(path)"]).output
+                #expect(response.hasPrefix("HTTP/1.1 401") && response.lowercased().contains("www-authenticate: bearer")
+                        && response.contains(#"{"error":{"code":"UNAUTHENTICATED""#), "\(service) \(method) \(path): \(response.prefix(600))")
+            }
+            for (service, process) in zip(services, processes) {
+                #expect(process.isRunning, "\(service.name) died: \(process.log.suffix(2000))")
+            }
+        } catch {
+            for process in processes { process.terminate() }
+            for database in databases { await database.drop() }
+            await harness.close()
+            throw error
+        }
+        for process in processes { process.terminate() }
+        for database in databases { await database.drop() }
         await harness.close()
     }
 }

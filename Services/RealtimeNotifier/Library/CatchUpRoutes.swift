@@ -14,7 +14,7 @@ enum CatchUpRoutes {
             let claims = try authenticator.claims(request)
             let raw = request.pathParameters["channel"] ?? ""
             guard let channel = ChannelName(raw.removingPercentEncoding ?? raw) else {
-                throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "channel is required")
+                throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "channel must be room:{id} or user:{id}")
             }
             let after = try integer(request.query["after"], name: "after", default: 0)
             let limit = try integer(request.query["limit"], name: "limit", default: Int64(maxLimit))
