@@ -11,7 +11,7 @@ import Synchronization
 /// itself while the async listener runs) and fills a bounded buffer; `nextBatch` and `records`
 /// take from that buffer. When the buffer is full the consumer pauses its partitions.
 public final class KafkaConsumer: Sendable {
-    private let core: ConsumerCore
+    let core: ConsumerCore
     private let client: RdKafkaClient
     private let pollThread: PollThread
 
@@ -97,6 +97,8 @@ struct ConsumerPollLoop {
         var batch: [KafkaConsumerRecord] = []
         var batchGeneration = core.generation
         while !thread.isStopRequested {
+            // Seeks run here, between polls, when no polled record is held outside the buffer.
+            for seek in core.takePendingSeeks() { seek.continuation.resume(returning: performSeek(seek.offsets)) }
             // Backpressure: while our buffer is full, stop polling. librdkafka keeps prefetching
             // into its own bounded queue (`queued.max.messages.kbytes`) and then stops fetching;
             // positions never move. (Pausing partitions instead purges that queue, and every
