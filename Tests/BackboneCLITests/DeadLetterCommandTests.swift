@@ -1,5 +1,6 @@
 import BackboneTestSupport
 import Foundation
+import Postgres
 import Testing
 
 @Suite("backbone dlq: dead letters listed, shown and replayed once after the fix", .serialized, .timeLimit(.minutes(3)),

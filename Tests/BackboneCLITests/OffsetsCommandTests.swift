@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import Postgres
 import ProgressProjector
+import Projection
 import ServiceRuntime
 import Testing
 
@@ -209,7 +210,7 @@ struct OffsetsCommandTests {
             try await live.client.query("SELECT count(*)::bigint AS n FROM progress_event_log").first?.decode(Int64.self, "n") == 30
         })
         let applied = Set(try await live.client.query("SELECT event_id FROM progress_event_log").map { try $0.decode(String.self, "event_id") })
-        #expect(applied == Set(late.map(\.item.eventId)), "only the later records were applied again")
+        #expect(applied == Set(late.map(\.eventId)), "only the later records were applied again")
         let users = Set(try await live.readModel().map { String($0.split(separator: "|")[0]) })
         #expect(users.allSatisfy { $0.hasPrefix("late-") } && !users.isEmpty)
 
