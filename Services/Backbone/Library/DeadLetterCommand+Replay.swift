@@ -64,6 +64,7 @@ extension DeadLetterCommand {
             var summary = Summary(dlq: topic, replayed: 0, alreadyReplayed: matching.count - unreadable - pending.count,
                                   notMatching: letters.count - matching.count, unreadable: unreadable, dryRun: args.flag("dry-run"),
                                   topics: Set(pending.compactMap { $0.record?.originalTopic }).sorted())
+            if summary.dryRun { summary.replayed = pending.count }
             if !pending.isEmpty && !summary.dryRun {
                 let existing = Set(try await settings.listTopics(admin).map(\.name))
                 if let missing = summary.topics.first(where: { !existing.contains($0) }) {
@@ -95,7 +96,7 @@ extension DeadLetterCommand {
             var parts = ["\(alreadyReplayed) already replayed"]
             if notMatching > 0 { parts.append("\(notMatching) not matching --where") }
             if unreadable > 0 { parts.append("\(unreadable) not dead-letter records") }
-            let head = dryRun ? "dry run: would replay \(replayed == 0 ? "nothing" : "")" : "replayed \(replayed) record(s)"
+            let head = (dryRun ? "dry run: would replay " : "replayed ") + "\(replayed) record(s)"
             let target = topics.isEmpty ? "" : " to \(topics.joined(separator: ", "))"
             return head + target + " (" + parts.joined(separator: ", ") + ")"
         }

@@ -49,9 +49,11 @@ struct TopicReader {
         var pending = plan.pending
         if !follow && pending.isEmpty { return }
         let listener = StartOffsetListener(starts: plan.partitions.mapValues(\.start))
-        let configuration = KafkaConsumerConfiguration(
+        var configuration = KafkaConsumerConfiguration(
             bootstrapServers: settings.brokers, groupID: "backbone-cli-\(UUID().uuidString.lowercased())", topics: topics,
             clientID: "backbone-cli", bufferCapacity: 2_000)
+        // A bounded read takes its partitions directly: no group to join, no rebalance wait.
+        if !follow { configuration.assignment = plan.partitions.filter { pending.contains($0.key) }.mapValues(\.start) }
         let consumer: KafkaConsumer
         do {
             consumer = try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: settings.logger)
