@@ -42,7 +42,7 @@ extension ConsumerCore {
 
 extension ConsumerPollLoop {
     /// `rd_kafka_seek_partitions` on the assigned partitions among `offsets` (librdkafka
-    /// purges what it prefetched for them), then the buffer.
+    /// discards what it prefetched for them), then the buffer.
     func performSeek(_ offsets: [KafkaTopicPartition: Int64]) -> Result<Void, KafkaError> {
         let assigned = core.positions
         let moves = offsets.filter { assigned[$0.key] != nil }.mapValues { $0 < 0 ? crdkafka_offset_beginning() : $0 }
@@ -52,12 +52,15 @@ extension ConsumerPollLoop {
         for (partition, offset) in moves {
             rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition).pointee.offset = offset
         }
-        if let error = rd_kafka_seek_partitions(client.pointer, list, 10_000) {
+        // Asynchronous (timeout 0): librdkafka bumps each partition's version at once, so
+        // nothing fetched before the seek is returned by a later poll.
+        if let error = rd_kafka_seek_partitions(client.pointer, list, 0) {
             let message = String(cString: rd_kafka_error_string(error))
             rd_kafka_error_destroy(error)
             return .failure(KafkaError(code: .other, message: "seek failed: \(message)"))
         }
-        for index in 0..<Int(list.pointee.cnt) where list.pointee.elems[index].err != RD_KAFKA_RESP_ERR_NO_ERROR {
+        for index in 0..<Int(list.pointee.cnt)
+        where ![RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_RESP_ERR__IN_PROGRESS].contains(list.pointee.elems[index].err) {
             let element = list.pointee.elems[index]
             return .failure(KafkaError(rdKafka: element.err, context: "seek \(String(cString: element.topic))[\(element.partition)]"))
         }
