@@ -145,6 +145,18 @@ struct OffsetsCommandTests {
         }
         #expect(lag == 9, "the 9 records produced while the projector was stopped are the lag")
 
+        // With the service stopped, a reset says nobody took it over; the next start begins there.
+        let skip = try await live.cli(["offsets", "reset", "--group", live.group, "--to", "latest", "--wait", "1"])
+        #expect(skip.status == 0, "\(skip.stderr)")
+        let skipped = try LiveProjector.json(skip.lines)
+        #expect(skipped.count == 3 && skipped.allSatisfy { $0["takenOverBy"] is NSNull }, "\(skipped)")
+        let restarted = live.start()
+        try await live.produce(LiveProjector.events(user: "u", count: 3, seconds: 2, seed: 9))
+        #expect(try await Integration.eventually { try await live.caughtUp() && live.recordsProjected >= 63 })
+        #expect(live.recordsProjected == 63, "--to latest skipped the 9 records nobody had projected; the 3 new ones count")
+        restarted.cancel()
+        _ = await restarted.result
+
         let unknown = try await live.cli(["offsets", "--group", "no-such-group"])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no stored positions") && unknown.stderr.contains(live.group), "\(unknown.stderr)")
