@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-import Postgres
 
 /// Progress of a long command (records done of a total, rate, time left), shown once it has
 /// run for a second (quick runs stay quiet). On a terminal it
@@ -69,74 +68,5 @@ final class CommandProgress {
     static func duration(_ seconds: Double) -> String {
         let whole = Int(seconds.rounded(.up))
         return whole < 60 ? "\(whole)s" : "\(whole / 60)m\(String(format: "%02d", whole % 60))s"
-    }
-}
-
-/// How results are printed: a table for a person at a terminal, JSON lines for a script
-/// (stdout not a terminal, or `--json`).
-enum CommandOutput {
-    static var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
-
-    static func wantsJSON(_ args: CommandLineArguments) -> Bool { args.flag("json") || !isTerminal }
-
-    /// Columns padded to their widest cell; trailing blanks trimmed.
-    static func table(_ cells: [[String]]) -> String {
-        guard let columns = cells.map(\.count).max() else { return "" }
-        let widths = (0..<columns).map { column in cells.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0 }
-        return cells.map { line in
-            line.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
-                .joined(separator: "  ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
-        }.joined(separator: "\n") + "\n"
-    }
-
-    /// `--help`: prints the command's help (with its example) and tells the caller to stop.
-    static func help(_ arguments: [String], _ text: String) -> Bool {
-        guard arguments.contains("--help") || arguments.contains("-h") else { return false }
-        print(text)
-        return true
-    }
-}
-
-/// The database of the stored positions and replay records (`DATABASE_URL` from the
-/// environment or `.backbone/dev.env`).
-enum DatabaseSettings {
-    /// Runs `body` with a client of `DATABASE_URL`, closed on every path; database errors
-    /// name the fix (see `guarded`).
-    static func with<T>(applicationName: String, logger: Logger, _ body: (PostgresClient) async throws -> T) async throws -> T {
-        let client = try client(applicationName: applicationName, logger: logger)
-        do {
-            let result = try await guarded(client) { try await body(client) }
-            await client.close()
-            return result
-        } catch {
-            await client.close()
-            throw error
-        }
-    }
-
-    static func client(applicationName: String, logger: Logger) throws -> PostgresClient {
-        guard let url = DevEnvironment.resolved()["DATABASE_URL"], !url.isEmpty else {
-            throw CommandLineArguments.UsageError(description: "DATABASE_URL is not set (export it, or start `backbone dev`)")
-        }
-        var quiet = logger
-        if ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { quiet.logLevel = .critical }
-        return PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 2, applicationName: applicationName),
-                              logger: quiet)
-    }
-
-    /// Runs `body`, turning a database that cannot be reached or lacks the tables into an
-    /// error that names the fix.
-    static func guarded<T>(_ client: PostgresClient, _ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as PostgresError {
-            if error.sqlState == "42P01" {
-                throw CommandError(code: .databaseUnavailable,
-                                   message: "the database has no projection tables yet — run `backbone migrate` (or start the services once)",
-                                   context: "DATABASE_URL")
-            }
-            throw CommandError(code: .databaseUnavailable, message: "\(error) — is PostgreSQL running (start it with `backbone dev`)?",
-                               context: "DATABASE_URL", isRetriable: error.isRetriable)
-        }
     }
 }
