@@ -28,8 +28,8 @@ enum DeadLetterCommand {
 
     examples:
       backbone dlq list
-      backbone dlq show reading.events.v1.dlq --where "apply failed" --limit 5
-      backbone dlq replay reading.events.v1.dlq --where "apply failed"
+      backbone dlq show reading.events.v2.dlq --where "apply failed" --limit 5
+      backbone dlq replay reading.events.v2.dlq --where "apply failed"
     """
 
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {

@@ -27,7 +27,7 @@ enum OffsetsCommand {
 
     examples:
       backbone offsets --group progress-projector
-      backbone offsets reset --group progress-projector --topic reading.events.v1 --to 2026-12-01T08:00:00Z
+      backbone offsets reset --group progress-projector --topic reading.events.v2 --to 2026-12-01T08:00:00Z
     """
 
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
