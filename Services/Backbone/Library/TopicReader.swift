@@ -1,9 +1,10 @@
 import Foundation
 import Kafka
 
-/// Reads records for `tail` and `dump` as JSON lines without disturbing anyone: a consumer
-/// in a throwaway group of its own (a fresh unique id), started at the planned offsets by its
-/// rebalance listener, never committing. Without `follow` it stops once every partition has
+/// Reads records for `tail`, `dump` and `dlq` without disturbing anyone: a consumer that
+/// never commits, assigned the planned partitions directly for a bounded read (no group to
+/// join), or — following — in a throwaway group of its own (a fresh unique id) started at the
+/// planned offsets by its rebalance listener. Without `follow` it stops once every partition has
 /// been read up to the high watermark captured when the plan was made.
 struct TopicReader {
     struct Filter {
