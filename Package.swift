@@ -142,7 +142,7 @@ let testTargets: [Target] = [
                                                   "DevInfrastructure", "Ingest", "RealtimeNotifier"],
           exclude: ["Clients"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
-                               "DevInfrastructure"]),
+                               "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime"]),
 ]
 
 let package = Package(

@@ -20,6 +20,11 @@ final class ConsumerCore: RdKafkaCallbackContext {
 
     enum BackpressureAction { case none, pause, resume }
 
+    struct PendingSeek {
+        let offsets: [KafkaTopicPartition: Int64]
+        let continuation: CheckedContinuation<Result<Void, KafkaError>, Never>
+    }
+
     struct State {
         var buffer: [KafkaConsumerRecord] = []
         var head = 0
@@ -33,6 +38,8 @@ final class ConsumerCore: RdKafkaCallbackContext {
         var isClosed = false
         var failure: KafkaError?
         var isPaused = false
+        /// Seeks asked for by `KafkaConsumer.seek`, performed by the poll thread between polls.
+        var pendingSeeks: [PendingSeek] = []
 
         var count: Int { buffer.count - head }
 
@@ -139,6 +146,11 @@ final class ConsumerCore: RdKafkaCallbackContext {
     }
 
     func closed() {
+        let seeks = state.withLock { state -> [PendingSeek] in
+            defer { state.pendingSeeks = [] }
+            return state.pendingSeeks
+        }
+        for seek in seeks { seek.continuation.resume(returning: .failure(.shutdown("seek"))) }
         Self.resume(state.withLock { state in
             state.isClosed = true
             state.buffer.removeAll()

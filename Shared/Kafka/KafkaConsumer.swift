@@ -11,13 +11,13 @@ import Synchronization
 /// itself while the async listener runs) and fills a bounded buffer; `nextBatch` and `records`
 /// take from that buffer. When the buffer is full the consumer pauses its partitions.
 public final class KafkaConsumer: Sendable {
-    private let core: ConsumerCore
+    let core: ConsumerCore
     private let client: RdKafkaClient
     private let pollThread: PollThread
 
     public init(configuration: KafkaConsumerConfiguration, rebalanceListener: (any KafkaRebalanceListener)?,
                 logger: Logger) throws(KafkaError) {
-        guard !configuration.topics.isEmpty else {
+        guard !configuration.topics.isEmpty || configuration.assignment?.isEmpty == false else {
             throw KafkaError(code: .invalidArgument, message: "a consumer needs at least one topic")
         }
         var logger = logger
@@ -29,14 +29,28 @@ public final class KafkaConsumer: Sendable {
             rd_kafka_conf_set_error_cb(conf, rdKafkaErrorCallback)
         }
         rd_kafka_poll_set_consumer(client.pointer)
-        let topics = rd_kafka_topic_partition_list_new(Int32(configuration.topics.count))
-        for topic in configuration.topics {
-            rd_kafka_topic_partition_list_add(topics, topic, -1)
-        }
-        let err = rd_kafka_subscribe(client.pointer, topics)
-        rd_kafka_topic_partition_list_destroy(topics)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(rdKafka: err, context: "subscribe to \(configuration.topics.joined(separator: ","))")
+        if let assignment = configuration.assignment {
+            let list = rd_kafka_topic_partition_list_new(Int32(assignment.count))!
+            let starts = assignment.mapValues { $0 < 0 ? crdkafka_offset_beginning() : $0 }
+            for (partition, offset) in starts {
+                rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition).pointee.offset = offset
+            }
+            core.assigned(starts)
+            let err = rd_kafka_assign(client.pointer, list)
+            rd_kafka_topic_partition_list_destroy(list)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(rdKafka: err, context: "assign \(assignment.keys.sorted().map(\.description).joined(separator: ","))")
+            }
+        } else {
+            let topics = rd_kafka_topic_partition_list_new(Int32(configuration.topics.count))
+            for topic in configuration.topics {
+                rd_kafka_topic_partition_list_add(topics, topic, -1)
+            }
+            let err = rd_kafka_subscribe(client.pointer, topics)
+            rd_kafka_topic_partition_list_destroy(topics)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError(rdKafka: err, context: "subscribe to \(configuration.topics.joined(separator: ","))")
+            }
         }
         self.core = core
         self.client = client
@@ -97,6 +111,8 @@ struct ConsumerPollLoop {
         var batch: [KafkaConsumerRecord] = []
         var batchGeneration = core.generation
         while !thread.isStopRequested {
+            // Seeks run here, between polls, when no polled record is held outside the buffer.
+            for seek in core.takePendingSeeks() { seek.continuation.resume(returning: performSeek(seek.offsets)) }
             // Backpressure: while our buffer is full, stop polling. librdkafka keeps prefetching
             // into its own bounded queue (`queued.max.messages.kbytes`) and then stops fetching;
             // positions never move. (Pausing partitions instead purges that queue, and every

@@ -19,6 +19,10 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var bufferCapacity: Int
     /// Raw librdkafka properties, applied last (they override the fields above).
     public var extra: [String: String]
+    /// When set, the consumer reads exactly these partitions from these offsets (negative:
+    /// the earliest) without joining the group: no rebalance, so no wait for the group to
+    /// form (a reader of a bounded range, such as `backbone tail`). `topics` is then unused.
+    public var assignment: [KafkaTopicPartition: Int64]?
 
     public init(bootstrapServers: String, groupID: String, topics: [String], clientID: String = "zhixi-backbone",
                 sessionTimeout: Duration = .seconds(10), assignmentStrategy: AssignmentStrategy = .range,

@@ -94,4 +94,37 @@ struct OffsetStore: Sendable {
         }
         return lost
     }
+
+    /// Claims back the partitions among `partitions` whose position an operator moved
+    /// (`StoredOffsets.move` left them to `StoredOffsets.movedOwner`), bumping the generation
+    /// again; returns where each resumes. Partitions another member claimed meanwhile are
+    /// not touched.
+    func reclaimMoved(_ partitions: [KafkaTopicPartition], client: PostgresClient) async throws -> [KafkaTopicPartition: StoredClaim] {
+        guard !partitions.isEmpty else { return [:] }
+        let rows = try await client.query("""
+            UPDATE consumer_offsets o SET owner = $2, generation = o.generation + 1, updated_at = now()
+            FROM unnest($3::text[], $4::int[]) AS v(topic, partition)
+            WHERE o.group_id = $1 AND o.topic = v.topic AND o.partition = v.partition AND o.owner = $5
+            RETURNING o.topic, o.partition, o.next_offset, o.generation, o.cluster_id
+            """, [groupID, memberID, partitions.map(\.topic), partitions.map { Int($0.partition) }, StoredOffsets.movedOwner])
+        var claims: [KafkaTopicPartition: StoredClaim] = [:]
+        for row in rows {
+            let tp = KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: try row.decode(Int32.self, "partition"))
+            claims[tp] = StoredClaim(claim: PartitionOwnership.Claim(generation: try row.decode(Int64.self, "generation"),
+                                                                     nextOffset: try row.decode(Int64.self, "next_offset")),
+                                     clusterID: try row.decode(String?.self, "cluster_id"))
+        }
+        return claims
+    }
+
+    /// Hands claimed-back partitions to `StoredOffsets.movedOwner` again (when taking them
+    /// over failed half-way), so the next check retries.
+    func releaseMoved(_ claims: [KafkaTopicPartition: PartitionOwnership.Claim], client: PostgresClient) async throws {
+        for (tp, claim) in claims {
+            _ = try await client.execute("""
+                UPDATE consumer_offsets SET owner = $5
+                WHERE group_id = $1 AND topic = $2 AND partition = $3 AND generation = $4
+                """, [groupID, tp.topic, Int(tp.partition), claim.generation, StoredOffsets.movedOwner])
+        }
+    }
 }

@@ -32,6 +32,9 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// arrives, the embedded broker waits the whole time), so a read model trails its topic
     /// by tens of milliseconds, not half a second.
     public var consumerProperties: [String: String] = ["fetch.wait.max.ms": "20"]
+    /// How often the runner looks for positions an operator moved (`backbone offsets reset`)
+    /// in its partitions, and re-reads them from there.
+    public var movedPositionsCheckInterval: Duration = .seconds(1)
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
@@ -104,6 +107,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         var next = Task { try await fetch(consumer) }
         let afterCommit = AfterCommitQueue<P.Effects>()
         var lastLagReport = ContinuousClock.now
+        var lastMoveCheck = ContinuousClock.now
         var failure: (any Error)?
         while !Task.isCancelled {
             let batch: FetchedBatch
@@ -115,6 +119,12 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             } catch {
                 if !(error is CancellationError) { failure = error }
                 break
+            }
+            // Between batches, with no fetch in flight: records of a moved partition fetched
+            // before its seek belong to the old claim and are dropped.
+            if ContinuousClock.now - lastMoveCheck >= configuration.movedPositionsCheckInterval {
+                lastMoveCheck = .now
+                await pickUpMovedPositions(consumer)
             }
             next = Task { try await fetch(consumer) }
             if !batch.items.isEmpty, let effects = await process(batch) {
@@ -196,8 +206,30 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// its identity also carries its listener address (a new ephemeral port each start). A
     /// real cluster's id is a UUID and stands alone, so renaming its brokers replays nothing.
     static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
-        guard let id else { return nil }
-        return id.hasPrefix("mockCluster") ? "\(id)@\(bootstrapServers)" : id
+        StoredOffsets.clusterIdentity(id, bootstrapServers: bootstrapServers)
+    }
+
+    /// Takes over the assigned partitions whose stored position an operator moved: claims
+    /// them back (a new generation, so anything fetched under the old one is dropped), checks
+    /// the new position like an assignment does, and seeks the consumer there.
+    func pickUpMovedPositions(_ consumer: KafkaConsumer) async {
+        let assigned = consumer.assignment()
+        guard !assigned.isEmpty else { return }
+        var taken: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
+        do {
+            let stored = try await offsets.reclaimMoved(assigned, client: database)
+            guard !stored.isEmpty else { return }
+            taken = stored.mapValues(\.claim)
+            let claims = try await checked(stored)
+            taken = claims
+            try await consumer.seek(claims.mapValues(\.nextOffset))
+            ownership.assign(claims)
+            logger.notice("stored positions moved by an operator; partitions re-read from there",
+                          metadata: ["kafka.partitions": "\(Self.describe(claims.mapValues(\.nextOffset)))"])
+        } catch {
+            logger.warning("taking over moved positions failed; retrying", metadata: ["error": "\(error)"])
+            try? await offsets.releaseMoved(taken, client: database)
+        }
     }
 
     /// The admin client the position checks ask (one per runner, made on first use).

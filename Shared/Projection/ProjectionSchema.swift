@@ -22,5 +22,21 @@ public enum ProjectionSchema {
         PostgresMigration(version: 201, name: "projection_consumer_offsets_cluster", sql: """
             ALTER TABLE consumer_offsets ADD COLUMN IF NOT EXISTS cluster_id text;
             """),
+        // Dead letters `backbone dlq replay` republished (one row per dead-letter record,
+        // by the cluster it lives in), so a second replay skips them.
+        PostgresMigration(version: 202, name: "projection_dead_letter_replays", sql: """
+            CREATE TABLE IF NOT EXISTS dead_letter_replays (
+                cluster_id       text        NOT NULL,
+                dlq_topic        text        NOT NULL,
+                dlq_partition    integer     NOT NULL,
+                dlq_offset       bigint      NOT NULL,
+                original_topic   text        NOT NULL,
+                original_partition integer   NOT NULL,
+                original_offset  bigint      NOT NULL,
+                error            text        NOT NULL,
+                replayed_at      timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (cluster_id, dlq_topic, dlq_partition, dlq_offset)
+            );
+            """),
     ]
 }

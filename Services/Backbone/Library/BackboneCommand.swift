@@ -26,6 +26,16 @@ public enum BackboneCommand {
                                   produce JSON lines (tail/dump format) to their topic (or T), key and value
                                   byte for byte; a malformed line stops everything before anything is sent
 
+    stored positions and dead letters (also DATABASE_URL; each has --help with an example):
+      offsets [--group G]         every stored consumer position with its partition's watermarks and lag
+      offsets reset --group G [--topic T] [--partition P] --to earliest|latest|OFFSET|TIME [--dry-run]
+                                  move stored positions (safe while the service runs) and print what changed
+      dlq list [TOPIC]            dead letters per DLQ and error: count, oldest, newest, replayed
+      dlq show TOPIC.dlq [--where ERROR] [--limit N]
+                                  dead letters as JSON lines: error, origin, original key and value
+      dlq replay TOPIC.dlq [--where ERROR] [--dry-run]
+                                  produce the original records to their origin topic again, once
+
     demo:
       demo                        drive a reading session and a room upload through a running system
                                   (INGEST_URL, PROGRESS_URL, ANALYTICS_URL, JWT_SECRET) and show what came out
@@ -49,6 +59,8 @@ public enum BackboneCommand {
             case "tail": return try await TailCommand.run(rest, logger: logger)
             case "dump": return try await DumpCommand.run(rest, logger: logger)
             case "republish": return try await RepublishCommand.run(rest, logger: logger)
+            case "offsets": return try await OffsetsCommand.run(rest, logger: logger)
+            case "dlq": return try await DeadLetterCommand.run(rest, logger: logger)
             case "demo": return try await DemoCommand.run(rest, logger: logger)
             case "help", "--help", "-h":
                 print(usage)

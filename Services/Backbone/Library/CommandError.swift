@@ -14,6 +14,9 @@ struct CommandError: Error, CustomStringConvertible {
         static let unexpectedResponse = Code(rawValue: "unexpected_response")
         static let timedOut = Code(rawValue: "timed_out")
         static let io = Code(rawValue: "io")
+        static let unknownGroup = Code(rawValue: "unknown_group")
+        static let databaseUnavailable = Code(rawValue: "database_unavailable")
+        static let offsetOutOfRange = Code(rawValue: "offset_out_of_range")
     }
 
     let code: Code
