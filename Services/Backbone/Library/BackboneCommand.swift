@@ -25,6 +25,10 @@ public enum BackboneCommand {
       republish FILE|- [--topic T]
                                   produce JSON lines (tail/dump format) to their topic (or T), key and value
                                   byte for byte; a malformed line stops everything before anything is sent
+      rebuild progress|analytics [--dry-run] [--allow-gaps] [--abort]
+                                  re-project a read model from offset 0 into shadow tables while the service
+                                  serves, then swap them in atomically at its position (--dry-run: show how
+                                  the live model differs); `backbone rebuild --help` for more
 
     demo:
       demo                        drive a reading session and a room upload through a running system
@@ -49,6 +53,7 @@ public enum BackboneCommand {
             case "tail": return try await TailCommand.run(rest, logger: logger)
             case "dump": return try await DumpCommand.run(rest, logger: logger)
             case "republish": return try await RepublishCommand.run(rest, logger: logger)
+            case "rebuild": return try await RebuildCommand.run(rest, logger: logger)
             case "demo": return try await DemoCommand.run(rest, logger: logger)
             case "help", "--help", "-h":
                 print(usage)
