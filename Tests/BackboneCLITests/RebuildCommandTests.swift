@@ -247,7 +247,10 @@ struct RebuildCommandTests {
             let progressAfter = try await http.send("GET", service: "progress", url: progressPath, token: token1).text
             let historyAfter = try await http.send("GET", service: "analytics", url: historyPath, token: token2).text
             #expect(progressAfter != progressBefore && historyAfter != historyBefore)
-            #expect(answers.count > 20)
+            // The readers saw both models, so they were reading when the swaps happened.
+            #expect(answers.contains { $0.1 == progressPath && $0.2 == progressBefore } && answers.contains { $0.1 == progressPath && $0.2 == progressAfter },
+                    "\(answers.count) answers")
+            #expect(answers.contains { $0.1 == historyPath && $0.2 == historyBefore } && answers.contains { $0.1 == historyPath && $0.2 == historyAfter })
             for (status, url, body) in answers {
                 #expect(status == 200, "\(url): \(body)")
                 let allowed = url == progressPath ? [progressBefore, progressAfter] : [historyBefore, historyAfter]
@@ -339,9 +342,23 @@ struct RebuildCommandTests {
             #expect(refused.stderr.contains("--allow-gaps"))
             #expect(try await !stack.schemaExists("rebuild_progress"))
 
+            // Past the retention check, a group without stored positions is refused too (the
+            // swap would otherwise put an empty model in place).
+            let noGroup = try await CLIProcess.run(["rebuild", "progress", "--allow-gaps"], environment: stack.environment)
+            #expect(noGroup.status == 1 && noGroup.stderr.contains("has no stored positions"), "\(noGroup.stderr)")
+            #expect(try await !stack.schemaExists("rebuild_progress"))
+
+            // As if progress-projector had consumed everything left (its records are not
+            // reading events: the live consumer dead-lettered them, the rebuild skips them).
+            let high = try await admin.watermarks(topic: Topics.readingEvents, partition: 0).high
+            _ = try await stack.client.execute(
+                "INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner) VALUES ('progress-projector', $1, 0, $2, 'test')",
+                [Topics.readingEvents, high])
             let allowed = try await CLIProcess.run(["rebuild", "progress", "--allow-gaps", "--dry-run"], environment: stack.environment)
             #expect(allowed.status == 0, "\(allowed.stderr)")
             #expect(allowed.lines.contains { $0.contains(#""event":"summary""#) && $0.contains(#""identical":true"#) })
+            #expect(allowed.lines.contains { $0.contains(#""event":"compared""#) && $0.contains("\"skipped\":\(high - low)") },
+                    "\(allowed.stdout)")
 
             let help = try await CLIProcess.run(["rebuild", "--help"], environment: [:])
             #expect(help.status == 0 && help.stdout.contains("examples:") && help.stdout.contains("backbone rebuild progress --dry-run"))

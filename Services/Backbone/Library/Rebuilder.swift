@@ -179,6 +179,13 @@ final class Rebuilder: @unchecked Sendable {
     /// The live consumer's positions as bounds for the shadow, checked against this cluster.
     func bounds(_ live: [Int32: ShadowModel.LivePosition], cluster: String?, marks: Watermarks,
                 positions: [Int32: ShadowModel.Position]) throws -> [Int32: Int64] {
+        guard !live.isEmpty else {
+            // Without any stored position the swap would put an empty model in place: more
+            // likely a group id that is not the service's than a service that never ran.
+            throw CommandError(code: .untrustedPosition,
+                               message: "the consumer group \(target.groupID) has no stored positions on this topic; is it the group "
+                                   + "\(target.service) runs with? Start \(target.service) once, then rebuild", context: target.topic)
+        }
         var bounds: [Int32: Int64] = [:]
         for (partition, position) in positions {
             guard let stored = live[partition], stored.next >= 0 else {
