@@ -47,7 +47,9 @@ final class CommandProgress {
     func update(phase: String, done: Int, total: Int, force: Bool = false) {
         let now = ContinuousClock.now
         samples.append((now, done))
-        samples.removeAll { now - $0.0 > .seconds(5) && samples.count > 2 }
+        // Samples of the last 5 s, and at least two.
+        let keepFrom = min(samples.firstIndex { now - $0.0 <= .seconds(5) } ?? samples.count, max(0, samples.count - 2))
+        samples.removeFirst(keepFrom)
         if !force, let lastReport, now - lastReport < interval { return }
         lastReport = now
         let rate = self.rate
