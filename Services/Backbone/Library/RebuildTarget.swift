@@ -74,42 +74,59 @@ struct RebuildTarget: Sendable {
 /// live consumer sent them to the dead-letter topic), as are records whose apply keeps
 /// failing on its own.
 protocol ShadowApplier: Sendable {
-    /// Applies the records (offset order within each partition) in the open transaction on
-    /// `connection`; returns how many were skipped.
-    func apply(_ records: [KafkaConsumerRecord], in connection: PostgresConnection) async throws -> Int
+    /// Decodes the records (offset order within each partition); pure, so it runs while the
+    /// previous batch is applied.
+    func decode(_ records: [KafkaConsumerRecord]) -> DecodedBatch
+}
+
+/// A decoded batch, ready to be applied in an open transaction.
+struct DecodedBatch: Sendable {
+    /// Records left out because they cannot be decoded.
+    let undecodable: Int
+    /// Applies the batch on the connection (in its open transaction); returns how many more
+    /// records were left out because their apply failed on its own.
+    let apply: @Sendable (PostgresConnection) async throws -> Int
+
+    static let empty = DecodedBatch(undecodable: 0) { _ in 0 }
 }
 
 struct ProjectionApplier<P: Projection>: ShadowApplier {
     let projection: P
 
-    func apply(_ records: [KafkaConsumerRecord], in connection: PostgresConnection) async throws -> Int {
+    func decode(_ records: [KafkaConsumerRecord]) -> DecodedBatch {
         var events: [ProjectedEvent<P.Event>] = []
         events.reserveCapacity(records.count)
-        var skipped = 0
+        var undecodable = 0
         for record in records {
             do {
                 events.append(ProjectedEvent(event: try projection.decode(record), topic: record.topic,
                                              partition: record.partition, offset: record.offset))
             } catch {
-                skipped += 1
+                undecodable += 1
             }
         }
-        guard !events.isEmpty else { return skipped }
+        let decoded = events
+        return DecodedBatch(undecodable: undecodable) { connection in try await apply(decoded, in: connection) }
+    }
+
+    func apply(_ events: [ProjectedEvent<P.Event>], in connection: PostgresConnection) async throws -> Int {
+        guard !events.isEmpty else { return 0 }
         do {
             _ = try await connection.withSavepoint { connection in try await projection.apply(events, in: connection) }
-            return skipped
+            return 0
         } catch let error as PostgresError where !error.isRetriable {
             // As the live runner does: a batch that fails for a reason of its own is applied
             // record by record, and a record that fails alone is left out.
-            guard events.count > 1 else { return skipped + 1 }
+            guard events.count > 1 else { return 1 }
+            var failed = 0
             for event in events {
                 do {
                     _ = try await connection.withSavepoint { connection in try await projection.apply([event], in: connection) }
                 } catch let error as PostgresError where !error.isRetriable {
-                    skipped += 1
+                    failed += 1
                 }
             }
-            return skipped
+            return failed
         }
     }
 }

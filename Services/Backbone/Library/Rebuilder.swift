@@ -66,17 +66,19 @@ final class Rebuilder: @unchecked Sendable {
     }
 
     private func run(_ model: ShadowModel, cluster: String?, marks: Watermarks, started: ContinuousClock.Instant) async throws -> Int32 {
-        model.applier = try target.makeApplier(settings.brokers, databaseURL)
+        let applier = try target.makeApplier(settings.brokers, databaseURL)
         var positions = try await prepare(model, cluster: cluster, marks: marks)
         let feed = try ShadowFeed(settings: settings, topic: target.topic, starts: positions.mapValues(\.next))
         do {
             var state = RunState(positions: positions)
-            try await chase(model, feed: feed, cluster: cluster, marks: marks, state: &state)
+            let source = Source(feed: feed, applier: applier)
+            try await chase(model, source: source, cluster: cluster, marks: marks, state: &state)
             let status: Int32
+            var swapMilliseconds: Int?
             if options.dryRun {
-                status = try await compare(model, feed: feed, cluster: cluster, marks: marks, state: &state)
+                status = try await compare(model, source: source, cluster: cluster, marks: marks, state: &state)
             } else {
-                try await swap(model, feed: feed, cluster: cluster, marks: marks, state: &state)
+                swapMilliseconds = try await swap(model, source: source, cluster: cluster, marks: marks, state: &state)
                 status = 0
             }
             positions = state.positions
@@ -87,12 +89,12 @@ final class Rebuilder: @unchecked Sendable {
                 ("model", .string(target.name)), ("records", .int(applied)), ("skipped", .int(state.skipped)),
                 ("seconds", .double(seconds)), ("rate", .double(seconds > 0 ? Double(applied) / seconds : 0)),
                 ("positions", .json(Self.json(positions.mapValues(\.next)))),
-            ], text: options.dryRun
+            ] + (swapMilliseconds.map { [("swapMilliseconds", .int($0))] } ?? []), text: options.dryRun
                 ? "dry run done: \(applied) records re-projected in \(String(format: "%.1f", seconds)) s; the shadow tables were dropped"
                 : "rebuilt \(target.name): \(applied) records in \(String(format: "%.1f", seconds)) s "
                     + "(\(String(format: "%.0f", seconds > 0 ? Double(applied) / seconds : 0)) records/s"
                     + (state.skipped > 0 ? ", \(state.skipped) undecodable records skipped as the live consumer does" : "")
-                    + "); the new tables are live and \(target.service) continues from its own position")
+                    + "); swapped in \(swapMilliseconds ?? 0) ms; the new tables are live and \(target.service) continues from its own position")
             return status
         } catch {
             await feed.close()
@@ -210,41 +212,81 @@ final class Rebuilder: @unchecked Sendable {
 
     // MARK: - Building
 
-    /// Applies the topic to the shadow up to the live consumer's (moving) position.
-    func chase(_ model: ShadowModel, feed: ShadowFeed, cluster: String?, marks: Watermarks, state: inout RunState) async throws {
+    /// Where the shadow's records come from: the feed, decoded by the service's projection.
+    struct Source: Sendable {
+        let feed: ShadowFeed
+        let applier: any ShadowApplier
+
+        struct Fetched: Sendable {
+            var count: Int
+            var next: [Int32: Int64]
+            var batch: DecodedBatch
+        }
+
+        func fetch(positions: [Int32: Int64], bounds: [Int32: Int64], limit: Int, wait: Duration) async throws -> Fetched {
+            let taken = try await feed.take(positions: positions, bounds: bounds, limit: limit, wait: wait)
+            return Fetched(count: taken.records.count, next: taken.next,
+                           batch: taken.records.isEmpty ? .empty : applier.decode(taken.records))
+        }
+    }
+
+    /// Applies the topic to the shadow up to the live consumer's (moving) position. Two
+    /// stages overlap, as in the live runner: while one batch is applied (PostgreSQL's work),
+    /// the next one is fetched and decoded.
+    func chase(_ model: ShadowModel, source: Source, cluster: String?, marks: Watermarks, state: inout RunState) async throws {
         var lastBounds = ContinuousClock.Instant.now - .seconds(1)
         var lastProgress = ContinuousClock.now
+        var ready: Source.Fetched?
+        let limit = options.batchRecords
         while true {
             try Task.checkCancellation()
-            if ContinuousClock.now - lastBounds > .milliseconds(250) {
+            if ready == nil, ContinuousClock.now - lastBounds > .milliseconds(250) {
                 state.bounds = try bounds(try await model.livePositions(in: model.connection), cluster: cluster, marks: marks,
                                           positions: state.positions)
                 lastBounds = .now
                 if state.caughtUp { break }
             }
-            let taken = try await feed.take(positions: state.positions.mapValues(\.next), bounds: state.bounds,
-                                            limit: options.batchRecords, wait: .milliseconds(100))
-            if !taken.next.isEmpty {
-                let skipped = try await model.connection.withTransaction { connection in
-                    try await model.apply(taken.records, advancing: taken.next, in: connection)
-                }
-                commit(taken, skipped: skipped, state: &state)
-                lastProgress = .now
-                progress.update(phase: "building", done: state.done, total: state.total)
-                if state.caughtUp { lastBounds = .now - .seconds(1) }
-            } else if ContinuousClock.now - lastProgress > .seconds(30) {
-                throw stalled(state)
-            } else if feed.heldCount >= feed.holdLimit {
-                try await Task.sleep(for: .milliseconds(20))  // waiting for the live consumer to move on
+            let fetched: Source.Fetched
+            if let ready { fetched = ready } else {
+                fetched = try await source.fetch(positions: state.positions.mapValues(\.next), bounds: state.bounds, limit: limit,
+                                                 wait: .milliseconds(100))
             }
+            ready = nil
+            guard !fetched.next.isEmpty else {
+                if ContinuousClock.now - lastProgress > .seconds(30) { throw stalled(state) }
+                if source.feed.heldCount >= source.feed.holdLimit {
+                    try await Task.sleep(for: .milliseconds(20))  // waiting for the live consumer to move on
+                }
+                continue
+            }
+            var after = state.positions.mapValues(\.next)
+            after.merge(fetched.next) { $1 }
+            let bounds = state.bounds
+            let upcoming = Task { try await source.fetch(positions: after, bounds: bounds, limit: limit, wait: .milliseconds(100)) }
+            let skipped: Int
+            do {
+                skipped = try await model.connection.withTransaction { connection in
+                    try await model.apply(fetched.batch, advancing: fetched.next, in: connection)
+                }
+            } catch {
+                upcoming.cancel()
+                _ = await upcoming.result
+                throw error
+            }
+            commit(fetched, skipped: skipped, state: &state)
+            lastProgress = .now
+            progress.update(phase: "building", done: state.done, total: state.total)
+            let next = try await upcoming.value
+            ready = next.next.isEmpty ? nil : next
+            if ready == nil, state.caughtUp { lastBounds = .now - .seconds(1) }
         }
         progress.update(phase: "building", done: state.done, total: state.total, force: true)
         progress.endStatus()
     }
 
-    func commit(_ taken: (records: [KafkaConsumerRecord], next: [Int32: Int64]), skipped: Int, state: inout RunState) {
-        for (partition, next) in taken.next { state.positions[partition]?.next = next }
-        state.applied += taken.records.count - skipped
+    func commit(_ fetched: Source.Fetched, skipped: Int, state: inout RunState) {
+        for (partition, next) in fetched.next { state.positions[partition]?.next = next }
+        state.applied += fetched.count - skipped
         state.skipped += skipped
     }
 
@@ -256,18 +298,18 @@ final class Rebuilder: @unchecked Sendable {
     }
 
     /// Inside the caller's transaction: applies exactly the records up to `state.bounds`.
-    func catchUp(_ model: ShadowModel, feed: ShadowFeed, in connection: PostgresConnection, state: inout RunState) async throws {
+    func catchUp(_ model: ShadowModel, source: Source, in connection: PostgresConnection, state: inout RunState) async throws {
         var lastProgress = ContinuousClock.now
         while !state.caughtUp {
             try Task.checkCancellation()
-            let taken = try await feed.take(positions: state.positions.mapValues(\.next), bounds: state.bounds,
-                                            limit: options.batchRecords, wait: .milliseconds(20))
-            guard !taken.next.isEmpty else {
+            let fetched = try await source.fetch(positions: state.positions.mapValues(\.next), bounds: state.bounds,
+                                                 limit: options.batchRecords, wait: .milliseconds(20))
+            guard !fetched.next.isEmpty else {
                 if ContinuousClock.now - lastProgress > .seconds(30) { throw stalled(state) }
                 continue
             }
-            let skipped = try await model.apply(taken.records, advancing: taken.next, in: connection)
-            commit(taken, skipped: skipped, state: &state)
+            let skipped = try await model.apply(fetched.batch, advancing: fetched.next, in: connection)
+            commit(fetched, skipped: skipped, state: &state)
             lastProgress = .now
         }
     }
@@ -281,7 +323,7 @@ final class Rebuilder: @unchecked Sendable {
     /// is now the shadow's own, so its next batch — waiting on the locks — goes on into the new
     /// tables from where it was: nothing applied twice, nothing skipped, and no ownership
     /// generation to bump (its claims stay valid).
-    func swap(_ model: ShadowModel, feed: ShadowFeed, cluster: String?, marks: Watermarks, state: inout RunState) async throws {
+    func swap(_ model: ShadowModel, source: Source, cluster: String?, marks: Watermarks, state: inout RunState) async throws -> Int {
         let before = state
         let swapStart = ContinuousClock.now
         do {
@@ -291,7 +333,7 @@ final class Rebuilder: @unchecked Sendable {
                 try await model.lockLiveTables(in: connection)
                 inner.bounds = try bounds(try await model.livePositions(in: connection, forUpdate: true), cluster: cluster,
                                           marks: marks, positions: inner.positions)
-                try await catchUp(model, feed: feed, in: connection, state: &inner)
+                try await catchUp(model, source: source, in: connection, state: &inner)
                 try await model.swap(in: connection)
                 return inner
             }
@@ -299,20 +341,20 @@ final class Rebuilder: @unchecked Sendable {
             state = before  // rolled back: the shadow is where the last committed batch left it
             throw error
         }
-        logger.debug("swapped", metadata: ["rebuild.swap_ms": "\(Int(CommandLoop.seconds(ContinuousClock.now - swapStart) * 1000))"])
+        return Int(CommandLoop.seconds(ContinuousClock.now - swapStart) * 1000)
     }
 
     /// `--dry-run`: in one REPEATABLE READ snapshot, the live offsets and the live tables
     /// agree; the shadow is brought to exactly those offsets in it and compared. Nothing live
     /// is locked. The shadow is dropped afterwards.
-    func compare(_ model: ShadowModel, feed: ShadowFeed, cluster: String?, marks: Watermarks, state: inout RunState) async throws -> Int32 {
+    func compare(_ model: ShadowModel, source: Source, cluster: String?, marks: Watermarks, state: inout RunState) async throws -> Int32 {
         let before = state
         let rowLimit = options.rowLimit
         let (diff, after) = try await model.connection.withTransaction(isolation: .repeatableRead) { connection in
             var inner = before
             inner.bounds = try bounds(try await model.livePositions(in: connection), cluster: cluster, marks: marks,
                                       positions: inner.positions)
-            try await catchUp(model, feed: feed, in: connection, state: &inner)
+            try await catchUp(model, source: source, in: connection, state: &inner)
             let diff = try await ModelDiff.compute(tables: target.tables, live: model.live, shadow: model.shadow,
                                                    rowLimit: rowLimit, in: connection)
             return (diff, inner)

@@ -5,7 +5,9 @@ import Kafka
 /// (never committing anything, so no live group notices it), started at the shadow's
 /// positions. Records at or beyond a partition's bound — the live consumer's position — are
 /// held back until the bound moves, so the shadow never gets ahead of the live model.
-final class ShadowFeed {
+// @unchecked Sendable: used by one task at a time — the rebuild's fetch stage, which the
+// apply stage awaits before it fetches again — never concurrently.
+final class ShadowFeed: @unchecked Sendable {
     private let consumer: KafkaConsumer
     private let listener: StartOffsetListener
     private let topic: String

@@ -27,8 +27,6 @@ final class ShadowModel {
     }
 
     let target: RebuildTarget
-    /// Set before the first `apply`.
-    var applier: (any ShadowApplier)?
     let connection: PostgresConnection
     /// The schema holding the live tables (what the services' search path finds).
     let liveSchema: String
@@ -156,19 +154,16 @@ final class ShadowModel {
 
     // MARK: - Applying
 
-    /// Applies `records` in the open transaction and moves the stored positions to `next`.
-    func apply(_ records: [KafkaConsumerRecord], advancing next: [Int32: Int64], in connection: PostgresConnection) async throws -> Int {
-        var skipped = 0
-        if !records.isEmpty {
-            guard let applier else { throw CommandError(code: .internalMismatch, message: "no projection to apply the records with") }
-            skipped = try await applier.apply(records, in: connection)
-        }
+    /// Applies a decoded batch in the open transaction and moves the stored positions to
+    /// `next`; returns how many of its records were left out.
+    func apply(_ batch: DecodedBatch, advancing next: [Int32: Int64], in connection: PostgresConnection) async throws -> Int {
+        let failed = try await batch.apply(connection)
         let moves = next.sorted { $0.key < $1.key }
         try await connection.execute("""
             UPDATE \(shadow).rebuild_positions p SET next_offset = t.n FROM unnest($1::int[], $2::bigint[]) AS t(p, n)
             WHERE p.partition = t.p
             """, [moves.map { Int($0.key) }, moves.map(\.value)])
-        return skipped
+        return batch.undecodable + failed
     }
 
     // MARK: - The live side
