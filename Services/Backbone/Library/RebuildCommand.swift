@@ -87,6 +87,7 @@ enum RebuildCommand {
         do {
             existed = try await model.load() != nil
             try await model.drop()
+            try await model.dropRetired()
         } catch {
             await model.close()
             throw error

@@ -145,6 +145,7 @@ final class Rebuilder: @unchecked Sendable {
 
     /// Resumes or creates the shadow, after the retention check.
     func prepare(_ model: ShadowModel, cluster: String?, marks: Watermarks) async throws -> [Int32: ShadowModel.Position] {
+        try await model.dropRetired()  // left by a crash right after an earlier swap committed
         if let existing = try await model.load() {
             if existing.clusterID == cluster, Set(existing.positions.keys) == Set(marks.keys) {
                 try checkRetention(marks, from: existing.positions.mapValues(\.next))
@@ -341,7 +342,9 @@ final class Rebuilder: @unchecked Sendable {
             state = before  // rolled back: the shadow is where the last committed batch left it
             throw error
         }
-        return Int(CommandLoop.seconds(ContinuousClock.now - swapStart) * 1000)
+        let milliseconds = Int(CommandLoop.seconds(ContinuousClock.now - swapStart) * 1000)
+        try await model.dropRetired()
+        return milliseconds
     }
 
     /// `--dry-run`: in one REPEATABLE READ snapshot, the live offsets and the live tables

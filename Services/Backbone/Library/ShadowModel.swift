@@ -190,8 +190,9 @@ final class ShadowModel {
         }
     }
 
-    /// Moves the live relations out, the shadow's in, and drops the old ones and the shadow
-    /// schema — inside the caller's transaction, so readers see the old model or the new one.
+    /// Moves the live relations out (to the retired schema), the shadow's in, and drops the
+    /// shadow schema — inside the caller's transaction, so readers see the old model or the
+    /// new one.
     func swap(in connection: PostgresConnection) async throws {
         let retired = Self.quote(target.retiredSchema)
         try await connection.execute("DROP SCHEMA IF EXISTS \(retired) CASCADE")
@@ -203,7 +204,13 @@ final class ShadowModel {
         for (kind, name) in relations.reversed() {
             try await connection.execute("ALTER \(kind) \(shadow).\(Self.quote(name)) SET SCHEMA \(live)")
         }
-        try await connection.execute("DROP SCHEMA \(retired) CASCADE")
         try await connection.execute("DROP SCHEMA \(shadow) CASCADE")
+    }
+
+    /// Drops the live tables the swap moved out, after its commit: dropping a large table
+    /// takes a while, and readers need not wait for it. Whatever a crash left in between is
+    /// dropped by the next run.
+    func dropRetired() async throws {
+        try await connection.execute("DROP SCHEMA IF EXISTS \(Self.quote(target.retiredSchema)) CASCADE")
     }
 }
