@@ -21,8 +21,9 @@ import Synchronization
 ///     `reading.events.v2` from the start — the live projection's own rate;
 /// (b) with the service caught up and serving, `backbone rebuild <model>` (in process, as the
 ///     CLI runs it) re-projects the whole topic into the shadow and swaps it in — the
-///     rebuild's rate — while GETs go through the service's router (database included)
-///     back to back; their latency is compared with the same GETs before the rebuild.
+///     rebuild's rate.
+/// GETs go through the service's router (database included), one every 2 ms, during (a),
+/// while the service is idle, and during (b).
 /// Uses `DATABASE_URL` when set, else a private cluster in a temporary directory.
 @main
 struct RebuildBench {
@@ -86,16 +87,6 @@ struct RebuildBench {
                 try await tasks.waitForAll()
             }
         }
-        let liveStart = ContinuousClock.now
-        var firstRecordAt: ContinuousClock.Instant?
-        while true {
-            let done = metrics.value("projection_records_total", labels: ["group": group]) ?? 0
-            if done > 0 && firstRecordAt == nil { firstRecordAt = .now }
-            if done >= Double(count) { break }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        let liveSeconds = seconds(ContinuousClock.now - (firstRecordAt ?? liveStart))
-
         // GETs through the service's router, as the HTTP server calls it.
         let router = parts.router
         let codec = JWTCodec(secret: secret)
@@ -105,7 +96,21 @@ struct RebuildBench {
             return HTTPRequest(method: .get, path: path, query: model == "progress" ? [:] : ["limit": "20"],
                                headers: ["Authorization": "Bearer \(codec.issue(userID: user, ttl: 86_400))"])
         }
-        let idle = try await latencies(router, requests, while: { $0 < 2_000 })
+        let projecting = Flag()
+        let liveReaders = Task { try await latencies(router, requests, while: { _ in !projecting.isSet }) }
+        let liveStart = ContinuousClock.now
+        var firstRecordAt: ContinuousClock.Instant?
+        while true {
+            let done = metrics.value("projection_records_total", labels: ["group": group]) ?? 0
+            if done > 0 && firstRecordAt == nil { firstRecordAt = .now }
+            if done >= Double(count) { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let liveSeconds = seconds(ContinuousClock.now - (firstRecordAt ?? liveStart))
+        projecting.set()
+        let duringLive = try await liveReaders.value
+
+        let idle = try await latencies(router, requests, while: { $0 < 5_000 })
 
         // (b) the rebuild, while GETs run back to back.
         setenv("DATABASE_URL", url, 1)
@@ -126,8 +131,10 @@ struct RebuildBench {
         print(String(format: "backbone rebuild %-14@ %9.0f events/s (%.1f s, group join, shadow creation and swap included)",
                      model as NSString, Double(count) / rebuildSeconds, rebuildSeconds))
         print(String(format: "rebuild / live                  %9.2f×", liveSeconds / rebuildSeconds))
-        print("GET \(requests[0].path) (router + database), \(idle.count) requests before: \(summary(idle))")
-        print("                                during the rebuild, \(during.count) requests:     \(summary(during))")
+        print("GET \(requests[0].path) (router + database, one every 2 ms):")
+        print("  service idle, \(idle.count) requests:              \(summary(idle))")
+        print("  during the live projection, \(duringLive.count) requests: \(summary(duringLive))")
+        print("  during the rebuild, \(during.count) requests:         \(summary(during))")
         print("errors during the rebuild       \(during.filter { $0 < 0 }.count)")
         print("dry run after the rebuild       exit \(identical) (0 = identical to a projection of the topic)")
 
@@ -139,8 +146,9 @@ struct RebuildBench {
         await privateCluster?.stop()
     }
 
-    /// Milliseconds of each GET (negative: an answer other than 200), back to back until
-    /// `condition(count)` is false; at most 1,000,000.
+    /// Milliseconds of each GET (negative: an answer other than 200), one every 2 ms (a
+    /// steady read load, the same in every phase) until `condition(count)` is false; at most
+    /// 1,000,000.
     nonisolated static func latencies(_ router: Router, _ requests: [HTTPRequest], while condition: @Sendable (Int) -> Bool) async throws -> [Double] {
         var samples: [Double] = []
         while samples.count < 1_000_000, condition(samples.count) {
@@ -149,6 +157,7 @@ struct RebuildBench {
             let response = await router.respond(to: request)
             let ms = seconds(ContinuousClock.now - started) * 1000
             samples.append(response.status == .ok ? ms : -ms)
+            try await Task.sleep(for: .milliseconds(2))
         }
         return samples
     }
