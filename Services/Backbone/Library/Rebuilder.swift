@@ -160,6 +160,9 @@ final class Rebuilder: @unchecked Sendable {
         }
         try checkRetention(marks, from: marks.mapValues { _ in 0 })
         let starts = marks.mapValues { options.allowGaps ? max(0, $0.low) : 0 }
+        // The live positions' checks, before anything is created.
+        _ = try bounds(try await model.livePositions(in: model.connection), cluster: cluster, marks: marks,
+                       positions: starts.mapValues { ShadowModel.Position(start: $0, next: $0) })
         try await model.create(clusterID: cluster, starts: starts)
         progress.report("started", [("model", .string(target.name)), ("partitions", .int(marks.count)),
                                     ("schema", .string(target.shadowSchema))],
