@@ -107,6 +107,10 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
     .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "RebuildBench",
+                      dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "ServiceRuntime", "Contracts",
+                                     "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
+                      path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -160,6 +164,7 @@ let package = Package(
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
         .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
         .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
+        .executable(name: "rebuild-bench", targets: ["RebuildBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

@@ -205,7 +205,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// memory address, so a restarted embedded broker can report the id of the one before;
     /// its identity also carries its listener address (a new ephemeral port each start). A
     /// real cluster's id is a UUID and stands alone, so renaming its brokers replays nothing.
-    static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
+    public static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
         StoredOffsets.clusterIdentity(id, bootstrapServers: bootstrapServers)
     }
 

@@ -25,6 +25,10 @@ public enum BackboneCommand {
       republish FILE|- [--topic T]
                                   produce JSON lines (tail/dump format) to their topic (or T), key and value
                                   byte for byte; a malformed line stops everything before anything is sent
+      rebuild progress|analytics [--dry-run] [--allow-gaps] [--abort]
+                                  re-project a read model from offset 0 into shadow tables while the service
+                                  serves, then swap them in atomically at its position (--dry-run: show how
+                                  the live model differs); `backbone rebuild --help` for more
 
     stored positions and dead letters (also DATABASE_URL; each has --help with an example):
       offsets [--group G]         every stored consumer position with its partition's watermarks and lag
@@ -61,6 +65,7 @@ public enum BackboneCommand {
             case "republish": return try await RepublishCommand.run(rest, logger: logger)
             case "offsets": return try await OffsetsCommand.run(rest, logger: logger)
             case "dlq": return try await DeadLetterCommand.run(rest, logger: logger)
+            case "rebuild": return try await RebuildCommand.run(rest, logger: logger)
             case "demo": return try await DemoCommand.run(rest, logger: logger)
             case "help", "--help", "-h":
                 print(usage)

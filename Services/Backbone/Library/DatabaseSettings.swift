@@ -19,10 +19,16 @@ enum DatabaseSettings {
         }
     }
 
-    static func client(applicationName: String, logger: Logger) throws -> PostgresClient {
-        guard let url = DevEnvironment.resolved()["DATABASE_URL"], !url.isEmpty else {
+    /// `DATABASE_URL`, or a usage error that says where to get one.
+    static func url(in environment: [String: String] = DevEnvironment.resolved()) throws -> String {
+        guard let url = environment["DATABASE_URL"], !url.isEmpty else {
             throw CommandLineArguments.UsageError(description: "DATABASE_URL is not set (export it, or start `backbone dev`)")
         }
+        return url
+    }
+
+    static func client(applicationName: String, logger: Logger) throws -> PostgresClient {
+        let url = try url()
         var quiet = logger
         if ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { quiet.logLevel = .critical }
         return PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 2, applicationName: applicationName),

@@ -113,7 +113,7 @@ extension DeadLetterCommand {
         } catch {
             throw CommandError(code: .kafkaUnavailable, message: "cannot start a producer: \(error.message)", context: settings.brokers)
         }
-        let progress = CommandProgress("replaying \(dlq)", total: letters.count)
+        let progress = CommandProgress(command: "dlq replay", total: letters.count)
         var sent = 0
         do {
             for start in stride(from: 0, to: letters.count, by: 500) {

@@ -72,7 +72,7 @@ enum DeadLetterCommand {
     static func read(_ topics: [String], settings: KafkaSettings, label: String) async throws -> [Letter] {
         let plan = try await TopicReadPlan.make(topics: topics, partition: nil, from: .beginning, settings: settings)
         let total = plan.partitions.values.map { Int($0.high - $0.start) }.reduce(0, +)
-        let progress = CommandProgress(label, total: total)
+        let progress = CommandProgress(command: label, total: total)
         var letters: [Letter] = []
         try await TopicReader(settings: settings).scan(topics: topics, plan: plan, follow: false) { record in
             letters.append(Letter(dlq: record.topicPartition, offset: record.offset,

@@ -143,7 +143,7 @@ extension OffsetsCommand {
                              settings: KafkaSettings) async throws -> [KafkaTopicPartition: Int64] {
         var plan = TopicReadPlan()
         plan.partitions = partitions
-        let progress = CommandProgress("finding offsets for the time", total: Int(partitions.values.map { $0.high - $0.low }.reduce(0, +)))
+        let progress = CommandProgress(command: "finding offsets for the time", total: Int(partitions.values.map { $0.high - $0.low }.reduce(0, +)))
         var found: [KafkaTopicPartition: Int64] = [:]
         let topics = Set(partitions.keys.map(\.topic)).sorted()
         try await TopicReader(settings: settings).scan(topics: topics, plan: plan, follow: false) { record in

@@ -1,0 +1,132 @@
+import AnalyticsAggregator
+import Contracts
+import Foundation
+import Kafka
+import Logging
+import Postgres
+import ProgressProjector
+import Projection
+import ServiceRuntime
+
+/// A read model `backbone rebuild` can re-project: the service's own migrations (run in the
+/// shadow schema), its own projection (run with the shadow schema as the search path), the
+/// consumer group whose position the swap meets, and which relations move at the swap.
+struct RebuildTarget: Sendable {
+    let name: String
+    /// The service that owns the tables and runs the live consumer.
+    let service: String
+    let topic: String
+    let groupID: String
+    let migrations: [PostgresMigration]
+    /// Tables swapped into place, in the order the live projection writes them (the swap
+    /// locks them in this order, so it never deadlocks with a live batch).
+    let tables: [String]
+    /// Views over `tables`, swapped with them.
+    let views: [String]
+    /// Relations the projection writes that stay live (created in the shadow only so that
+    /// the projection's statements find them there, and dropped with it): the progress
+    /// notification outbox — a rebuild announces nothing.
+    let scratch: [String]
+    /// The service's projection over the shadow (made once the rebuild needs it).
+    let makeApplier: @Sendable (_ brokers: String, _ databaseURL: String) throws -> any ShadowApplier
+
+    static let names = ["progress", "analytics"]
+
+    /// The target called `name`, configured from the environment exactly as its service is.
+    static func named(_ name: String, environment: [String: String]) throws -> RebuildTarget? {
+        var env = EnvironmentReader(environment)
+        switch name {
+        case "progress":
+            let configuration = ProgressConfiguration.read(from: &env)
+            try env.validate()
+            return RebuildTarget(
+                name: name, service: "progress-projector", topic: configuration.eventsTopic, groupID: configuration.groupID,
+                migrations: ProgressSchema.migrations, tables: ["progress_event_log", "reading_progress"], views: [],
+                scratch: ["progress_notify_outbox", "progress_notify_version"]) { brokers, url in
+                    // The producer and pool are what the projection's after-commit publish uses;
+                    // a rebuild never runs it (it announces nothing), so neither ever connects.
+                    let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: brokers), logger: .disabled)
+                    let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 1), logger: .disabled)
+                    return ProjectionApplier(projection: ReadingProgressProjection(producer: producer, database: database,
+                                                                                   progressTopic: configuration.progressTopic))
+                }
+        case "analytics":
+            let configuration = AnalyticsConfiguration.read(from: &env)
+            try env.validate()
+            return RebuildTarget(
+                name: name, service: "analytics-aggregator", topic: configuration.topic, groupID: configuration.groupID,
+                migrations: AnalyticsSchema.migrations,
+                tables: ["analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions",
+                         "analytics_completions", "analytics_sessions", "analytics_users"],
+                views: ["analytics_daily_figures"], scratch: []) { _, _ in ProjectionApplier(projection: AnalyticsProjection()) }
+        default:
+            return nil
+        }
+    }
+
+    /// The shadow schema: the rebuilt tables under their own names until the swap.
+    var shadowSchema: String { "rebuild_\(name)" }
+    /// Where the live tables go for the moment of the swap (then dropped, same transaction).
+    var retiredSchema: String { "rebuild_\(name)_retired" }
+}
+
+/// A service's projection, applied to the shadow: records it cannot decode are skipped (the
+/// live consumer sent them to the dead-letter topic), as are records whose apply keeps
+/// failing on its own.
+protocol ShadowApplier: Sendable {
+    /// Decodes the records (offset order within each partition); pure, so it runs while the
+    /// previous batch is applied.
+    func decode(_ records: [KafkaConsumerRecord]) -> DecodedBatch
+}
+
+/// A decoded batch, ready to be applied in an open transaction.
+struct DecodedBatch: Sendable {
+    /// Records left out because they cannot be decoded.
+    let undecodable: Int
+    /// Applies the batch on the connection (in its open transaction); returns how many more
+    /// records were left out because their apply failed on its own.
+    let apply: @Sendable (PostgresConnection) async throws -> Int
+
+    static let empty = DecodedBatch(undecodable: 0) { _ in 0 }
+}
+
+struct ProjectionApplier<P: Projection>: ShadowApplier {
+    let projection: P
+
+    func decode(_ records: [KafkaConsumerRecord]) -> DecodedBatch {
+        var events: [ProjectedEvent<P.Event>] = []
+        events.reserveCapacity(records.count)
+        var undecodable = 0
+        for record in records {
+            do {
+                events.append(ProjectedEvent(event: try projection.decode(record), topic: record.topic,
+                                             partition: record.partition, offset: record.offset))
+            } catch {
+                undecodable += 1
+            }
+        }
+        let decoded = events
+        return DecodedBatch(undecodable: undecodable) { connection in try await apply(decoded, in: connection) }
+    }
+
+    func apply(_ events: [ProjectedEvent<P.Event>], in connection: PostgresConnection) async throws -> Int {
+        guard !events.isEmpty else { return 0 }
+        do {
+            _ = try await connection.withSavepoint { connection in try await projection.apply(events, in: connection) }
+            return 0
+        } catch let error as PostgresError where !error.isRetriable {
+            // As the live runner does: a batch that fails for a reason of its own is applied
+            // record by record, and a record that fails alone is left out.
+            guard events.count > 1 else { return 1 }
+            var failed = 0
+            for event in events {
+                do {
+                    _ = try await connection.withSavepoint { connection in try await projection.apply([event], in: connection) }
+                } catch let error as PostgresError where !error.isRetriable {
+                    failed += 1
+                }
+            }
+            return failed
+        }
+    }
+}
