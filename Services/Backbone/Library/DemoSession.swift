@@ -1,6 +1,8 @@
 import Auth
 import Contracts
 import Foundation
+import Logging
+import RealtimeNotifier
 
 /// One run of the demo: a user, a material, a reading session, a room version.
 struct DemoSession {
@@ -8,6 +10,7 @@ struct DemoSession {
     let scan: DemoCommand.Scan
     let codec: JWTCodec
     let user: String
+    let logger: Logger
     let http = DemoHTTPClient()
     let materialID = UUID().uuidString.lowercased()
     let sessionID = UUID().uuidString.lowercased()
@@ -135,6 +138,16 @@ struct DemoSession {
             }
             say("== PUT \(object.key) (\(bytes.count) bytes, presigned) → \(put.status)")
         }
+        // The room screen's socket is open before upload-complete; the room channel can be
+        // joined once the notifier knows the room (it learns it from the upload-complete).
+        let realtime: RealtimeClient
+        do {
+            realtime = try await RealtimeClient.connect(to: endpoints.realtime, token: userToken, logger: logger)
+        } catch {
+            throw CommandError(code: .serviceUnavailable, message: "cannot open the realtime WebSocket: \(error) — is it running? (start it with `backbone dev`)",
+                               context: "realtime-notifier at \(endpoints.realtime)", isRetriable: true)
+        }
+        say("== realtime: WebSocket open to \(endpoints.realtime) (user \(user))")
         let request = RoomVersionCompleteRequest(
             roomId: upload.roomId, versionId: upload.versionId, title: initRequest.title, tags: initRequest.tags,
             visibility: initRequest.visibility,
@@ -143,33 +156,110 @@ struct DemoSession {
             redactions: [Redaction(textureRef: "textures/wall_0.png", kind: .face,
                                    region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")],
             scan: ScanSummary(durationSeconds: 300))
-        let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
-                                        token: userToken, body: try ContractCoding.encode(request))
-        say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
-        try await followTranscode(upload.versionId)
+        do {
+            let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
+                                            token: userToken, body: try ContractCoding.encode(request))
+            say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
+            try await followTranscode(room: upload.roomId, version: upload.versionId, realtime: realtime)
+        } catch {
+            await realtime.close()
+            throw error
+        }
+        await realtime.close()
     }
 
-    /// Follows the version through the transcode worker with the catch-up query until it is
-    /// ready (or failed), printing each stage as it is seen, then the grade and the outputs.
-    func followTranscode(_ versionID: String) async throws {
-        var seen: [String] = []
-        let final = try await poll(what: "the transcode worker to finish version \(versionID)", timeout: .seconds(90)) {
-            let response = try await http.send("GET", service: "transcode-worker", base: endpoints.transcode,
-                                               path: "/rooms/versions/\(versionID)", token: userToken)
-            guard response.status == 200, let details = try? ContractCoding.decode(RoomVersionDetails.self, from: Array(response.body))
-            else { return nil }
-            let step = details.stage.map { "\(details.status.rawValue) (\($0))" } ?? details.status.rawValue
-            if seen.last != step {
-                seen.append(step)
-                say("== transcode: \(step)")
+    /// Joins `room:{roomId}` from the channel's first event (so nothing published before the
+    /// join is missed), prints each `transcode_progress` stage and then `ready` (or `failed`)
+    /// as they arrive on the WebSocket, then the catch-up query's grade and output URLs.
+    func followTranscode(room roomID: String, version versionID: String, realtime: RealtimeClient) async throws {
+        let topic = "room:\(roomID)"
+        try await joinWhenKnown(topic, realtime: realtime)
+        say("== realtime: joined \(topic) (from its first event)")
+        let last = try await withThrowingTaskGroup(of: RealtimeClient.Broadcast?.self) { group in
+            group.addTask {
+                for await event in realtime.events {
+                    switch event {
+                    case .broadcast(let broadcast) where broadcast.channel == topic:
+                        say(describe(broadcast))
+                        if broadcast.event == "ready" || broadcast.event == "failed" { return broadcast }
+                    case .system(let channel, let status, let message):
+                        say("== realtime: \(channel) system \(status): \(message)")
+                    case .closed(let channel) where channel == topic:
+                        return nil
+                    default:
+                        break
+                    }
+                }
+                return nil
             }
-            return details.status == .ready || details.status == .failed ? response : nil
+            group.addTask {
+                try await Task.sleep(for: .seconds(120))
+                throw CommandError(code: .timedOut, message: "waited 120 s for ready or failed on \(topic)", context: "demo", isRetriable: true)
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
+        guard let last else {
+            throw CommandError(code: .unexpectedResponse, message: "the realtime channel \(topic) ended before ready or failed",
+                               context: "realtime-notifier at \(endpoints.realtime)")
+        }
+        if last.event == "ready", last.payload["version_id"]?.stringValue != versionID {
+            throw CommandError(code: .unexpectedResponse, message: "ready names version \(last.payload["version_id"]?.stringValue ?? "none"), expected \(versionID)",
+                               context: "realtime-notifier at \(endpoints.realtime)")
+        }
+        let final = try await expect(200, "GET", service: "transcode-worker", base: endpoints.transcode,
+                                     path: "/rooms/versions/\(versionID)", token: userToken)
         let details = try ContractCoding.decode(RoomVersionDetails.self, from: Array(final.body))
-        say("\n== GET /rooms/versions/\(versionID) → \(final.status)\n\(final.pretty)")
+        say("\n== GET /rooms/versions/\(versionID) (the catch-up query) → \(final.status): \(details.status.rawValue), "
+            + "attempts \(details.attempts)")
         if details.status == .ready, let outputs = details.outputs {
             say("== grade \(details.qualityGrade ?? "?"), layers \(outputs.layers.keys.sorted().joined(separator: ", "))")
+            var files = [("layer_manifest.json", outputs.manifest), ("thumbnail.png", outputs.thumbnailPng),
+                         ("thumbnail.webp", outputs.thumbnailWebp)]
+            files += outputs.layers.sorted { $0.key < $1.key }.map { ("layers/\($0.key).glb", $0.value) }
+            let width = files.map(\.0.count).max() ?? 0
+            say("== outputs (presigned GET URLs, valid until \(ContractCoding.formatTimestamp(outputs.expiresAt))):")
+            for (name, url) in files { say("   \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(url)") }
+        } else if details.status == .failed {
+            say("== failed: \(details.error?.code.rawValue ?? "?") \(details.error?.reason ?? "")")
         }
+    }
+
+    /// The room is unknown to the notifier until it has read the upload-complete's request
+    /// (milliseconds after the 202): a refusal for that reason is retried for up to 30 s.
+    func joinWhenKnown(_ topic: String, realtime: RealtimeClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            do {
+                try await realtime.join(topic, replay: .afterSeq(0))
+                return
+            } catch let error as RealtimeClient.ClientError where error.isRetriable && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            } catch {
+                throw CommandError(code: .unexpectedResponse, message: "\(error)", context: "realtime-notifier at \(endpoints.realtime)")
+            }
+        }
+    }
+
+    /// `== room:… transcode_progress transcoding (parsing)  #4` — one line per channel event.
+    func describe(_ broadcast: RealtimeClient.Broadcast) -> String {
+        let payload = broadcast.payload
+        var detail: String
+        switch broadcast.event {
+        case "transcode_progress":
+            detail = payload["status"]?.stringValue ?? "?"
+            if let stage = payload["stage"]?.stringValue { detail += " (\(stage))" }
+        case "ready":
+            detail = "version_id \(payload["version_id"]?.stringValue ?? "?")"
+            if let grade = payload["qualityGrade"]?.stringValue ?? payload["quality_grade"]?.stringValue { detail += ", grade \(grade)" }
+        case "failed":
+            detail = "\(payload["error"]?.stringValue ?? "?"): \(payload["reason"]?.stringValue ?? "")"
+        default:
+            detail = PhoenixMessage(topic: broadcast.channel, event: broadcast.event, payload: payload).encode(.v1)
+        }
+        let seq = broadcast.seq.map { "  #\($0)" } ?? ""
+        return "== \(broadcast.channel) \(broadcast.event) \(detail)\(seq)\(broadcast.replayed ? " (replayed)" : "")"
     }
 
     func expect(_ status: Int, _ method: String, service: String, base: String, path: String, token: String?,
