@@ -105,7 +105,7 @@ let benchmarks: [Target] = [
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
                                      "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
+    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan", "BackboneCLI", "Logging"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
 ]
 

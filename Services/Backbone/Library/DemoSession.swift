@@ -110,24 +110,26 @@ struct DemoSession {
         }
     }
 
-    /// The three-step upload: upload-init, both objects PUT to their presigned URLs, upload-complete.
-    func postRoomVersion() async throws {
-        let usdz: Data
-        let roomplan: Data
+    /// The scan's two files.
+    func readScan() throws -> (usdz: Data, roomplan: Data) {
         do {
-            usdz = try Data(contentsOf: URL(fileURLWithPath: scan.package))
-            roomplan = try Data(contentsOf: URL(fileURLWithPath: scan.roomplan))
+            return (try Data(contentsOf: URL(fileURLWithPath: scan.package)), try Data(contentsOf: URL(fileURLWithPath: scan.roomplan)))
         } catch {
             throw CommandError(code: .io, message: "cannot read the scan \(scan.package) and \(scan.roomplan) (pass --scan FILE.usdz --roomplan FILE.json)",
                                context: "demo")
         }
+    }
+
+    /// The first two steps of the upload: upload-init, then both objects PUT to their presigned
+    /// URLs. Returns the upload-complete request to send (with a face redaction and a 5-minute scan).
+    func uploadScan(_ files: (usdz: Data, roomplan: Data), quiet: Bool = false) async throws -> RoomVersionCompleteRequest {
         let initRequest = RoomUploadInitRequest(title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
-                                                usdzBytes: Int64(usdz.count), roomplanJsonBytes: Int64(roomplan.count))
+                                                usdzBytes: Int64(files.usdz.count), roomplanJsonBytes: Int64(files.roomplan.count))
         let created = try await expect(201, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/uploads",
                                        token: userToken, body: try ContractCoding.encode(initRequest))
         let upload = try ContractCoding.decode(RoomUploadInitResponse.self, from: Array(created.body))
-        say("\n== POST /rooms/uploads → \(created.status) (room \(upload.roomId), version \(upload.versionId))")
-        for (object, bytes) in [(upload.usdz, usdz), (upload.roomplanJson, roomplan)] {
+        if !quiet { say("\n== POST /rooms/uploads → \(created.status) (room \(upload.roomId), version \(upload.versionId))") }
+        for (object, bytes) in [(upload.usdz, files.usdz), (upload.roomplanJson, files.roomplan)] {
             guard let url = object.url else {
                 throw CommandError(code: .unexpectedResponse, message: "no single PUT URL for \(object.key)", context: "ingest")
             }
@@ -136,19 +138,9 @@ struct DemoSession {
                 throw CommandError(code: .unexpectedResponse, message: "PUT \(object.key) answered \(put.status): \(put.text)",
                                    context: "object store")
             }
-            say("== PUT \(object.key) (\(bytes.count) bytes, presigned) → \(put.status)")
+            if !quiet { say("== PUT \(object.key) (\(bytes.count) bytes, presigned) → \(put.status)") }
         }
-        // The room screen's socket is open before upload-complete; the room channel can be
-        // joined once the notifier knows the room (it learns it from the upload-complete).
-        let realtime: RealtimeClient
-        do {
-            realtime = try await RealtimeClient.connect(to: endpoints.realtime, token: userToken, logger: logger)
-        } catch {
-            throw CommandError(code: .serviceUnavailable, message: "cannot open the realtime WebSocket: \(error) — is it running? (start it with `backbone dev`)",
-                               context: "realtime-notifier at \(endpoints.realtime)", isRetriable: true)
-        }
-        say("== realtime: WebSocket open to \(endpoints.realtime) (user \(user))")
-        let request = RoomVersionCompleteRequest(
+        return RoomVersionCompleteRequest(
             roomId: upload.roomId, versionId: upload.versionId, title: initRequest.title, tags: initRequest.tags,
             visibility: initRequest.visibility,
             source: RoomSource(usdzKey: upload.usdz.key, usdzBytes: upload.usdz.bytes, roomplanJsonKey: upload.roomplanJson.key,
@@ -156,9 +148,35 @@ struct DemoSession {
             redactions: [Redaction(textureRef: "textures/wall_0.png", kind: .face,
                                    region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")],
             scan: ScanSummary(durationSeconds: 300))
+    }
+
+    /// The last step: upload-complete, answered 202 once the transcode request is on its topic.
+    func completeUpload(_ request: RoomVersionCompleteRequest) async throws -> DemoHTTPClient.Response {
+        try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
+                         token: userToken, body: try ContractCoding.encode(request))
+    }
+
+    /// The realtime socket, authenticated as the user.
+    func openRealtime() async throws -> RealtimeClient {
         do {
-            let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
-                                            token: userToken, body: try ContractCoding.encode(request))
+            return try await RealtimeClient.connect(to: endpoints.realtime, token: userToken, logger: logger)
+        } catch {
+            throw CommandError(code: .serviceUnavailable, message: "cannot open the realtime WebSocket: \(error) — is it running? (start it with `backbone dev`)",
+                               context: "realtime-notifier at \(endpoints.realtime)", isRetriable: true)
+        }
+    }
+
+    /// The three-step upload (upload-init, both objects PUT to their presigned URLs,
+    /// upload-complete), then the room followed over the realtime WebSocket to ready.
+    func postRoomVersion() async throws {
+        let request = try await uploadScan(try readScan())
+        let upload = (roomId: request.roomId, versionId: request.versionId)
+        // The room screen's socket is open before upload-complete; the room channel can be
+        // joined once the notifier knows the room (it learns it from the upload-complete).
+        let realtime = try await openRealtime()
+        say("== realtime: WebSocket open to \(endpoints.realtime) (user \(user))")
+        do {
+            let response = try await completeUpload(request)
             say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
             try await followTranscode(room: upload.roomId, version: upload.versionId, realtime: realtime)
         } catch {
