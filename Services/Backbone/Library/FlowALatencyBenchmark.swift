@@ -42,19 +42,23 @@ public enum FlowALatencyBenchmark {
         let realtime = try await session.openRealtime()
         try await realtime.join("user:\(user)")
 
-        // Receipt times of each version's final event, stamped by the reader as frames arrive.
+        // Receipt times of each version's events, stamped by the reader as frames arrive: the
+        // final one ends the timed interval, the stages say where the time went.
         let finals = Mutex<[String: (event: String, at: ContinuousClock.Instant)]>([:])
+        let stages = Mutex<[String: [(stage: String, at: ContinuousClock.Instant)]]>([:])
         let reader = Task {
             for await event in realtime.events {
-                guard case .broadcast(let broadcast) = event, broadcast.event == "ready" || broadcast.event == "failed",
-                      let version = broadcast.payload["version_id"]?.stringValue else { continue }
+                guard case .broadcast(let broadcast) = event, let version = broadcast.payload["version_id"]?.stringValue else { continue }
                 let now = ContinuousClock.now
-                finals.withLock { $0[version] = (broadcast.event, now) }
+                let stage = broadcast.payload["stage"]?.stringValue ?? broadcast.payload["status"]?.stringValue ?? broadcast.event
+                stages.withLock { $0[version, default: []].append((stage, now)) }
+                if broadcast.event == "ready" || broadcast.event == "failed" { finals.withLock { $0[version] = (broadcast.event, now) } }
             }
         }
         defer { reader.cancel() }
 
         var samples: [Sample] = []
+        var stageTimes: [String: [Double]] = [:]
         for index in 0..<(warmup + uploads) {
             let request = try await session.uploadScan(files, quiet: true)
             _ = try await session.completeUpload(request)
@@ -69,13 +73,28 @@ public enum FlowALatencyBenchmark {
                 throw CommandError(code: .timedOut, message: "no ready or failed for version \(request.versionId) within 60 s",
                                    context: "flow-a benchmark", isRetriable: true)
             }
-            let elapsed = final.at - accepted
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            func seconds(_ elapsed: Duration) -> Double {
+                Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            }
+            let total = seconds(final.at - accepted)
             let timed = index >= warmup
-            print(String(format: "%@ %d: %@ after %.3f s", timed ? "upload" : "warm-up", timed ? index - warmup + 1 : index + 1,
-                         final.event, seconds))
-            if timed { samples.append(Sample(versionID: request.versionId, seconds: seconds, event: final.event)) }
+            // When each status arrived, after the 202: queued, every stage, ready.
+            let arrivals = stages.withLock { $0[request.versionId] ?? [] }
+                .map { String(format: "%@ %+.3f", $0.stage, seconds($0.at - accepted)) }.joined(separator: ", ")
+            print(String(format: "%@ %d: %@ after %.3f s (%@)", timed ? "upload" : "warm-up", timed ? index - warmup + 1 : index + 1,
+                         final.event, total, arrivals))
+            if timed {
+                samples.append(Sample(versionID: request.versionId, seconds: total, event: final.event))
+                for (stage, at) in stages.withLock({ $0[request.versionId] ?? [] }) { stageTimes[stage, default: []].append(seconds(at - accepted)) }
+            }
         }
+        // Median arrival of each status after the 202, in pipeline order.
+        let order = ["queued", "downloading", "validating", "parsing", "layering", "exporting", "thumbnail", "ready", "failed"]
+        let medians = order.compactMap { stage -> String? in
+            guard let times = stageTimes[stage]?.sorted(), !times.isEmpty else { return nil }
+            return String(format: "%@ %.3f", stage, times[times.count / 2])
+        }
+        print("flow-a median arrival after the 202: " + medians.joined(separator: ", "))
         await realtime.close()
 
         let sorted = samples.map(\.seconds).sorted()
