@@ -105,7 +105,9 @@ let benchmarks: [Target] = [
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
                                      "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan", "BackboneCLI", "Logging"], path: "Benchmarks/TranscodeBench",
+    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
+                      swiftSettings: swiftSettings),
+    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Logging"], path: "Benchmarks/FlowABench",
                       swiftSettings: swiftSettings),
 ]
 
@@ -160,6 +162,7 @@ let package = Package(
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
         .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
         .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
+        .executable(name: "flow-a-bench", targets: ["FlowABench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

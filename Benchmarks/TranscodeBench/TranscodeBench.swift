@@ -1,6 +1,4 @@
-import BackboneCLI
 import Foundation
-import Logging
 import RoomScan
 
 /// `transcode-bench PACKAGE ROOMPLAN [RUNS]`: `RoomTranscoder.transcode` — the transcode
@@ -12,26 +10,11 @@ import RoomScan
 /// `transcode-bench --once PACKAGE ROOMPLAN`: one transcode and nothing else (peak RSS); also
 /// prints the process's `VmHWM`, `RssAnon` and `RssFile` from `/proc/self/status` at the end.
 /// `transcode-bench --idle`: returns at once (the process base for peak RSS).
-///
-/// `transcode-bench --flow-a UPLOADS PACKAGE ROOMPLAN`: against a running system (`backbone dev`;
-/// its `.backbone/dev.env` or the environment), UPLOADS uploads of the package one after another,
-/// each timed from the 202 of upload-complete to the `ready` broadcast received on the realtime
-/// WebSocket (``FlowALatencyBenchmark``); prints one line per upload and
-/// `flow-a uploads=<n> bytes=<n> p50=<s> p99=<s> max=<s> min=<s> failed=<n>`.
 @main
 struct TranscodeBench {
-    static func main() async throws {
+    static func main() throws {
         var arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "--idle" { return }
-        if arguments.first == "--flow-a" {
-            guard arguments.count == 4, let uploads = Int(arguments[1]), uploads > 0 else {
-                FileHandle.standardError.write(Data("usage: transcode-bench --flow-a UPLOADS PACKAGE ROOMPLAN\n".utf8))
-                exit(2)
-            }
-            _ = try await FlowALatencyBenchmark.run(uploads: uploads, package: arguments[2], roomplan: arguments[3],
-                                                    logger: Logger(label: "transcode-bench", level: .warning))
-            return
-        }
         let once = arguments.first == "--once"
         if once { arguments.removeFirst() }
         guard arguments.count >= 2 else {

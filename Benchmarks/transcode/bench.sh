@@ -12,7 +12,7 @@
 # Benchmarks/transcode/bench.sh latency [UPLOADS]   (default 50)
 # Flow A's latency goal (upload-complete → `ready` event under 2 s p99, 10 MB scan): a release
 # `backbone dev` (embedded Kafka, private PostgreSQL and SeaweedFS, every service in one process,
-# ports offset by $BENCH_PORT_OFFSET, default 2300), then `transcode-bench --flow-a`: UPLOADS
+# ports offset by $BENCH_PORT_OFFSET, default 2300), then `flow-a-bench`: UPLOADS
 # uploads of the ~10 MB package one after another, each timed from the 202 of upload-complete
 # to the `ready` broadcast received on the realtime WebSocket; p50/p99/max.
 set -euo pipefail
@@ -23,7 +23,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 if [[ "${1:-}" == latency ]]; then
     UPLOADS="${2:-50}"
-    swift build -c release --product transcode-bench >/dev/null
+    swift build -c release --product flow-a-bench >/dev/null
     swift build -c release --product backbone >/dev/null
     "$PY" Benchmarks/transcode/make_scans.py "$WORK" medium 2>/dev/null >"$WORK/scans.txt"
     export BACKBONE_HOME="$WORK/home"
@@ -42,7 +42,7 @@ if [[ "${1:-}" == latency ]]; then
     [[ -f "$BACKBONE_HOME/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
     read -r name bytes meshes triangles textures <"$WORK/scans.txt"
     printf "%s: %s bytes, %s meshes, %s triangles, %s textures\n" "$name" "$bytes" "$meshes" "$triangles" "$textures"
-    .build/release/transcode-bench --flow-a "$UPLOADS" "$WORK/$name.usdz" "$WORK/$name.roomplan.json"
+    .build/release/flow-a-bench "$UPLOADS" "$WORK/$name.usdz" "$WORK/$name.roomplan.json"
     printf "load average: %s; %s cores\n" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
     exit 0
 fi

@@ -8,7 +8,7 @@ import Synchronization
 /// Flow A's latency as the app feels it: the time from the 202 of upload-complete to the
 /// `ready` broadcast received on the realtime WebSocket, over UPLOADS uploads of one scan, one
 /// after another, against a running system (the endpoints of `backbone demo`: the environment
-/// or `.backbone/dev.env`). `transcode-bench --flow-a` runs it; `Benchmarks/transcode/bench.sh
+/// or `.backbone/dev.env`). `flow-a-bench` runs it; `Benchmarks/transcode/bench.sh
 /// latency` starts the stack for it.
 ///
 /// One socket joins `user:{userId}` before the first upload: the owner's channel gets every
