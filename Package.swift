@@ -111,6 +111,8 @@ let benchmarks: [Target] = [
                       dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "ServiceRuntime", "Contracts",
                                      "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
+    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Logging"], path: "Benchmarks/FlowABench",
+                      swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -165,6 +167,7 @@ let package = Package(
         .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
         .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
         .executable(name: "rebuild-bench", targets: ["RebuildBench"]),
+        .executable(name: "flow-a-bench", targets: ["FlowABench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

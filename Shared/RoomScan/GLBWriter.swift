@@ -1,3 +1,4 @@
+import Contracts
 import Foundation
 import USD
 
@@ -72,10 +73,15 @@ public struct GLBWriter {
         let normals = prim.attribute("normals")?.asNumbers ?? prim.attribute("primvars:normals")?.asNumbers
         var uvs = prim.attribute("primvars:st")?.asNumbers
         if let uvIndices = prim.attribute("primvars:st:indices")?.asNumbers, let values = uvs {
-            uvs = uvIndices.flatMap { index -> [Double] in
+            var expanded: [Double] = []
+            expanded.reserveCapacity(2 * uvIndices.count)
+            for index in uvIndices {
                 let i = GLBWriter.integer(index)
-                return i >= 0 && 2 * i + 1 < values.count ? [values[2 * i], values[2 * i + 1]] : [0, 0]
+                let valid = i >= 0 && 2 * i + 1 < values.count
+                expanded.append(valid ? values[2 * i] : 0)
+                expanded.append(valid ? values[2 * i + 1] : 0)
             }
+            uvs = expanded
         }
         func interpolation(_ values: [Double]?, width: Int) -> ((Int, Int, Int) -> Int)? {
             guard let values else { return nil }
@@ -90,16 +96,27 @@ public struct GLBWriter {
         }
         let normalAt = interpolation(normals, width: 3)
         let uvAt = interpolation(uvs, width: 2)
+        // Appends element by element into reserved arrays: no temporary array per corner or face.
         var positions: [Float] = [], outNormals: [Float] = [], outUVs: [Float] = [], triangles: [UInt32] = []
         positions.reserveCapacity(corners * 3)
+        if normalAt != nil { outNormals.reserveCapacity(corners * 3) }
+        if uvAt != nil { outUVs.reserveCapacity(corners * 2) }
+        triangles.reserveCapacity(Swift.max(0, corners - 2 * counts.count) * 3)
+        var faceIndices: [Int] = []
         var box = BoundingBox.empty
         var corner = 0
         for (face, countValue) in counts.enumerated() {
             let count = GLBWriter.integer(countValue)
             guard count > 0 else { continue }
             defer { corner += count }
-            let faceIndices = (corner..<(corner + count)).map { GLBWriter.integer(indices[$0]) }
-            guard count >= 3, faceIndices.allSatisfy({ $0 >= 0 && $0 < pointCount }) else {
+            faceIndices.removeAll(keepingCapacity: true)
+            var valid = count >= 3
+            for c in corner..<(corner + count) {
+                let point = GLBWriter.integer(indices[c])
+                valid = valid && point >= 0 && point < pointCount
+                faceIndices.append(point)
+            }
+            guard valid else {
                 summary.skippedFaces += count >= 3 ? 1 : 0
                 continue
             }
@@ -107,7 +124,9 @@ public struct GLBWriter {
             for (k, point) in faceIndices.enumerated() {
                 let p = world.transform(SIMD3(points[3 * point], points[3 * point + 1], points[3 * point + 2]))
                 let f = SIMD3<Float>(Float(p.x), Float(p.y), Float(p.z))
-                positions += [f.x, f.y, f.z]
+                positions.append(f.x)
+                positions.append(f.y)
+                positions.append(f.z)
                 box.include(SIMD3(Double(f.x), Double(f.y), Double(f.z)))
                 if let normalAt, let normals {
                     let i = normalAt(point, corner + k, face)
@@ -116,15 +135,20 @@ public struct GLBWriter {
                     for j in 0..<3 { w[j] = n.x * normalMatrix[j, 0] + n.y * normalMatrix[j, 1] + n.z * normalMatrix[j, 2] }
                     let length = (w * w).sum().squareRoot()
                     let unit = length > 0 && length.isFinite ? w / length : SIMD3(0, 1, 0)
-                    outNormals += [Float(unit.x), Float(unit.y), Float(unit.z)]
+                    outNormals.append(Float(unit.x))
+                    outNormals.append(Float(unit.y))
+                    outNormals.append(Float(unit.z))
                 }
                 if let uvAt, let uvs {
                     let i = uvAt(point, corner + k, face)
-                    outUVs += [Float(uvs[2 * i]), Float(1 - uvs[2 * i + 1])]
+                    outUVs.append(Float(uvs[2 * i]))
+                    outUVs.append(Float(1 - uvs[2 * i + 1]))
                 }
             }
             for k in 1..<(count - 1) {
-                triangles += flip ? [base, base + UInt32(k + 1), base + UInt32(k)] : [base, base + UInt32(k), base + UInt32(k + 1)]
+                triangles.append(base)
+                triangles.append(base + UInt32(flip ? k + 1 : k))
+                triangles.append(base + UInt32(flip ? k : k + 1))
             }
         }
         guard !triangles.isEmpty else { return }
@@ -168,7 +192,7 @@ public struct GLBWriter {
             json["textures"] = images.indices.map { ["source": $0, "sampler": 0] as [String: Any] }
             json["samplers"] = [["magFilter": 9729, "minFilter": 9987, "wrapS": 10497, "wrapT": 10497]]
         }
-        var jsonBytes = [UInt8](try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]))
+        var jsonBytes = try GLBWriter.jsonBytes(json)
         while jsonBytes.count % 4 != 0 { jsonBytes.append(0x20) }
         var bin = binary
         while bin.count % 4 != 0 { bin.append(0) }

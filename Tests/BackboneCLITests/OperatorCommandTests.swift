@@ -51,7 +51,7 @@ struct OperatorCommandTests {
         #expect(status == 0, "dev exit: \(String(describing: status))\n\(dev.log)")
     }
 
-    @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary and a room through to ready")
+    @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary, and the room's stages and ready arriving over the WebSocket")
     func demoAgainstDevStack() async throws {
         let port = Integration.freePort()
         let dev = try await DevStack.start(["--port-offset", String(port - 8080)])
@@ -65,10 +65,30 @@ struct OperatorCommandTests {
         #expect(outcome.stdout.contains("\"status\" : \"completed\""))
         #expect(outcome.stdout.contains("\"materialsCompleted\" : 1"))
         #expect(outcome.stdout.contains("POST /rooms/versions") && outcome.stdout.contains("\"status\" : \"queued\""))
-        // Flow A to the end: the transcode worker's stages, then ready with a grade and layers.
-        #expect(outcome.stdout.contains("== transcode: transcoding (exporting)") || outcome.stdout.contains("== transcode: ready"))
-        #expect(outcome.stdout.contains("\"status\" : \"ready\""), "\(outcome.stdout.suffix(3000))")
+        // Flow A to the end, over the WebSocket: every stage of the transcode worker on the
+        // room's channel, in order, then ready naming the uploaded version; the catch-up query after.
+        let lines = outcome.lines
+        let upload = try #require(lines.first { $0.hasPrefix("== POST /rooms/uploads → 201") }, "\(outcome.stdout)")
+        let version = try #require(upload.split(separator: " ").last.map { String($0.dropLast()) })
+        let room = try #require(upload.components(separatedBy: "(room ").last?.components(separatedBy: ",").first)
+        #expect(lines.contains("== realtime: joined room:\(room) (from its first event)"), "\(outcome.stdout.suffix(3000))")
+        let channel = lines.filter { $0.hasPrefix("== room:\(room) ") }
+        let stages = channel.compactMap { line -> String? in
+            guard line.contains(" transcode_progress transcoding (") else { return nil }
+            return line.components(separatedBy: "(").dropFirst().first?.components(separatedBy: ")").first
+        }
+        #expect(stages == ["downloading", "validating", "parsing", "layering", "exporting", "thumbnail"], "\(channel)")
+        #expect(channel.first?.contains("transcode_progress queued") == true, "\(channel)")
+        #expect(channel.last?.contains(" ready version_id \(version)") == true, "\(channel)")
+        let sequences: [String] = channel.map { line in
+            let tail: String = line.components(separatedBy: "  #").last ?? ""
+            return tail.split(separator: " ").first.map(String.init) ?? ""
+        }
+        let expected: [String] = (1...max(1, channel.count)).map { String($0) }
+        #expect(sequences == expected, "channel sequences 1, 2, 3, … with no gap: \(channel)")
+        #expect(outcome.stdout.contains("(the catch-up query) → 200: ready"))
         #expect(outcome.stdout.contains("== grade ") && outcome.stdout.contains("walls"))
+        #expect(lines.contains { $0.hasPrefix("   layers/walls.glb") && $0.contains("http://127.0.0.1:") })
         #expect(await dev.interrupt() == 0)
     }
 }

@@ -41,8 +41,10 @@ public enum BackboneCommand {
                                   produce the original records to their origin topic again, once
 
     demo:
-      demo                        drive a reading session and a room upload through a running system
-                                  (INGEST_URL, PROGRESS_URL, ANALYTICS_URL, JWT_SECRET) and show what came out
+      demo [--user ID] [--scan FILE.usdz --roomplan FILE.json]
+                                  drive a reading session and a room upload through a running system
+                                  (INGEST_URL, PROGRESS_URL, ANALYTICS_URL, TRANSCODE_URL, REALTIME_URL, JWT_SECRET)
+                                  and show what came out; the room's stages and ready arrive over a WebSocket
     """
 
     public static func main(arguments: [String]) async -> Int32 {

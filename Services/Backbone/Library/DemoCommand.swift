@@ -3,15 +3,18 @@ import Foundation
 import Logging
 
 /// `backbone demo`: drives a realistic reading session and a room upload (Flow A: upload-init,
-/// presigned PUTs, upload-complete, then the transcode worker to `ready`) through a running
-/// system (`INGEST_URL`, `PROGRESS_URL`, `ANALYTICS_URL`, `TRANSCODE_URL`, `JWT_SECRET` from the
-/// environment or `.backbone/dev.env`; the dev ports when unset) and prints what came out.
+/// presigned PUTs, upload-complete, then the transcode worker's stages and `ready` as they
+/// arrive on the room's realtime channel over a WebSocket, and the catch-up query for grade and
+/// outputs) through a running system (`INGEST_URL`, `PROGRESS_URL`, `ANALYTICS_URL`,
+/// `TRANSCODE_URL`, `REALTIME_URL`, `JWT_SECRET` from the environment or `.backbone/dev.env`;
+/// the dev ports when unset) and prints what came out.
 enum DemoCommand {
     struct Endpoints {
         var ingest: String
         var progress: String
         var analytics: String
         var transcode: String
+        var realtime: String
     }
 
     /// The capture the room upload sends: a RoomPlan package and its CapturedRoom JSON.
@@ -36,10 +39,12 @@ enum DemoCommand {
         let endpoints = Endpoints(ingest: values["INGEST_URL"] ?? "http://127.0.0.1:8080",
                                   progress: values["PROGRESS_URL"] ?? "http://127.0.0.1:8081",
                                   analytics: values["ANALYTICS_URL"] ?? "http://127.0.0.1:8082",
-                                  transcode: values["TRANSCODE_URL"] ?? "http://127.0.0.1:8083")
+                                  transcode: values["TRANSCODE_URL"] ?? "http://127.0.0.1:8083",
+                                  realtime: values["REALTIME_URL"] ?? "http://127.0.0.1:8084")
         let scan = Scan(package: args.value("scan") ?? Scan.fixture.package, roomplan: args.value("roomplan") ?? Scan.fixture.roomplan)
         let user = args.value("user") ?? "demo-\(UUID().uuidString.prefix(8).lowercased())"
-        let session = DemoSession(endpoints: endpoints, scan: scan, codec: JWTCodec(secret: secret), user: user)
+        let session = DemoSession(endpoints: endpoints, scan: scan, codec: JWTCodec(secret: secret), user: user,
+                                  logger: logger)
         try await session.run()
         return 0
     }

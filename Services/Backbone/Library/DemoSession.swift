@@ -1,6 +1,8 @@
 import Auth
 import Contracts
 import Foundation
+import Logging
+import RealtimeNotifier
 
 /// One run of the demo: a user, a material, a reading session, a room version.
 struct DemoSession {
@@ -8,6 +10,7 @@ struct DemoSession {
     let scan: DemoCommand.Scan
     let codec: JWTCodec
     let user: String
+    let logger: Logger
     let http = DemoHTTPClient()
     let materialID = UUID().uuidString.lowercased()
     let sessionID = UUID().uuidString.lowercased()
@@ -107,24 +110,26 @@ struct DemoSession {
         }
     }
 
-    /// The three-step upload: upload-init, both objects PUT to their presigned URLs, upload-complete.
-    func postRoomVersion() async throws {
-        let usdz: Data
-        let roomplan: Data
+    /// The scan's two files.
+    func readScan() throws -> (usdz: Data, roomplan: Data) {
         do {
-            usdz = try Data(contentsOf: URL(fileURLWithPath: scan.package))
-            roomplan = try Data(contentsOf: URL(fileURLWithPath: scan.roomplan))
+            return (try Data(contentsOf: URL(fileURLWithPath: scan.package)), try Data(contentsOf: URL(fileURLWithPath: scan.roomplan)))
         } catch {
             throw CommandError(code: .io, message: "cannot read the scan \(scan.package) and \(scan.roomplan) (pass --scan FILE.usdz --roomplan FILE.json)",
                                context: "demo")
         }
+    }
+
+    /// The first two steps of the upload: upload-init, then both objects PUT to their presigned
+    /// URLs. Returns the upload-complete request to send (with a face redaction and a 5-minute scan).
+    func uploadScan(_ files: (usdz: Data, roomplan: Data), quiet: Bool = false) async throws -> RoomVersionCompleteRequest {
         let initRequest = RoomUploadInitRequest(title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
-                                                usdzBytes: Int64(usdz.count), roomplanJsonBytes: Int64(roomplan.count))
+                                                usdzBytes: Int64(files.usdz.count), roomplanJsonBytes: Int64(files.roomplan.count))
         let created = try await expect(201, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/uploads",
                                        token: userToken, body: try ContractCoding.encode(initRequest))
         let upload = try ContractCoding.decode(RoomUploadInitResponse.self, from: Array(created.body))
-        say("\n== POST /rooms/uploads → \(created.status) (room \(upload.roomId), version \(upload.versionId))")
-        for (object, bytes) in [(upload.usdz, usdz), (upload.roomplanJson, roomplan)] {
+        if !quiet { say("\n== POST /rooms/uploads → \(created.status) (room \(upload.roomId), version \(upload.versionId))") }
+        for (object, bytes) in [(upload.usdz, files.usdz), (upload.roomplanJson, files.roomplan)] {
             guard let url = object.url else {
                 throw CommandError(code: .unexpectedResponse, message: "no single PUT URL for \(object.key)", context: "ingest")
             }
@@ -133,9 +138,9 @@ struct DemoSession {
                 throw CommandError(code: .unexpectedResponse, message: "PUT \(object.key) answered \(put.status): \(put.text)",
                                    context: "object store")
             }
-            say("== PUT \(object.key) (\(bytes.count) bytes, presigned) → \(put.status)")
+            if !quiet { say("== PUT \(object.key) (\(bytes.count) bytes, presigned) → \(put.status)") }
         }
-        let request = RoomVersionCompleteRequest(
+        return RoomVersionCompleteRequest(
             roomId: upload.roomId, versionId: upload.versionId, title: initRequest.title, tags: initRequest.tags,
             visibility: initRequest.visibility,
             source: RoomSource(usdzKey: upload.usdz.key, usdzBytes: upload.usdz.bytes, roomplanJsonKey: upload.roomplanJson.key,
@@ -143,33 +148,136 @@ struct DemoSession {
             redactions: [Redaction(textureRef: "textures/wall_0.png", kind: .face,
                                    region: RedactionRegion(x: 0.4, y: 0.2, width: 0.1, height: 0.15), method: "blur")],
             scan: ScanSummary(durationSeconds: 300))
-        let response = try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
-                                        token: userToken, body: try ContractCoding.encode(request))
-        say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
-        try await followTranscode(upload.versionId)
     }
 
-    /// Follows the version through the transcode worker with the catch-up query until it is
-    /// ready (or failed), printing each stage as it is seen, then the grade and the outputs.
-    func followTranscode(_ versionID: String) async throws {
-        var seen: [String] = []
-        let final = try await poll(what: "the transcode worker to finish version \(versionID)", timeout: .seconds(90)) {
-            let response = try await http.send("GET", service: "transcode-worker", base: endpoints.transcode,
-                                               path: "/rooms/versions/\(versionID)", token: userToken)
-            guard response.status == 200, let details = try? ContractCoding.decode(RoomVersionDetails.self, from: Array(response.body))
-            else { return nil }
-            let step = details.stage.map { "\(details.status.rawValue) (\($0))" } ?? details.status.rawValue
-            if seen.last != step {
-                seen.append(step)
-                say("== transcode: \(step)")
-            }
-            return details.status == .ready || details.status == .failed ? response : nil
+    /// The last step: upload-complete, answered 202 once the transcode request is on its topic.
+    func completeUpload(_ request: RoomVersionCompleteRequest) async throws -> DemoHTTPClient.Response {
+        try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
+                         token: userToken, body: try ContractCoding.encode(request))
+    }
+
+    /// The realtime socket, authenticated as the user.
+    func openRealtime() async throws -> RealtimeClient {
+        do {
+            return try await RealtimeClient.connect(to: endpoints.realtime, token: userToken, logger: logger)
+        } catch {
+            throw CommandError(code: .serviceUnavailable, message: "cannot open the realtime WebSocket: \(error) — is it running? (start it with `backbone dev`)",
+                               context: "realtime-notifier at \(endpoints.realtime)", isRetriable: true)
         }
+    }
+
+    /// The three-step upload (upload-init, both objects PUT to their presigned URLs,
+    /// upload-complete), then the room followed over the realtime WebSocket to ready.
+    func postRoomVersion() async throws {
+        let request = try await uploadScan(try readScan())
+        let upload = (roomId: request.roomId, versionId: request.versionId)
+        // The room screen's socket is open before upload-complete; the room channel can be
+        // joined once the notifier knows the room (it learns it from the upload-complete).
+        let realtime = try await openRealtime()
+        say("== realtime: WebSocket open to \(endpoints.realtime) (user \(user))")
+        do {
+            let response = try await completeUpload(request)
+            say("== POST /rooms/versions (room \(upload.roomId)) → \(response.status)\n\(response.pretty)")
+            try await followTranscode(room: upload.roomId, version: upload.versionId, realtime: realtime)
+        } catch {
+            await realtime.close()
+            throw error
+        }
+        await realtime.close()
+    }
+
+    /// Joins `room:{roomId}` from the channel's first event (so nothing published before the
+    /// join is missed), prints each `transcode_progress` stage and then `ready` (or `failed`)
+    /// as they arrive on the WebSocket, then the catch-up query's grade and output URLs.
+    func followTranscode(room roomID: String, version versionID: String, realtime: RealtimeClient) async throws {
+        let topic = "room:\(roomID)"
+        try await joinWhenKnown(topic, realtime: realtime)
+        say("== realtime: joined \(topic) (from its first event)")
+        let last = try await withThrowingTaskGroup(of: RealtimeClient.Broadcast?.self) { group in
+            group.addTask {
+                for await event in realtime.events {
+                    switch event {
+                    case .broadcast(let broadcast) where broadcast.channel == topic:
+                        say(describe(broadcast))
+                        if broadcast.event == "ready" || broadcast.event == "failed" { return broadcast }
+                    case .system(let channel, let status, let message):
+                        say("== realtime: \(channel) system \(status): \(message)")
+                    case .closed(let channel) where channel == topic:
+                        return nil
+                    default:
+                        break
+                    }
+                }
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(120))
+                throw CommandError(code: .timedOut, message: "waited 120 s for ready or failed on \(topic)", context: "demo", isRetriable: true)
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let last else {
+            throw CommandError(code: .unexpectedResponse, message: "the realtime channel \(topic) ended before ready or failed",
+                               context: "realtime-notifier at \(endpoints.realtime)")
+        }
+        if last.event == "ready", last.payload["version_id"]?.stringValue != versionID {
+            throw CommandError(code: .unexpectedResponse, message: "ready names version \(last.payload["version_id"]?.stringValue ?? "none"), expected \(versionID)",
+                               context: "realtime-notifier at \(endpoints.realtime)")
+        }
+        let final = try await expect(200, "GET", service: "transcode-worker", base: endpoints.transcode,
+                                     path: "/rooms/versions/\(versionID)", token: userToken)
         let details = try ContractCoding.decode(RoomVersionDetails.self, from: Array(final.body))
-        say("\n== GET /rooms/versions/\(versionID) → \(final.status)\n\(final.pretty)")
+        say("\n== GET /rooms/versions/\(versionID) (the catch-up query) → \(final.status): \(details.status.rawValue), "
+            + "attempts \(details.attempts)")
         if details.status == .ready, let outputs = details.outputs {
             say("== grade \(details.qualityGrade ?? "?"), layers \(outputs.layers.keys.sorted().joined(separator: ", "))")
+            var files = [("layer_manifest.json", outputs.manifest), ("thumbnail.png", outputs.thumbnailPng),
+                         ("thumbnail.webp", outputs.thumbnailWebp)]
+            files += outputs.layers.sorted { $0.key < $1.key }.map { ("layers/\($0.key).glb", $0.value) }
+            let width = files.map(\.0.count).max() ?? 0
+            say("== outputs (presigned GET URLs, valid until \(ContractCoding.formatTimestamp(outputs.expiresAt))):")
+            for (name, url) in files { say("   \(name.padding(toLength: width, withPad: " ", startingAt: 0))  \(url)") }
+        } else if details.status == .failed {
+            say("== failed: \(details.error?.code.rawValue ?? "?") \(details.error?.reason ?? "")")
         }
+    }
+
+    /// The room is unknown to the notifier until it has read the upload-complete's request
+    /// (milliseconds after the 202): a refusal for that reason is retried for up to 30 s.
+    func joinWhenKnown(_ topic: String, realtime: RealtimeClient) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while true {
+            do {
+                try await realtime.join(topic, replay: .afterSeq(0))
+                return
+            } catch let error as RealtimeClient.ClientError where error.isRetriable && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            } catch {
+                throw CommandError(code: .unexpectedResponse, message: "\(error)", context: "realtime-notifier at \(endpoints.realtime)")
+            }
+        }
+    }
+
+    /// `== room:… transcode_progress transcoding (parsing)  #4` — one line per channel event.
+    func describe(_ broadcast: RealtimeClient.Broadcast) -> String {
+        let payload = broadcast.payload
+        var detail: String
+        switch broadcast.event {
+        case "transcode_progress":
+            detail = payload["status"]?.stringValue ?? "?"
+            if let stage = payload["stage"]?.stringValue { detail += " (\(stage))" }
+        case "ready":
+            detail = "version_id \(payload["version_id"]?.stringValue ?? "?")"
+            if let grade = payload["qualityGrade"]?.stringValue ?? payload["quality_grade"]?.stringValue { detail += ", grade \(grade)" }
+        case "failed":
+            detail = "\(payload["error"]?.stringValue ?? "?"): \(payload["reason"]?.stringValue ?? "")"
+        default:
+            detail = PhoenixMessage(topic: broadcast.channel, event: broadcast.event, payload: payload).encode(.v1)
+        }
+        let seq = broadcast.seq.map { "  #\($0)" } ?? ""
+        return "== \(broadcast.channel) \(broadcast.event) \(detail)\(seq)\(broadcast.replayed ? " (replayed)" : "")"
     }
 
     func expect(_ status: Int, _ method: String, service: String, base: String, path: String, token: String?,
