@@ -78,7 +78,8 @@ enum DevCommand {
             let port = entry.defaultPort + portOffset
             var serviceConfiguration = configuration
             serviceConfiguration.httpPort = port
-            serviceConfiguration.httpHost = "0.0.0.0"
+            // Loopback unless told otherwise (HTTP_HOST=0.0.0.0 lets a phone on the network in).
+            serviceConfiguration.httpHost = environment["HTTP_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1"
             let serviceContext = ServiceContext(name: entry.name, configuration: serviceConfiguration, database: context.database,
                                                 producer: context.producer, admin: context.admin, metrics: metrics, logger: logger)
             let built = entry.build(serviceContext)
