@@ -253,7 +253,12 @@ struct PostgresClientIntegrationTests {
         let admin = Integration.client(maxConnections: 1)
         let pid = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
         _ = try await admin.query("SELECT pg_terminate_backend($1)", [pid])
-        try await Task.sleep(for: .milliseconds(200))
+        // Until the backend is gone (it can take longer than a moment on a loaded machine).
+        for _ in 0..<100 {
+            if try await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1", [pid]).isEmpty { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await Task.sleep(for: .milliseconds(50))
         // The idle connection is checked before reuse, so the caller never sees the dead one.
         let newPID = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
         #expect(newPID != pid)
