@@ -107,6 +107,10 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
     .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "CatalogBench",
+                      dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPTypes",
+                                     "Auth", "Logging", "Metrics", "ObjectStore", "BackboneTestSupport"],
+                      path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -140,7 +144,7 @@ let testTargets: [Target] = [
     ]),
     tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
                                                   "DevInfrastructure", "Ingest", "RealtimeNotifier"],
-          exclude: ["Clients"]),
+          exclude: ["Clients", "Fixtures"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure"]),
 ]
@@ -160,6 +164,7 @@ let package = Package(
         .executable(name: "progress-bench", targets: ["ProgressBench"]),
         .executable(name: "analytics-bench", targets: ["AnalyticsBench"]),
         .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
+        .executable(name: "catalog-bench", targets: ["CatalogBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

@@ -106,21 +106,17 @@ public struct TranscodeWorkerService: Sendable {
         let logger = context.logger
         let routes = TranscodeRoutes(store: store, authenticator: context.authenticator, links: links,
                                      maxAttempts: configuration.maxAttempts, onRetry: { jobs.notify(); statuses.notify() })
-        let catalog = configuration.catalog
-        // Cached answers must stay far from their presigned links' expiry.
-        let cache = CatalogAnswerCache(ttl: min(catalog.cacheTTL, configuration.linkTTL / 2), capacity: catalog.cacheEntries)
+        let catalog = RoomCatalog(database: context.database, authenticator: context.authenticator, links: links,
+                                  configuration: configuration.catalog, linkTTL: configuration.linkTTL)
         let catalogRunner = ProjectionRunner(
-            projection: CatalogProjection(requestsTopic: configuration.requestsTopic, feedHalfLife: catalog.feedHalfLife,
-                                          onCommit: { cache.invalidate() }),
+            projection: catalog.projection(requestsTopic: configuration.requestsTopic),
             configuration: ProjectionRunnerConfiguration(
-                bootstrapServers: context.configuration.kafkaBrokers, groupID: catalog.groupID,
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.catalog.groupID,
                 topics: [configuration.requestsTopic, configuration.statusTopic], maxBatchRecords: 500,
                 maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         var router = routes.router()
-        router.merge(CatalogRoutes(store: CatalogStore(database: context.database, tables: .live),
-                                   authenticator: context.authenticator, links: links, cache: cache,
-                                   maxLimit: catalog.maxLimit).router())
+        router.merge(catalog.router())
         return ServiceParts(router: router, background: [
             ClosureService(name: "transcode-intake") { try await intake.run() },
             ClosureService(name: "room-catalog") { try await catalogRunner.run() },

@@ -24,9 +24,33 @@ struct CatalogRoutes: Sendable {
 
     func router() -> Router {
         var router = Router()
-        router.get("/rest/v1/rooms") { request in try await self.answer(request, .rooms) }
-        router.get("/rest/v1/room_versions") { request in try await self.answer(request, .roomVersions) }
+        router.get("/rest/v1/rooms") { request in try await self.respond(request, .rooms) }
+        router.get("/rest/v1/room_versions") { request in try await self.respond(request, .roomVersions) }
         return router
+    }
+
+    /// Errors carry PostgREST's top-level `code`/`message`/`details`/`hint` (what Supabase
+    /// clients read into their `APIError`) next to the house `{"error":{"code","message"}}`.
+    func respond(_ request: HTTPRequest, _ resource: CatalogResource) async throws -> HTTPResponse {
+        do {
+            return try await answer(request, resource)
+        } catch let error as HTTPError {
+            var w = JSONWriter()
+            w.beginObject()
+            w.key("code"); w.string(error.code)
+            w.key("details"); w.null()
+            w.key("error")
+            w.beginObject()
+            w.key("code"); w.string(error.code)
+            w.key("message"); w.string(error.message)
+            w.endObject()
+            w.key("hint"); w.null()
+            w.key("message"); w.string(error.message)
+            w.endObject()
+            var headers = error.headers
+            headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
+            return HTTPResponse(status: error.status, headers: headers, body: w.bytes)
+        }
     }
 
     func viewer(_ request: HTTPRequest) throws(HTTPError) -> CatalogViewer {
@@ -40,6 +64,9 @@ struct CatalogRoutes: Sendable {
 
     func answer(_ request: HTTPRequest, _ resource: CatalogResource) async throws -> HTTPResponse {
         let viewer = try viewer(request)
+        if let profile = request.headers["Accept-Profile"], profile != "public" {
+            throw PostgRESTQuery.unsupported(.unsupportedParameter, "only the public schema is served (Accept-Profile: \(profile))")
+        }
         let single = request.headers["Accept"]?.contains(Self.singleObject) == true
         let key = Self.cacheKey(request, resource, viewer: viewer, single: single)
         if let (body, headers) = cache.answer(key) { return HTTPResponse(status: .ok, headers: headers, body: body) }
