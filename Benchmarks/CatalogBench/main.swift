@@ -114,8 +114,8 @@ func wrk(_ label: String, _ url: String) throws {
             .map { $0.trimmingCharacters(in: .whitespaces).dropFirst(prefix.count).trimmingCharacters(in: .whitespaces) } ?? "?"
     }
     let errors = output.split(separator: "\n").filter { $0.contains("Socket errors") || $0.contains("Non-2xx") }
-    say(String(format: "%-34@ req/s %@  p50 %@  p90 %@  p99 %@ %@", label as NSString, field("Requests/sec:"), field("50%"), field("90%"),
-               field("99%"), errors.joined(separator: "; ")))
+    say("\(label.padding(toLength: 34, withPad: " ", startingAt: 0)) req/s \(field("Requests/sec:"))  p50 \(field("50%"))  "
+        + "p90 \(field("90%"))  p99 \(field("99%"))  \(errors.joined(separator: "; "))")
 }
 
 let feed = "/rest/v1/rooms?visibility=eq.public&order=created_at.desc&limit=20"

@@ -115,7 +115,7 @@ struct CatalogRoutes: Sendable {
             if let manifest = room.manifestKey { keys.append(manifest) }
         }
         for versions in embedded.values { for version in versions { keys += Self.outputKeys(version) } }
-        let (urls, expires) = keys.isEmpty ? ([:], Date()) : try await links.presign(keys)
+        let (urls, expires) = keys.isEmpty ? ([:], Date()) : try await links.presign(Self.distinct(keys))
         let renderer = CatalogRenderer(urls: urls, expiresAt: expires, viewer: viewer)
         var writer = JSONWriter(capacity: 512 * max(1, rooms.count))
         if !single { writer.beginArray() }
@@ -130,7 +130,7 @@ struct CatalogRoutes: Sendable {
         let versions = try await store.versions(query, viewer: viewer)
         try Self.checkSingle(single, versions.count)
         let keys = versions.flatMap(Self.outputKeys)
-        let (urls, expires) = keys.isEmpty ? ([:], Date()) : try await links.presign(keys)
+        let (urls, expires) = keys.isEmpty ? ([:], Date()) : try await links.presign(Self.distinct(keys))
         let renderer = CatalogRenderer(urls: urls, expiresAt: expires, viewer: viewer)
         var writer = JSONWriter(capacity: 512 * max(1, versions.count))
         if !single { writer.beginArray() }
@@ -143,6 +143,12 @@ struct CatalogRoutes: Sendable {
         guard single, count != 1 else { return }
         throw HTTPError(HTTPStatus(406), code: ErrorCode.notSingleRow.rawValue,
                         message: "JSON object requested, multiple (or no) rows returned (\(count) rows)")
+    }
+
+    /// Each key once, in first-seen order (a room's current version is also embedded).
+    static func distinct(_ keys: [String]) -> [String] {
+        var seen = Set<String>()
+        return keys.filter { seen.insert($0).inserted }
     }
 
     /// The outputs of a ready version that get presigned URLs.
