@@ -98,10 +98,10 @@ let uncachedServer = try server(uncached)
 let token = JWTCodec(secret: secret).issue(userID: "user-7", ttl: 3_600)
 
 /// Runs wrk and returns its summary: requests/s and the latency percentiles.
-func wrk(_ label: String, _ url: String) throws {
+func wrk(_ label: String, _ url: String, connections: Int = connections) throws {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["wrk", "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-H", "Authorization: Bearer \(token)",
+    process.arguments = ["wrk", connections == 1 ? "-t1" : "-t2", "-c\(connections)", "-d\(duration)s", "--latency", "-H", "Authorization: Bearer \(token)",
                          "-H", "apikey: \(token)", url]
     let pipe = Pipe()
     process.standardOutput = pipe
@@ -113,21 +113,26 @@ func wrk(_ label: String, _ url: String) throws {
         output.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(prefix) }
             .map { $0.trimmingCharacters(in: .whitespaces).dropFirst(prefix.count).trimmingCharacters(in: .whitespaces) } ?? "?"
     }
+    let transfer = field("Transfer/sec:")
     let errors = output.split(separator: "\n").filter { $0.contains("Socket errors") || $0.contains("Non-2xx") }
     say("\(label.padding(toLength: 34, withPad: " ", startingAt: 0)) req/s \(field("Requests/sec:"))  p50 \(field("50%"))  "
-        + "p90 \(field("90%"))  p99 \(field("99%"))  \(errors.joined(separator: "; "))")
+        + "p90 \(field("90%"))  p99 \(field("99%"))  \(transfer)/s  \(errors.joined(separator: "; "))")
 }
 
 let feed = "/rest/v1/rooms?visibility=eq.public&order=created_at.desc&limit=20"
 let ranked = "/rest/v1/rooms?visibility=eq.public&order=feed_rank.desc&limit=20"
 say("wrk -t2 -c\(connections) -d\(duration)s --latency (keep-alive), same server process, same run:")
+// One connection first: the service time of a single request, without queueing.
+try wrk("1 conn: /healthz", "http://127.0.0.1:\(cachedServer.port)/healthz", connections: 1)
+try wrk("1 conn: feed", "http://127.0.0.1:\(cachedServer.port)\(feed)", connections: 1)
+try wrk("1 conn: feed, cache off", "http://127.0.0.1:\(uncachedServer.port)\(feed)", connections: 1)
 try wrk("baseline /healthz", "http://127.0.0.1:\(cachedServer.port)/healthz")
 try wrk("feed created_at.desc limit 20", "http://127.0.0.1:\(cachedServer.port)\(feed)")
 try wrk("feed feed_rank.desc limit 20", "http://127.0.0.1:\(cachedServer.port)\(ranked)")
-try wrk("baseline /healthz (uncached srv)", "http://127.0.0.1:\(uncachedServer.port)/healthz")
+// Last: requests of connections wrk has closed are still answered after it stops.
 try wrk("feed, cache off", "http://127.0.0.1:\(uncachedServer.port)\(feed)")
 
 await cachedServer.shutdown(gracePeriod: .zero)
 await uncachedServer.shutdown(gracePeriod: .zero)
 await client.close()
-await database.drop()
+if ProcessInfo.processInfo.environment["CATALOG_BENCH_KEEP"] == "1" { say("kept database \(database.url)") } else { await database.drop() }
