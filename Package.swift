@@ -113,6 +113,10 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
     .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Logging"], path: "Benchmarks/FlowABench",
                       swiftSettings: swiftSettings),
+    .executableTarget(name: "CatalogBench",
+                      dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPTypes",
+                                     "Auth", "Logging", "Metrics", "ObjectStore", "BackboneTestSupport"],
+                      path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
 // MARK: - Tests
@@ -146,7 +150,7 @@ let testTargets: [Target] = [
     ]),
     tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
                                                   "DevInfrastructure", "Ingest", "RealtimeNotifier"],
-          exclude: ["Clients"]),
+          exclude: ["Clients", "Fixtures"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime"]),
 ]
@@ -168,6 +172,7 @@ let package = Package(
         .executable(name: "transcode-bench", targets: ["TranscodeBench"]),
         .executable(name: "rebuild-bench", targets: ["RebuildBench"]),
         .executable(name: "flow-a-bench", targets: ["FlowABench"]),
+        .executable(name: "catalog-bench", targets: ["CatalogBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

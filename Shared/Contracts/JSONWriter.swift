@@ -25,6 +25,13 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
+    /// `"key":` for a key known only at run time (escaped like any string).
+    public mutating func dynamicKey(_ key: String) {
+        string(key)
+        bytes.append(UInt8(ascii: ":"))
+        needsComma = false
+    }
+
     public mutating func string(_ value: String) {
         separate()
         bytes.append(UInt8(ascii: "\""))

@@ -44,15 +44,30 @@ public struct SignatureV4: Sendable {
 
     // MARK: - Steps (public so they can be checked against the published examples)
 
-    public static func amzDate(_ date: Date) -> String { format(date, "yyyyMMdd'T'HHmmss'Z'") }
-    public static func dateStamp(_ date: Date) -> String { format(date, "yyyyMMdd") }
+    public static func amzDate(_ date: Date) -> String {
+        let t = utc(date)
+        return digits(t.tm_year + 1900, 4) + digits(t.tm_mon + 1, 2) + digits(t.tm_mday, 2) + "T"
+            + digits(t.tm_hour, 2) + digits(t.tm_min, 2) + digits(t.tm_sec, 2) + "Z"
+    }
 
-    private static func format(_ date: Date, _ pattern: String) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = pattern
-        return formatter.string(from: date)
+    public static func dateStamp(_ date: Date) -> String {
+        let t = utc(date)
+        return digits(t.tm_year + 1900, 4) + digits(t.tm_mon + 1, 2) + digits(t.tm_mday, 2)
+    }
+
+    /// The UTC calendar fields of `date` (whole seconds). `gmtime_r` instead of a
+    /// `DateFormatter`, which costs far more to build than a whole signature (a page of
+    /// presigned links signs dozens of URLs per request).
+    private static func utc(_ date: Date) -> tm {
+        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
+        var fields = tm()
+        _ = gmtime_r(&seconds, &fields)
+        return fields
+    }
+
+    private static func digits(_ value: Int32, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }
 
     public func scope(_ date: Date) -> String { "\(Self.dateStamp(date))/\(region)/\(service)/aws4_request" }

@@ -279,15 +279,19 @@ struct JobLifecycleTests {
             try await harness.produce([good])
             #expect(try await Integration.eventually { try await harness.jobStatus(good.versionId) == "ready" })
             // The poison records sit on another partition than the good one: wait for them too.
+            // Two consumer groups read the requests (the intake and the room catalog): each
+            // dead-letters every poison record once.
             let dlq = Topics.deadLetter(for: harness.requests)
             #expect(try await Integration.eventually {
                 var total: Int64 = 0
                 for p in 0..<3 { total += try await harness.admin.watermarks(topic: dlq, partition: Int32(p)).high }
-                return total == 5
+                return total == 10
             })
-            let letters = try await TopicReader.read(dlq, bootstrapServers: harness.cluster.bootstrapServers, count: 5)
+            let letters = try await TopicReader.read(dlq, bootstrapServers: harness.cluster.bootstrapServers, count: 10)
                 .map { try ContractCoding.decode(DeadLetterRecord.self, from: $0.value) }
-            #expect(letters.allSatisfy { $0.originalTopic == harness.requests && $0.consumerGroup == "transcode-worker" })
+            #expect(letters.allSatisfy { $0.originalTopic == harness.requests })
+            #expect(letters.filter { $0.consumerGroup == "transcode-worker" }.count == 5)
+            #expect(letters.filter { $0.consumerGroup == "room-catalog" }.count == 5)
         }
         let jobs = try await harness.client.query("SELECT count(*)::bigint AS n FROM transcode_jobs")
         #expect(try jobs.first?.decode(Int64.self, "n") == 1)

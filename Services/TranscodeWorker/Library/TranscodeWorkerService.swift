@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import HTTPTypes
 import Kafka
 import Logging
 import Postgres
@@ -30,6 +31,8 @@ public struct TranscodeConfiguration: Sendable {
     public var workDirectory: String = NSTemporaryDirectory()
     /// The most bytes one job may hold in its folder (downloads and outputs).
     public var maxJobBytes: Int64 = 512 * 1_024 * 1_024
+    /// The room catalog's settings (`CATALOG_*`).
+    public var catalog = CatalogConfiguration()
 
     public init() {}
 
@@ -52,15 +55,17 @@ public struct TranscodeConfiguration: Sendable {
         c.sessionTimeout = env.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: c.sessionTimeout)
         c.workDirectory = env.string("TRANSCODE_WORK_DIR", default: c.workDirectory)
         c.maxJobBytes = Int64(env.int("TRANSCODE_MAX_JOB_BYTES", default: Int(c.maxJobBytes), range: 1_048_576...Int(Int64.max)))
+        c.catalog = CatalogConfiguration.read(from: &env)
         return c
     }
 }
 
 /// transcode-worker: `room.transcode.requests.v1` → `transcode_jobs` (the intake, on the
 /// projection runner), the job loop that turns each version into its outputs, the status
-/// relay to `room.transcode.status.v1`, and the catch-up and retry endpoints.
+/// relay to `room.transcode.status.v1`, the catch-up and retry endpoints, and the room
+/// catalog (`/rest/v1/rooms`, `/rest/v1/room_versions`) on its own projection of both topics.
 public struct TranscodeWorkerService: Sendable {
-    public static let migrations = ProjectionSchema.migrations + TranscodeSchema.migrations
+    public static let migrations = ProjectionSchema.migrations + TranscodeSchema.migrations + CatalogSchema.migrations
 
     let context: ServiceContext
     let configuration: TranscodeConfiguration
@@ -101,8 +106,20 @@ public struct TranscodeWorkerService: Sendable {
         let logger = context.logger
         let routes = TranscodeRoutes(store: store, authenticator: context.authenticator, links: links,
                                      maxAttempts: configuration.maxAttempts, onRetry: { jobs.notify(); statuses.notify() })
-        return ServiceParts(router: routes.router(), background: [
+        let catalog = RoomCatalog(database: context.database, authenticator: context.authenticator, links: links,
+                                  configuration: configuration.catalog, linkTTL: configuration.linkTTL)
+        let catalogRunner = ProjectionRunner(
+            projection: catalog.projection(requestsTopic: configuration.requestsTopic),
+            configuration: ProjectionRunnerConfiguration(
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.catalog.groupID,
+                topics: [configuration.requestsTopic, configuration.statusTopic], maxBatchRecords: 500,
+                maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout),
+            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+        var router = routes.router()
+        router.merge(catalog.router())
+        return ServiceParts(router: router, background: [
             ClosureService(name: "transcode-intake") { try await intake.run() },
+            ClosureService(name: "room-catalog") { try await catalogRunner.run() },
             ClosureService(name: "transcode-jobs") { try await loop.run() },
             ClosureService(name: "transcode-status-relay") {
                 // Statuses go out as soon as a stage commits; the interval only bounds how

@@ -1,0 +1,137 @@
+import Contracts
+import Foundation
+import Kafka
+import Postgres
+import Projection
+
+/// The room catalog's read model: `room.transcode.requests.v1` (what the owner asked for:
+/// title, tags, visibility) and `room.transcode.status.v1` (where each version got to) →
+/// `catalog_versions` and `catalog_rooms`, on the projection runner (offsets in PostgreSQL
+/// with the rows, undecodable records to the DLQ). Its own consumer group, separate from the
+/// worker's intake: the catalog can be rebuilt from the topics without touching jobs.
+///
+/// Order: a version's statuses arrive in order (keyed by room, one partition); its request is
+/// on another topic and may be applied before or after them, so request fields and status
+/// fields are merged independently and neither overwrites the other.
+public struct CatalogProjection: Projection {
+    public enum Event: Sendable, Equatable {
+        case request(RoomTranscodeRequest)
+        case status(RoomTranscodeStatus)
+    }
+    public typealias Effects = Void
+
+    struct InvalidCatalogRecord: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let requestsTopic: String
+    let tables: CatalogTables
+    /// How much older a C-grade room ranks in the feed (its weight × 0.5 on a recency score
+    /// that halves every `feedHalfLife`).
+    let feedHalfLife: Duration
+    /// Called after every committed batch (the answer cache drops what it holds).
+    let onCommit: @Sendable () -> Void
+
+    public init(requestsTopic: String, tables: CatalogTables = .live, feedHalfLife: Duration,
+                onCommit: @escaping @Sendable () -> Void = {}) {
+        self.requestsTopic = requestsTopic
+        self.tables = tables
+        self.feedHalfLife = feedHalfLife
+        self.onCommit = onCommit
+    }
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> Event {
+        if record.topic == requestsTopic {
+            let request = try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)
+            try TranscodeIntake.validate(request)
+            guard request.title.utf8.count <= 1_000, request.tags.count <= 100 else {
+                throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
+            }
+            return .request(request)
+        }
+        let status = try ContractCoding.decode(RoomTranscodeStatus.self, from: record.value)
+        for (name, value) in [("roomId", status.roomId), ("versionId", status.versionId), ("ownerUserId", status.ownerUserId)] {
+            guard TranscodeIntake.isIdentifier(value) else {
+                throw InvalidCatalogRecord(description: "\(name) must be 1–128 printable characters")
+            }
+        }
+        return .status(status)
+    }
+
+    public func apply(_ events: [ProjectedEvent<Event>], in connection: PostgresConnection) async throws {
+        let deltas = CatalogVersionDelta.fold(events.map(\.event))
+        guard !deltas.isEmpty else { return }
+        _ = try await connection.execute(CatalogSQL.upsertVersions(tables), CatalogVersionDelta.binds(deltas))
+        let rooms = Array(Set(deltas.map(\.roomId))).sorted()
+        _ = try await connection.execute(CatalogSQL.refreshRooms(tables), [rooms, CatalogSQL.microseconds(feedHalfLife)])
+    }
+
+    public func afterCommit(_ effects: Void) async throws { onCommit() }
+}
+
+/// Everything one batch says about one version, folded in offset order.
+struct CatalogVersionDelta: Sendable, Equatable {
+    var versionId: String
+    var roomId: String
+    var ownerId: String
+    /// The newest request seen for the version (a re-sent upload-complete repeats it).
+    var request: RoomTranscodeRequest?
+    var visibility: RoomVisibility?
+    /// The last status: statuses are complete snapshots, so the last one is the state.
+    var status: RoomTranscodeStatus?
+    var queuedSeen = 0
+    var firstAt: Date
+    var lastAt: Date
+
+    static func fold(_ events: [CatalogProjection.Event]) -> [CatalogVersionDelta] {
+        var order: [String] = []
+        var deltas: [String: CatalogVersionDelta] = [:]
+        for event in events {
+            let (versionId, roomId, ownerId, at): (String, String, String, Date) = switch event {
+            case .request(let r): (r.versionId, r.roomId, r.ownerUserId, r.requestedAt)
+            case .status(let s): (s.versionId, s.roomId, s.ownerUserId, s.at)
+            }
+            if deltas[versionId] == nil {
+                order.append(versionId)
+                deltas[versionId] = CatalogVersionDelta(versionId: versionId, roomId: roomId, ownerId: ownerId, firstAt: at, lastAt: at)
+            }
+            var delta = deltas[versionId]!
+            delta.firstAt = min(delta.firstAt, at)
+            delta.lastAt = max(delta.lastAt, at)
+            switch event {
+            case .request(let request):
+                if delta.request.map({ request.requestedAt >= $0.requestedAt }) ?? true { delta.request = request }
+                delta.visibility = delta.request?.visibility
+            case .status(let status):
+                delta.status = status
+                if status.status == .queued { delta.queuedSeen += 1 }
+                if delta.request == nil, let visibility = status.visibility { delta.visibility = visibility }
+            }
+            deltas[versionId] = delta
+        }
+        return order.map { deltas[$0]! }
+    }
+
+    /// The binds of `CatalogSQL.upsertVersions`, one array per column ("" = none).
+    static func binds(_ deltas: [CatalogVersionDelta]) -> [any PostgresBindable] {
+        func json(_ strings: [String]) -> String {
+            String(decoding: (try? JSONSerialization.data(withJSONObject: strings)) ?? Data("[]".utf8), as: UTF8.self)
+        }
+        func stamp(_ date: Date?) -> String { date.map { ContractCoding.formatTimestamp($0) } ?? "" }
+        let finished: (CatalogVersionDelta) -> Date? = { d in
+            guard let s = d.status, s.status == .ready || s.status == .failed else { return nil }
+            return s.at
+        }
+        return [
+            deltas.map(\.versionId), deltas.map(\.roomId), deltas.map(\.ownerId),
+            deltas.map { $0.request?.title ?? "" }, deltas.map { $0.request.map { json($0.tags) } ?? "" },
+            deltas.map { $0.visibility?.rawValue ?? "" }, deltas.map { stamp($0.request?.requestedAt) },
+            deltas.map { $0.status?.status.rawValue ?? "" }, deltas.map { $0.status?.stage ?? "" },
+            deltas.map { $0.status?.code?.rawValue ?? "" }, deltas.map { $0.status?.reason ?? "" },
+            deltas.map { $0.status?.qualityGrade ?? "" }, deltas.map { $0.status?.manifestKey ?? "" },
+            deltas.map { $0.status?.thumbnailKey ?? "" }, deltas.map { $0.status?.glbKeys.map(json) ?? "" },
+            deltas.map { Int64($0.queuedSeen) }, deltas.map { stamp($0.status?.at) }, deltas.map { stamp(finished($0)) },
+            deltas.map { stamp($0.firstAt) }, deltas.map { stamp($0.lastAt) },
+        ]
+    }
+}

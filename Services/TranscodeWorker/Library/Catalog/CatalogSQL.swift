@@ -1,0 +1,96 @@
+/// SQL of the catalog read model, over a set of `CatalogTables` (the live ones or a rebuild's
+/// shadow copies).
+enum CatalogSQL {
+    static func microseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+    }
+
+    /// Merges one `CatalogVersionDelta` per version. Request fields change only for a newer
+    /// request; status fields take the batch's last status (a version's statuses arrive in
+    /// order); `queued_seen` adds up (the first attempt and each retry publish `queued`).
+    static func upsertVersions(_ t: CatalogTables) -> String {
+        """
+        INSERT INTO \(t.versions) AS v (version_id, room_id, owner_id, title, tags, visibility, requested_at, status, stage,
+            error_code, reason, quality_grade, manifest_key, thumbnail_key, glb_keys, queued_seen, status_at, finished_at,
+            created_at, updated_at)
+        SELECT vid, rid, oid,
+               CASE WHEN req_at <> '' THEN title END,
+               CASE WHEN tags <> '' THEN ARRAY(SELECT jsonb_array_elements_text(tags::jsonb)) END,
+               NULLIF(vis, ''), NULLIF(req_at, '')::timestamptz,
+               COALESCE(NULLIF(status, ''), 'queued'), NULLIF(stage, ''), NULLIF(code, ''), NULLIF(reason, ''),
+               NULLIF(grade, ''), NULLIF(manifest, ''), NULLIF(thumb, ''),
+               CASE WHEN glb <> '' THEN ARRAY(SELECT jsonb_array_elements_text(glb::jsonb)) END,
+               queued, NULLIF(status_at, '')::timestamptz, NULLIF(finished, '')::timestamptz,
+               first_at::timestamptz, last_at::timestamptz
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                    $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[],
+                    $17::text[], $18::text[], $19::text[], $20::text[])
+             AS d(vid, rid, oid, title, tags, vis, req_at, status, stage, code, reason, grade, manifest, thumb, glb, queued,
+                  status_at, finished, first_at, last_at)
+        ON CONFLICT (version_id) DO UPDATE SET
+            room_id = EXCLUDED.room_id,
+            owner_id = EXCLUDED.owner_id,
+            title = CASE WHEN EXCLUDED.requested_at >= v.requested_at OR v.requested_at IS NULL
+                         THEN COALESCE(EXCLUDED.title, v.title) ELSE v.title END,
+            tags = CASE WHEN EXCLUDED.requested_at >= v.requested_at OR v.requested_at IS NULL
+                        THEN COALESCE(EXCLUDED.tags, v.tags) ELSE v.tags END,
+            visibility = CASE WHEN EXCLUDED.requested_at IS NOT NULL
+                                   AND (v.requested_at IS NULL OR EXCLUDED.requested_at >= v.requested_at)
+                              THEN EXCLUDED.visibility
+                              ELSE COALESCE(v.visibility, EXCLUDED.visibility) END,
+            requested_at = GREATEST(v.requested_at, EXCLUDED.requested_at),
+            status = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.status ELSE v.status END,
+            stage = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.stage ELSE v.stage END,
+            error_code = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.error_code ELSE v.error_code END,
+            reason = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.reason ELSE v.reason END,
+            quality_grade = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.quality_grade ELSE v.quality_grade END,
+            manifest_key = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.manifest_key ELSE v.manifest_key END,
+            thumbnail_key = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.thumbnail_key ELSE v.thumbnail_key END,
+            glb_keys = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.glb_keys ELSE v.glb_keys END,
+            finished_at = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.finished_at ELSE v.finished_at END,
+            status_at = COALESCE(EXCLUDED.status_at, v.status_at),
+            queued_seen = v.queued_seen + EXCLUDED.queued_seen,
+            created_at = LEAST(v.created_at, EXCLUDED.created_at),
+            updated_at = GREATEST(v.updated_at, EXCLUDED.updated_at)
+        """
+    }
+
+    /// Recomputes the rooms of `$1` from their versions: the newest request's title, tags and
+    /// visibility; the current version (the latest ready one) with its grade, thumbnail and
+    /// manifest; the latest version's status and group; and the feed's ranking key — the
+    /// creation time in microseconds, `$2` µs earlier for a C room (a recency score that halves
+    /// every `$2` µs, weighted × 0.5, orders exactly like this shifted time, and the key does not
+    /// change as time passes, so cursors stay stable), zero-padded, then the room id (unique).
+    static func refreshRooms(_ t: CatalogTables) -> String {
+        """
+        INSERT INTO \(t.rooms) AS r (room_id, owner_id, title, tags, visibility, created_at, updated_at, current_version_id,
+            quality_grade, thumbnail_key, manifest_key, latest_version_id, latest_status, state, feed_rank)
+        SELECT a.room_id, meta.owner_id, COALESCE(meta.title, ''), COALESCE(meta.tags, '{}'), COALESCE(meta.visibility, 'private'),
+               span.created_at, span.updated_at, cur.version_id, cur.quality_grade, cur.thumbnail_key, cur.manifest_key,
+               latest.version_id, latest.status,
+               CASE latest.status WHEN 'ready' THEN 'published' WHEN 'failed' THEN 'failed' ELSE 'in_progress' END,
+               lpad((floor(extract(epoch FROM span.created_at) * 1000000)::bigint
+                     - CASE WHEN cur.quality_grade = 'C' THEN $2::bigint ELSE 0 END)::text, 17, '0') || '.' || a.room_id
+        FROM unnest($1::text[]) AS a(room_id)
+        CROSS JOIN LATERAL (
+            SELECT owner_id, title, tags, visibility FROM \(t.versions) WHERE room_id = a.room_id
+            ORDER BY requested_at DESC NULLS LAST, version_id DESC LIMIT 1) meta
+        CROSS JOIN LATERAL (
+            SELECT min(created_at) AS created_at, max(updated_at) AS updated_at FROM \(t.versions) WHERE room_id = a.room_id) span
+        CROSS JOIN LATERAL (
+            SELECT version_id, status FROM \(t.versions) WHERE room_id = a.room_id
+            ORDER BY created_at DESC, version_id DESC LIMIT 1) latest
+        LEFT JOIN LATERAL (
+            SELECT version_id, quality_grade, thumbnail_key, manifest_key FROM \(t.versions)
+            WHERE room_id = a.room_id AND status = 'ready'
+            ORDER BY finished_at DESC NULLS LAST, version_id DESC LIMIT 1) cur ON true
+        ON CONFLICT (room_id) DO UPDATE SET
+            owner_id = EXCLUDED.owner_id, title = EXCLUDED.title, tags = EXCLUDED.tags, visibility = EXCLUDED.visibility,
+            created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at,
+            current_version_id = EXCLUDED.current_version_id, quality_grade = EXCLUDED.quality_grade,
+            thumbnail_key = EXCLUDED.thumbnail_key, manifest_key = EXCLUDED.manifest_key,
+            latest_version_id = EXCLUDED.latest_version_id, latest_status = EXCLUDED.latest_status,
+            state = EXCLUDED.state, feed_rank = EXCLUDED.feed_rank
+        """
+    }
+}
