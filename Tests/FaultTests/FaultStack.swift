@@ -17,7 +17,7 @@ import Synchronization
 /// a service, `pg_ctl stop` / `restart -m immediate`, brokers set down and up. All on loopback.
 final class FaultStack: @unchecked Sendable {
     // @unchecked: mutable state (`kafka`, `processes`) is only touched by the owning test, sequentially.
-    static let services = ["ingest", "progress-projector", "analytics-aggregator"]
+    static let services = ["ingest", "progress-projector", "analytics-aggregator", "realtime-notifier"]
 
     private(set) var kafka: EmbeddedKafkaCluster
     let postgres: PrivatePostgresCluster
@@ -189,6 +189,9 @@ final class FaultStack: @unchecked Sendable {
     /// Dead letters on `<topic>.dlq` (up to its high watermarks).
     func deadLetters(of topic: String) async throws -> [DeadLetterRecord] {
         let dlq = Topics.deadLetter(for: topic)
+        // A client of its own each time: one that lived through the broker's outage may keep
+        // timing out on metadata it cached then.
+        let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, timeout: .seconds(5), logger: .disabled)
         let high = try await admin.watermarks(topic: dlq, partition: 0).high
         guard high > 0 else { return [] }
         return try await TopicReader.read(dlq, bootstrapServers: kafka.bootstrapServers, count: Int(high))
