@@ -192,7 +192,15 @@ public final class ProjectionRunner<P: Projection>: Sendable {
 
     func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
         let stored = try await withRetries("claim partitions") { try await self.offsets.claim(partitions, client: self.database) }
-        let claims = try await withRetries("check stored positions") { try await self.checked(stored) }
+        let claims = try await withRetries("check stored positions") {
+            do {
+                return try await self.checked(stored)
+            } catch {
+                // A client that lived through a broker outage can keep timing out: retry on a new one.
+                self.adminClient.withLock { $0 = nil }
+                throw error
+            }
+        }
         ownership.assign(claims)
         logger.info("partitions assigned", metadata: ["kafka.partitions": Self.describe(claims.mapValues(\.nextOffset))])
         return claims.compactMapValues { $0.nextOffset >= 0 ? $0.nextOffset : nil }

@@ -51,7 +51,14 @@ struct FaultSuiteTests {
             func recovered(_ fault: String) async {
                 let took = await stack.waitReady()
                 print("fault-suite: \(fault), ready again after \(took.map { "\($0)" } ?? "more than 30 s")")
-                #expect(took != nil, "not ready 30 s after \(fault):\n\(stack.logs)")
+                if took == nil {
+                    var answers: [String] = []
+                    for service in FaultStack.services {
+                        let answer = await stack.readiness(service)
+                        answers.append("\(service): \(answer.map { "\($0.status) \(String(decoding: $0.body, as: UTF8.self))" } ?? "no answer")")
+                    }
+                    Issue.record("not ready 30 s after \(fault): \(answers.joined(separator: "; "))\n\(stack.logs)")
+                }
                 if let took { figures.recoveries.append(took) }
             }
 
