@@ -151,6 +151,9 @@ let testTargets: [Target] = [
     tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
                                                   "DevInfrastructure", "Ingest", "RealtimeNotifier"],
           exclude: ["Clients", "Fixtures"]),
+    // Outages and the fault suite: the service executables as child processes over a broker
+    // and a PostgreSQL the tests take down and bring back.
+    tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime"]),
 ]

@@ -80,6 +80,18 @@ public final class PrivatePostgresCluster: Sendable {
         }
     }
 
+    /// `pg_ctl restart -m immediate`: the server is killed without a checkpoint and recovers
+    /// from its WAL on the same port (the fault suite's crash of PostgreSQL mid-stream). The
+    /// server logs to the cluster's log file: were its output left on pg_ctl's, the pipe that
+    /// collects it would never reach its end.
+    public func restartImmediately() async throws {
+        let binaries = try PostgresBinaries.locate()
+        let outcome = await ProcessRunner.run(binaries.pgCtl, ["-D", dataDirectory, "-l", logFile, "-m", "immediate", "-w", "-t", "60", "restart"],
+                                              as: Self.systemUser)
+        guard outcome.succeeded else { throw failure("pg_ctl restart failed", output: outcome.output) }
+        logger.info("private postgres cluster restarted (immediate)")
+    }
+
     // MARK: - Steps
 
     private func prepareDirectory() async throws {

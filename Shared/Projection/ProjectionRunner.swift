@@ -84,6 +84,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         metrics.describe("projection_dead_letters_total", type: "counter", help: "Records sent to a dead-letter topic.")
         metrics.describe("projection_batch_seconds", type: "histogram", help: "Time to apply and commit one batch.")
         metrics.describe("kafka_consumer_lag", type: "gauge", help: "High watermark minus position, per partition.")
+        metrics.describe("projection_consumer_restarts_total", type: "counter",
+                         help: "Consumers replaced after they failed (the projection resumed without a process restart).")
         metrics.describe("projection_offset_resets_total", type: "counter",
                          help: "Stored positions not trusted on assignment (other cluster, beyond or below the watermarks).")
     }
@@ -95,7 +97,42 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// committed runs. Each stage keeps batch order. Batches that commit while after-commit
     /// work is still running are queued and handed over together (`Projection.combine`);
     /// beyond `maxPendingAfterCommit` queued batches, committing waits for it.
+    ///
+    /// A consumer that fails (the rebalance listener gave up during a long PostgreSQL
+    /// outage, the broker reported a fatal error) is closed and replaced after a capped,
+    /// cancellable backoff, so the projection resumes by itself once its dependencies are
+    /// back; nothing committed is lost and nothing uncommitted is skipped (the new consumer
+    /// starts from the stored offsets). Counted in `projection_consumer_restarts_total`.
     public func run() async throws {
+        var delay = Self.restartBackoff.lowerBound
+        while !Task.isCancelled && !stopping.load(ordering: .relaxed) {
+            let started = ContinuousClock.now
+            do {
+                try await consume()
+                return
+            } catch {
+                if Task.isCancelled || stopping.load(ordering: .relaxed) { return }
+                // A consumer that ran a while before failing starts the backoff afresh.
+                if ContinuousClock.now - started > .seconds(60) { delay = Self.restartBackoff.lowerBound }
+                metrics.increment("projection_consumer_restarts_total", labels: ["group": configuration.groupID])
+                logger.error("projection consumer failed; starting a new one", metadata: [
+                    "error": "\(error)", "retry.after": "\(delay)"])
+                await ownership.revoke(Array(ownership.owned.keys))
+                let wakeUp = ContinuousClock.now + delay
+                while ContinuousClock.now < wakeUp {
+                    if Task.isCancelled || stopping.load(ordering: .relaxed) { return }
+                    try? await Task.sleep(for: min(.milliseconds(100), wakeUp - .now))
+                }
+                delay = min(delay * 2, Self.restartBackoff.upperBound)
+            }
+        }
+    }
+
+    /// The wait before a failed consumer is replaced: doubles from the lower bound up to the upper.
+    static var restartBackoff: ClosedRange<Duration> { .milliseconds(500) ... .seconds(5) }
+
+    /// One consumer's life: consumes until the task is cancelled (returns) or the consumer fails (throws).
+    func consume() async throws {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
                                                       groupID: configuration.groupID, topics: configuration.topics,
@@ -142,7 +179,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         await afterCommit.drained()
         await consumer.close()
         if let failure {
-            logger.error("projection failed", metadata: ["error": "\(failure)"])
+            // The stop above only ended this consumer's retries; the runner goes on.
+            if !Task.isCancelled { stopping.store(false, ordering: .relaxed) }
             throw failure
         }
         logger.info("projection stopped")
@@ -164,7 +202,15 @@ public final class ProjectionRunner<P: Projection>: Sendable {
 
     func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
         let stored = try await withRetries("claim partitions") { try await self.offsets.claim(partitions, client: self.database) }
-        let claims = try await withRetries("check stored positions") { try await self.checked(stored) }
+        let claims = try await withRetries("check stored positions") {
+            do {
+                return try await self.checked(stored)
+            } catch {
+                // A client that lived through a broker outage can keep timing out: retry on a new one.
+                self.adminClient.withLock { $0 = nil }
+                throw error
+            }
+        }
         ownership.assign(claims)
         logger.info("partitions assigned", metadata: ["kafka.partitions": Self.describe(claims.mapValues(\.nextOffset))])
         return claims.compactMapValues { $0.nextOffset >= 0 ? $0.nextOffset : nil }

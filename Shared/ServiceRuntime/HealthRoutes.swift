@@ -13,12 +13,16 @@ public struct ReadinessCheck: Sendable {
     }
 }
 
-/// `/healthz` (alive), `/readyz` (every dependency reachable) and `/metrics` (Prometheus).
+/// `/healthz` (alive), `/readyz` (every dependency reachable; otherwise 503 with
+/// `Retry-After`, as every 503 of the project) and `/metrics` (Prometheus).
 public enum HealthRoutes {
     struct Readiness: Encodable {
         let status: String
         let checks: [String: Bool]
     }
+
+    /// `Retry-After` of a not-ready answer: a dependency outage is usually over in seconds.
+    public static let notReadyRetryAfterSeconds = 2
 
     public static func router(service: String, checks: [ReadinessCheck], metrics: MetricsRegistry) -> Router {
         var router = Router()
@@ -31,7 +35,8 @@ public enum HealthRoutes {
             }
             let ready = results.values.allSatisfy { $0 }
             return .json(Readiness(status: ready ? "ready" : "not_ready", checks: results),
-                         status: ready ? .ok : .serviceUnavailable)
+                         status: ready ? .ok : .serviceUnavailable,
+                         headers: ready ? [:] : ["Retry-After": String(notReadyRetryAfterSeconds)])
         }
         router.get("/metrics") { _ in
             .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")

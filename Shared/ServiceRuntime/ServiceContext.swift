@@ -15,6 +15,8 @@ public struct ServiceContext: Sendable {
     /// Metadata client for readiness checks and operator commands.
     public let admin: KafkaAdmin
     public let authenticator: RequestAuthenticator
+    /// `/readyz`'s Kafka check (a client of its own, replaced after a failed check).
+    public let kafkaProbe: KafkaReadinessProbe
     public let metrics: MetricsRegistry
     public let logger: Logger
 
@@ -26,6 +28,7 @@ public struct ServiceContext: Sendable {
         self.producer = producer
         self.admin = admin
         self.authenticator = RequestAuthenticator(secret: configuration.jwtSecret)
+        self.kafkaProbe = KafkaReadinessProbe(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-readiness")
         self.metrics = metrics
         var logger = logger
         logger[metadataKey: "service"] = name
@@ -35,10 +38,10 @@ public struct ServiceContext: Sendable {
     /// Readiness: Postgres answers `SELECT 1` and the Kafka cluster answers a metadata request.
     public var readinessChecks: [ReadinessCheck] {
         let database = self.database
-        let admin = self.admin
+        let probe = self.kafkaProbe
         return [
             ReadinessCheck(name: "postgres") { await database.ping() },
-            ReadinessCheck(name: "kafka") { (try? await admin.listTopics()) != nil },
+            ReadinessCheck(name: "kafka") { await probe.check() },
         ]
     }
 }

@@ -113,6 +113,11 @@ struct RuntimeTests {
         let ready = await router.respond(to: HTTPRequest(method: .get, path: "/readyz"))
         #expect(ready.status == .serviceUnavailable)
         #expect(String(decoding: ready.body, as: UTF8.self).contains(#""postgres":false"#))
+        // Like every 503 of the project, a not-ready answer says when to ask again.
+        #expect(ready.headers["Retry-After"] == String(HealthRoutes.notReadyRetryAfterSeconds))
+        let allUp = HealthRoutes.router(service: "test", checks: [ReadinessCheck(name: "kafka") { true }], metrics: MetricsRegistry())
+        let up = await allUp.respond(to: HTTPRequest(method: .get, path: "/readyz"))
+        #expect(up.status == .ok && up.headers["Retry-After"] == nil)
     }
 
     @Test("the router matches path parameters and renders JSON errors")
