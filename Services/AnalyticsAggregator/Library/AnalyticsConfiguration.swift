@@ -5,7 +5,8 @@ import ServiceRuntime
 public struct AnalyticsConfiguration: Sendable {
     /// A local day counts towards a streak when its active time reaches this many seconds.
     public var streakThresholdSeconds: Int
-    /// Up to this many records per read-model transaction…
+    /// Up to this many records per read-model transaction (batches only fill up under a
+    /// backlog; per event a bigger transaction costs less)…
     public var batchSize: Int
     /// …or what arrived within this long.
     public var batchWait: Duration
@@ -16,7 +17,7 @@ public struct AnalyticsConfiguration: Sendable {
 
     public static let defaultGroupID = "analytics-aggregator"
 
-    public init(streakThresholdSeconds: Int = 60, batchSize: Int = 500, batchWait: Duration = .milliseconds(50),
+    public init(streakThresholdSeconds: Int = 60, batchSize: Int = 4000, batchWait: Duration = .milliseconds(50),
                 topic: String = Topics.readingEvents, groupID: String = AnalyticsConfiguration.defaultGroupID) {
         self.streakThresholdSeconds = streakThresholdSeconds
         self.batchSize = batchSize
@@ -26,12 +27,12 @@ public struct AnalyticsConfiguration: Sendable {
     }
 
     /// Reads `ANALYTICS_STREAK_THRESHOLD_SECONDS` (default 60), `ANALYTICS_BATCH_SIZE`
-    /// (500), `ANALYTICS_BATCH_WAIT_MS` (50) and `READING_EVENTS_TOPIC` (`reading.events.v2`);
+    /// (4000), `ANALYTICS_BATCH_WAIT_MS` (50) and `READING_EVENTS_TOPIC` (`reading.events.v2`);
     /// problems are collected in `reader`.
     public static func read(from reader: inout EnvironmentReader) -> AnalyticsConfiguration {
         AnalyticsConfiguration(
             streakThresholdSeconds: reader.int("ANALYTICS_STREAK_THRESHOLD_SECONDS", default: 60, range: 1...86_400),
-            batchSize: reader.int("ANALYTICS_BATCH_SIZE", default: 500, range: 1...10_000),
+            batchSize: reader.int("ANALYTICS_BATCH_SIZE", default: 4000, range: 1...10_000),
             batchWait: reader.milliseconds("ANALYTICS_BATCH_WAIT_MS", default: .milliseconds(50)),
             topic: reader.string("READING_EVENTS_TOPIC", default: Topics.readingEvents))
     }

@@ -52,12 +52,11 @@ public struct AnalyticsProjection: Projection {
     }
 
     public func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws {
-        // One row per event id (the first occurrence), so RETURNING names each event once.
-        var seen = Set<String>()
+        // One row per event id (the first occurrence): the log's key admits each event once.
+        var seen = Set<String>(minimumCapacity: events.count)
         let unique = events.map(\.event).filter { seen.insert($0.eventId).inserted }
         guard !unique.isEmpty else { return }
-        let inserted = try await AnalyticsWriter.logEvents(unique, in: connection)
-        let fresh = unique.filter { inserted.contains($0.eventId) }
+        let fresh = try await AnalyticsWriter.logEvents(unique, in: connection)
         guard !fresh.isEmpty else { return }
         try await AnalyticsWriter.apply(AnalyticsBatch(fresh), in: connection)
     }

@@ -1,8 +1,10 @@
 import Contracts
+import Foundation
 import Postgres
 
-/// The statements that write the read model: one multi-row statement per table, rows
-/// bound as arrays and sorted by key (a stable lock order between concurrent writers).
+/// The statements that write the read model: the event log by COPY, then every aggregate in
+/// one statement of set-based upserts (one per table), rows bound as arrays and sorted by key
+/// (a stable lock order between concurrent writers).
 enum AnalyticsWriter {
     /// `epoch ms` → timestamptz, exactly.
     static let fromMillis = "TIMESTAMPTZ 'epoch' + INTERVAL '1 millisecond' *"
@@ -11,90 +13,136 @@ enum AnalyticsWriter {
     /// Stands for "no value" in a bigint array of optional timestamps.
     static let noTime = Int64.min
 
-    /// Inserts the events into the log; returns the ids that were not there yet.
-    static func logEvents(_ events: [ReadingEventRecord], in connection: PostgresConnection) async throws -> Set<String> {
-        let rows = try await connection.query("""
-            INSERT INTO analytics_events (event_id, user_id, client_session_id, material_id, event_type, active_seconds,
-                                          client_ts, tz_offset_minutes, local_day, received_at)
-            SELECT e.id, e.u, e.s, e.m, e.t, e.a, \(fromMillis) e.ts, e.tz, \(fromDay) e.d, \(fromMillis) e.r
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[], $7::bigint[], $8::int[],
-                        $9::int[], $10::bigint[]) AS e(id, u, s, m, t, a, ts, tz, d, r)
+    /// Per-connection staging table of a replayed batch's events (emptied by every commit).
+    static let stagingTable = "analytics_stage"
+
+    /// The event log's columns filled from a batch, in COPY order.
+    static let logColumns = [
+        "event_id", "user_id", "client_session_id", "material_id", "event_type", "active_seconds",
+        "client_ts", "tz_offset_minutes", "local_day", "received_at",
+    ]
+
+    static let createStagingTable = """
+        CREATE TEMPORARY TABLE IF NOT EXISTS analytics_stage (
+            event_id text NOT NULL, user_id text NOT NULL, client_session_id text NOT NULL, material_id text NOT NULL,
+            event_type text NOT NULL, active_seconds integer NOT NULL, client_ts timestamptz NOT NULL,
+            tz_offset_minutes integer NOT NULL, local_day date NOT NULL, received_at timestamptz NOT NULL
+        ) ON COMMIT DELETE ROWS
+        """
+
+    /// Moves the staged batch (distinct ids) into the event log, skipping the ids logged
+    /// before, and returns those. The staging table is emptied by the same statement (and by
+    /// every commit), so nothing staged is ever seen twice.
+    static let moveStagedIntoLog = """
+        WITH staged AS (
+            DELETE FROM analytics_stage RETURNING \(logColumns.joined(separator: ", "))
+        ), inserted AS (
+            INSERT INTO analytics_events (\(logColumns.joined(separator: ", ")))
+            SELECT \(logColumns.joined(separator: ", ")) FROM staged
             ON CONFLICT (event_id) DO NOTHING
             RETURNING event_id
-            """, [
-                events.map(\.eventId), events.map(\.userId), events.map(\.clientSessionId), events.map(\.materialId),
-                events.map(\.eventType.rawValue), events.map(\.activeSecondsDelta),
-                events.map { AnalyticsBatch.milliseconds($0.clientTimestamp) }, events.map(\.clientTimezoneOffsetMinutes),
-                events.map { LocalDay(instant: $0.clientTimestamp, offsetMinutes: $0.clientTimezoneOffsetMinutes).number },
-                events.map { AnalyticsBatch.milliseconds($0.receivedAt) },
-            ])
-        var ids = Set<String>()
-        for row in rows { ids.insert(try row.decode(String.self, "event_id")) }
-        return ids
+        )
+        SELECT DISTINCT s.event_id FROM staged s
+        WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.event_id = s.event_id)
+        """
+
+    /// Inserts distinct events into the log; returns those that were not there yet.
+    ///
+    /// The usual batch holds only new events: they are COPYed straight into the log inside a
+    /// savepoint, and the log's primary key checks them. When some were logged before (a
+    /// batch replayed after a crash, a resent event) that COPY fails with a unique violation
+    /// and is rolled back to the savepoint; the batch then goes through a per-connection
+    /// staging table and `INSERT … ON CONFLICT DO NOTHING`, which answers the ids that were
+    /// already there.
+    static func logEvents(_ events: [ReadingEventRecord], in connection: PostgresConnection) async throws -> [ReadingEventRecord] {
+        var rows = PostgresCopyRows(reservingBytes: events.count * 200)
+        for event in events { appendLogRow(event, to: &rows) }
+        do {
+            try await connection.withSavepoint { connection in
+                _ = try await connection.copy(into: "analytics_events", columns: logColumns, rows: rows)
+            }
+            return events
+        } catch let error as PostgresError where error.isUniqueViolation {
+            // Some events are in the log already: filtered out below.
+        }
+        // Rare (replays), so the staging table is simply ensured each time: it lives as long
+        // as the connection, unless the transaction that created it rolled back.
+        try await connection.execute(createStagingTable)
+        _ = try await connection.copy(into: stagingTable, columns: logColumns, rows: rows)
+        var known = Set<String>()
+        for row in try await connection.query(moveStagedIntoLog) { known.insert(try row.decode(String.self, 0)) }
+        return events.filter { !known.contains($0.eventId) }
     }
 
-    /// Folds a batch of new events into every aggregate.
+    /// One event log row, in `logColumns` order; instants at the contract's millisecond
+    /// precision, as the aggregates have them.
+    static func appendLogRow(_ e: ReadingEventRecord, to rows: inout PostgresCopyRows) {
+        rows.append(e.eventId); rows.append(e.userId); rows.append(e.clientSessionId); rows.append(e.materialId)
+        rows.append(e.eventType.rawValue); rows.append(e.activeSecondsDelta)
+        rows.append(instant(AnalyticsBatch.milliseconds(e.clientTimestamp))); rows.append(e.clientTimezoneOffsetMinutes)
+        rows.append(LocalDay(instant: e.clientTimestamp, offsetMinutes: e.clientTimezoneOffsetMinutes).description)
+        rows.append(instant(AnalyticsBatch.milliseconds(e.receivedAt)))
+        rows.endRow()
+    }
+
+    /// The instant of `millis` epoch milliseconds (exact to the microsecond in Postgres text).
+    static func instant(_ millis: Int64) -> Date { Date(timeIntervalSince1970: Double(millis) / 1000) }
+
+    /// Folds a batch of new events into every aggregate, in one statement: each table's
+    /// upsert is a data-modifying CTE of it (they touch different tables, each key once).
     static func apply(_ batch: AnalyticsBatch, in connection: PostgresConnection) async throws {
         let days = batch.days.sorted { $0.key < $1.key }
-        try await connection.execute("""
+        let materials = batch.dayMaterials.sorted { $0.key < $1.key }
+        let daySessions = batch.daySessions.sorted()
+        let completions = batch.completions.sorted { $0.key < $1.key }
+        let sessions = batch.sessions.sorted { $0.key < $1.key }
+        let users = batch.users.sorted { $0.key < $1.key }
+        try await connection.execute(upsertAll, [
+            days.map(\.key.user), days.map(\.key.day.number), days.map { Int64($0.value.activeSeconds) }, days.map(\.value.events),
+            materials.map(\.key.user), materials.map(\.key.day.number), materials.map(\.key.item), materials.map { $0.value ? 1 : 0 },
+            daySessions.map(\.user), daySessions.map(\.day.number), daySessions.map(\.item),
+            completions.map(\.key.user), completions.map(\.key.item), completions.map(\.value),
+            sessions.map(\.key.user), sessions.map(\.key.item), sessions.map(\.value.materialID),
+            sessions.map(\.value.startedAt), sessions.map(\.value.lastEventAt), sessions.map { $0.value.closedAt ?? noTime },
+            sessions.map { Int64($0.value.activeSeconds) }, sessions.map { $0.value.completed ? 1 : 0 },
+            sessions.map(\.value.events), noTime,
+            users.map(\.key), users.map(\.value.at), users.map(\.value.offsetMinutes),
+        ])
+    }
+
+    /// Every aggregate's upsert. Days: summed seconds and events. Materials of a day:
+    /// completed if any event completed. Sessions of a day: membership. Completions: the
+    /// first. Sessions: earliest start (its material), latest event, latest `closed`, summed
+    /// seconds and events, completed if any event completed. Users: the offset of the latest
+    /// event by client time.
+    static let upsertAll = """
+        WITH daily AS (
             INSERT INTO analytics_daily (user_id, day, active_seconds, events)
             SELECT t.u, \(fromDay) t.d, t.a, t.n FROM unnest($1::text[], $2::int[], $3::bigint[], $4::int[]) AS t(u, d, a, n)
             ON CONFLICT (user_id, day) DO UPDATE
                 SET active_seconds = analytics_daily.active_seconds + EXCLUDED.active_seconds,
                     events = analytics_daily.events + EXCLUDED.events
-            """, [days.map(\.key.user), days.map(\.key.day.number), days.map { Int64($0.value.activeSeconds) }, days.map(\.value.events)])
-
-        let materials = batch.dayMaterials.sorted { $0.key < $1.key }
-        try await connection.execute("""
+        ), day_materials AS (
             INSERT INTO analytics_day_materials (user_id, day, material_id, completed)
-            SELECT t.u, \(fromDay) t.d, t.m, t.c <> 0 FROM unnest($1::text[], $2::int[], $3::text[], $4::int[]) AS t(u, d, m, c)
+            SELECT t.u, \(fromDay) t.d, t.m, t.c <> 0 FROM unnest($5::text[], $6::int[], $7::text[], $8::int[]) AS t(u, d, m, c)
             ON CONFLICT (user_id, day, material_id) DO UPDATE
                 SET completed = analytics_day_materials.completed OR EXCLUDED.completed
-            """, [materials.map(\.key.user), materials.map(\.key.day.number), materials.map(\.key.item), materials.map { $0.value ? 1 : 0 }])
-
-        let daySessions = batch.daySessions.sorted()
-        try await connection.execute("""
+        ), day_sessions AS (
             INSERT INTO analytics_day_sessions (user_id, day, client_session_id)
-            SELECT t.u, \(fromDay) t.d, t.s FROM unnest($1::text[], $2::int[], $3::text[]) AS t(u, d, s)
+            SELECT t.u, \(fromDay) t.d, t.s FROM unnest($9::text[], $10::int[], $11::text[]) AS t(u, d, s)
             ON CONFLICT DO NOTHING
-            """, [daySessions.map(\.user), daySessions.map(\.day.number), daySessions.map(\.item)])
-
-        if !batch.completions.isEmpty {
-            let completions = batch.completions.sorted { $0.key < $1.key }
-            try await connection.execute("""
-                INSERT INTO analytics_completions (user_id, material_id, first_completed_at)
-                SELECT t.u, t.m, \(fromMillis) t.at FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(u, m, at)
-                ON CONFLICT (user_id, material_id) DO UPDATE
-                    SET first_completed_at = LEAST(analytics_completions.first_completed_at, EXCLUDED.first_completed_at)
-                """, [completions.map(\.key.user), completions.map(\.key.item), completions.map(\.value)])
-        }
-
-        try await applySessions(batch, in: connection)
-
-        let users = batch.users.sorted { $0.key < $1.key }
-        try await connection.execute("""
-            INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes)
-            SELECT t.u, \(fromMillis) t.at, t.tz FROM unnest($1::text[], $2::bigint[], $3::int[]) AS t(u, at, tz)
-            ON CONFLICT (user_id) DO UPDATE SET
-                tz_offset_minutes = CASE
-                    WHEN (EXCLUDED.latest_event_at, EXCLUDED.tz_offset_minutes)
-                         > (analytics_users.latest_event_at, analytics_users.tz_offset_minutes)
-                    THEN EXCLUDED.tz_offset_minutes ELSE analytics_users.tz_offset_minutes END,
-                latest_event_at = GREATEST(analytics_users.latest_event_at, EXCLUDED.latest_event_at)
-            """, [users.map(\.key), users.map(\.value.at), users.map(\.value.offsetMinutes)])
-    }
-
-    /// Sessions: earliest start (its material), latest event, latest `closed`, summed
-    /// seconds and events, completed if any event completed.
-    static func applySessions(_ batch: AnalyticsBatch, in connection: PostgresConnection) async throws {
-        let sessions = batch.sessions.sorted { $0.key < $1.key }
-        try await connection.execute("""
+        ), completions AS (
+            INSERT INTO analytics_completions (user_id, material_id, first_completed_at)
+            SELECT t.u, t.m, \(fromMillis) t.at FROM unnest($12::text[], $13::text[], $14::bigint[]) AS t(u, m, at)
+            ON CONFLICT (user_id, material_id) DO UPDATE
+                SET first_completed_at = LEAST(analytics_completions.first_completed_at, EXCLUDED.first_completed_at)
+        ), sessions AS (
             INSERT INTO analytics_sessions (user_id, client_session_id, material_id, started_at, last_event_at, closed_at,
                                             active_seconds, completed, events)
-            SELECT t.u, t.s, t.m, \(fromMillis) t.st, \(fromMillis) t.la, \(fromMillis) NULLIF(t.cl, $10::bigint),
+            SELECT t.u, t.s, t.m, \(fromMillis) t.st, \(fromMillis) t.la, \(fromMillis) NULLIF(t.cl, $24::bigint),
                    t.a, t.c <> 0, t.n
-            FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[],
-                        $8::int[], $9::int[]) AS t(u, s, m, st, la, cl, a, c, n)
+            FROM unnest($15::text[], $16::text[], $17::text[], $18::bigint[], $19::bigint[], $20::bigint[], $21::bigint[],
+                        $22::int[], $23::int[]) AS t(u, s, m, st, la, cl, a, c, n)
             ON CONFLICT (user_id, client_session_id) DO UPDATE SET
                 material_id = CASE
                     WHEN (EXCLUDED.started_at, EXCLUDED.material_id COLLATE "C")
@@ -106,11 +154,16 @@ enum AnalyticsWriter {
                 active_seconds = analytics_sessions.active_seconds + EXCLUDED.active_seconds,
                 completed = analytics_sessions.completed OR EXCLUDED.completed,
                 events = analytics_sessions.events + EXCLUDED.events
-            """, [
-                sessions.map(\.key.user), sessions.map(\.key.item), sessions.map(\.value.materialID),
-                sessions.map(\.value.startedAt), sessions.map(\.value.lastEventAt), sessions.map { $0.value.closedAt ?? noTime },
-                sessions.map { Int64($0.value.activeSeconds) }, sessions.map { $0.value.completed ? 1 : 0 },
-                sessions.map(\.value.events), noTime,
-            ])
-    }
+        ), users AS (
+            INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes)
+            SELECT t.u, \(fromMillis) t.at, t.tz FROM unnest($25::text[], $26::bigint[], $27::int[]) AS t(u, at, tz)
+            ON CONFLICT (user_id) DO UPDATE SET
+                tz_offset_minutes = CASE
+                    WHEN (EXCLUDED.latest_event_at, EXCLUDED.tz_offset_minutes)
+                         > (analytics_users.latest_event_at, analytics_users.tz_offset_minutes)
+                    THEN EXCLUDED.tz_offset_minutes ELSE analytics_users.tz_offset_minutes END,
+                latest_event_at = GREATEST(analytics_users.latest_event_at, EXCLUDED.latest_event_at)
+        )
+        SELECT 1
+        """
 }
