@@ -8,8 +8,9 @@
 # the reading-progress point query. Prints req/s, p50/p99 and errors. Then each GET endpoint with
 # 1,000 keep-alive connections paced (wrk's per-request delay) to half the rate it saturated at,
 # p50/p99 of that; then every endpoint with 5,000 connections (errors).
-# Needs: wrk (apt-get install -y wrk), pgbench (postgresql-contrib's client tools), python3.
-# Usage: Benchmarks/reads/bench.sh [DURATION] [CONNECTIONS]   (defaults 10, 100)
+# Needs: wrk (apt-get install -y wrk; in deploy/lib/common.sh), PostgreSQL with pgbench, python3.
+# Usage: Benchmarks/reads/bench.sh [DURATION] [CONNECTIONS]   (defaults 10, 100; SKIP_MANY=1 skips the
+# 1,000- and 5,000-connection runs, SKIP_BUILD=1 the build, BENCH_BIN=dir runs the binaries in dir)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/lib/common.sh
@@ -32,7 +33,7 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     swift build -c release --product progress-projector >/dev/null
     swift build -c release --product analytics-aggregator >/dev/null
 fi
-BIN="$(swift build -c release --show-bin-path)"
+BIN="${BENCH_BIN:-$(swift build -c release --show-bin-path)}"  # BENCH_BIN: compare another build
 PG_PORT=$(free_port)
 export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
 PSQL="$(pg_bindir)/psql"
