@@ -50,19 +50,43 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 ///
 /// Only `HS256` is accepted (`alg: none` and every other algorithm are refused before the
 /// signature is looked at); the signature is compared in constant time; `exp` and `nbf`
-/// are honoured with a small leeway for clock skew.
+/// are honoured with a small leeway for clock skew, on every call. The claims of a token
+/// whose signature was verified are kept (up to `cacheCapacity` tokens), so a client sending
+/// the same token again costs a dictionary lookup instead of an HMAC and a JSON parse.
 public struct JWTCodec: Sendable {
     public let secret: [UInt8]
     public let leeway: Int64
+    private let verified: VerifiedTokenCache
 
-    public init(secret: String, leewaySeconds: Int64 = 30) {
+    public init(secret: String, leewaySeconds: Int64 = 30, cacheCapacity: Int = 10_000) {
         self.secret = Array(secret.utf8)
         self.leeway = leewaySeconds
+        self.verified = VerifiedTokenCache(capacity: cacheCapacity)
     }
 
     private struct Header: Codable { var alg: String; var typ: String? }
 
     public func verify(_ token: String, now: Date = Date()) throws(AuthError) -> JWTClaims {
+        let claims: JWTClaims
+        if let known = verified.claims(for: token) {
+            claims = known
+        } else {
+            claims = try verifiedClaims(token)
+            verified.store(claims, for: token)
+        }
+        let nowSeconds = Int64(now.timeIntervalSince1970)
+        // Written so that no claim value (Int64.max, Int64.min) can overflow.
+        if let exp = claims.exp, nowSeconds - leeway >= exp {
+            throw AuthError(.expired, "token expired")
+        }
+        if let nbf = claims.nbf, nowSeconds + leeway < nbf {
+            throw AuthError(.notYetValid, "token not valid yet")
+        }
+        return claims
+    }
+
+    /// The claims of a token with a valid HS256 signature and a usable subject (times not checked).
+    private func verifiedClaims(_ token: String) throws(AuthError) -> JWTClaims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw AuthError(.malformed, "a token has three dot-separated parts")
@@ -92,17 +116,8 @@ public struct JWTCodec: Sendable {
         guard Identifier.isAcceptable(sub) else {
             throw AuthError(.invalidSubject, "subject must be at most \(Identifier.maxUTF8Length) bytes without whitespace or control characters")
         }
-        let claims = JWTClaims(sub: sub, exp: Self.integer(object["exp"]), nbf: Self.integer(object["nbf"]),
-                               iat: Self.integer(object["iat"]), role: object["role"] as? String)
-        let nowSeconds = Int64(now.timeIntervalSince1970)
-        // Written so that no claim value (Int64.max, Int64.min) can overflow.
-        if let exp = claims.exp, nowSeconds - leeway >= exp {
-            throw AuthError(.expired, "token expired")
-        }
-        if let nbf = claims.nbf, nowSeconds + leeway < nbf {
-            throw AuthError(.notYetValid, "token not valid yet")
-        }
-        return claims
+        return JWTClaims(sub: sub, exp: Self.integer(object["exp"]), nbf: Self.integer(object["nbf"]),
+                         iat: Self.integer(object["iat"]), role: object["role"] as? String)
     }
 
     public func sign(_ claims: JWTClaims) -> String {

@@ -8,7 +8,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxBodyBytes: Int
     /// How long a connection may stay idle (no bytes in either direction) before it is closed.
     public var requestTimeout: Duration
-    /// Most simultaneously open client connections; further connections are refused.
+    /// Most simultaneously open client connections; further connections are refused. The
+    /// server raises its process's open-file limit (up to the hard limit) to fit them.
     public var maxConnections: Int
     /// Most handlers running at once; further fully received requests wait (suspended) for a slot.
     public var maxConcurrentRequests: Int
@@ -18,7 +19,7 @@ public struct HTTPServerConfiguration: Sendable {
     public static let defaultMaxBodyBytes = 8 * 1024 * 1024
 
     public init(host: String = "0.0.0.0", port: Int, maxBodyBytes: Int = HTTPServerConfiguration.defaultMaxBodyBytes,
-                requestTimeout: Duration = .seconds(30), maxConnections: Int = 1024,
+                requestTimeout: Duration = .seconds(30), maxConnections: Int = 10_000,
                 maxConcurrentRequests: Int = 256, shutdownGracePeriod: Duration = .seconds(10)) {
         self.host = host
         self.port = port

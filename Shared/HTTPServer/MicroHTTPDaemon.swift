@@ -36,6 +36,7 @@ final class MicroHTTPDaemon: @unchecked Sendable {
         var flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
             | MHD_USE_ERROR_LOG.rawValue
         if address.isIPv6 { flags |= MHD_USE_IPv6.rawValue }
+        Self.raiseOpenFileLimit(toFit: configuration.maxConnections)
         let timeout = configuration.requestTimeout == .zero ? 0 : max(1, Int(configuration.requestTimeout.timeInterval.rounded(.up)))
         let context = Unmanaged.passUnretained(core).toOpaque()
         errno = 0
@@ -61,6 +62,17 @@ final class MicroHTTPDaemon: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Raises the soft limit of open files so that `connections` sockets (plus a margin for
+    /// the process's other descriptors) fit, up to the hard limit; never lowers it.
+    private static func raiseOpenFileLimit(toFit connections: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let wanted = rlim_t(clamping: connections + 1_024)
+        guard limit.rlim_cur < wanted else { return }
+        limit.rlim_cur = min(wanted, limit.rlim_max)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
 
     /// Stops accepting: the listen socket leaves the event loop and is shut down, so new
     /// connection attempts are refused instead of waiting in the backlog.

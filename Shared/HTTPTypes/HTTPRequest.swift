@@ -55,8 +55,15 @@ public struct HTTPRequest: Sendable {
     public var bearerToken: String? {
         guard let value = headers["Authorization"] else { return nil }
         let parts = value.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
+        guard parts.count == 2, parts[0].utf8.count == 6, parts[0].lowercased() == "bearer" else { return nil }
+        let rest = parts[1]
+        // An ASCII first and last byte other than space and tab: nothing to trim, so no
+        // Foundation trimming on the path every authenticated request takes.
+        if let first = rest.utf8.first, let last = rest.utf8.last,
+           first < 0x80, last < 0x80, first != 0x20, first != 0x09, last != 0x20, last != 0x09 {
+            return String(rest)
+        }
+        let token = rest.trimmingCharacters(in: .whitespaces)
         return token.isEmpty ? nil : token
     }
 

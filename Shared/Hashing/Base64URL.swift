@@ -11,16 +11,23 @@ public enum Base64URL {
 
     /// Decodes; `nil` on any character outside the alphabet or an impossible length.
     public static func decode(_ string: Substring) -> [UInt8]? {
-        guard string.utf8.allSatisfy({ c in
-            (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x5F
-        }) else { return nil }
-        var s = string.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        switch s.count % 4 {
+        // The alphabet check and the mapping to standard base64 in one pass over the bytes.
+        var standard: [UInt8] = []
+        standard.reserveCapacity(string.utf8.count + 2)
+        for c in string.utf8 {
+            switch c {
+            case 0x41...0x5A, 0x61...0x7A, 0x30...0x39: standard.append(c)
+            case 0x2D: standard.append(0x2B)  // - → +
+            case 0x5F: standard.append(0x2F)  // _ → /
+            default: return nil
+            }
+        }
+        switch standard.count % 4 {
         case 0: break
-        case 2: s += "=="
-        case 3: s += "="
+        case 2: standard.append(contentsOf: [0x3D, 0x3D])
+        case 3: standard.append(0x3D)
         default: return nil
         }
-        return Data(base64Encoded: s).map { Array($0) }
+        return Data(base64Encoded: Data(standard)).map { Array($0) }
     }
 }

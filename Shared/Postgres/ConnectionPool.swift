@@ -36,12 +36,15 @@ final class ConnectionPool: Sendable {
     var openCount: Int { state.withLock { $0.open } }
 
     /// Waits for a free connection, opens a new one under the limit, or fails with
-    /// `.poolTimeout` after `acquireTimeout`.
-    func acquire() async throws(PostgresError) -> PostgresConnection {
+    /// `.poolTimeout` after `acquireTimeout`. With `checkingIdleState`, a pooled connection is
+    /// first checked for what the server sent while it sat idle (a hand-off to its queue);
+    /// without, the caller does that check in its own first hand-off.
+    func acquire(checkingIdleState: Bool = true) async throws(PostgresError) -> PostgresConnection {
         while true {
             let lease = try await reserve()
             switch lease {
             case .connection(let connection):
+                guard checkingIdleState else { return connection }
                 await connection.refreshIdleState()
                 if connection.isReusable { return connection }
                 discard(connection)

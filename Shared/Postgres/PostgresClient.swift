@@ -25,6 +25,20 @@ public final class PostgresClient: Sendable {
         return try await connection.query(sql, binds)
     }
 
+    /// Runs one parameterized statement as a prepared statement: parsed and planned once per
+    /// pooled connection, and one hand-off to the connection's queue per call. For the
+    /// statements a service runs over and over (its read endpoints). The statement's result
+    /// columns must not change while the service runs (no `SELECT *` over a table a migration alters).
+    public func queryPrepared(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> PostgresRows {
+        while true {
+            let connection = try await pool.acquire(checkingIdleState: false)
+            defer { pool.release(connection) }
+            if let rows = try await connection.preparedQueryIfHealthy(sql, binds) { return rows }
+            // The server closed it while it sat idle: `release` discards it; take another.
+            connection.markBroken()
+        }
+    }
+
     /// Runs one parameterized statement and returns the number of affected rows.
     @discardableResult
     public func execute(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> Int {

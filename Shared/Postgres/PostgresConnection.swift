@@ -30,6 +30,10 @@ public final class PostgresConnection: @unchecked Sendable {
     private let status = Mutex(Status())
     private let notices: NoticeLogger
     private let canceller: QueryCanceller
+    /// SQL text → name of the statement prepared for it on this connection; only touched on `queue`.
+    private var preparedStatements: [String: String] = [:]
+    /// More distinct statements than this run unprepared (bounds the server-side memory).
+    static let maxPreparedStatements = 64
 
     private init(handle: OpaquePointer, queue: DispatchQueue, id: Int, secret: String?, logger: Logger) {
         self.notices = NoticeLogger(logger: logger)
@@ -122,6 +126,40 @@ public final class PostgresConnection: @unchecked Sendable {
         return PostgresRows(result: result)
     }
 
+    /// Runs one parameterized statement as a prepared statement of this connection (parsed
+    /// and planned on its first use here), in a single hand-off to the connection's queue that
+    /// first reads what the server sent while the connection sat idle. `nil` when that shows
+    /// the connection broken (the statement did not run; the pool discards the connection).
+    func preparedQueryIfHealthy(_ sql: String, _ binds: [any PostgresBindable]) async throws(PostgresError) -> PostgresRows? {
+        let parameters = binds.map(\.postgresText)
+        let result = try await run(cancellable: true) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> QueryResult? in
+            guard Self.drainIdleInput(handle) else { return nil }
+            let raw: OpaquePointer?
+            if let name = try connection.preparedName(for: sql, parameterCount: parameters.count, handle: handle) {
+                raw = CStringArray(parameters).withPointers { pointers in
+                    PQexecPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0)
+                }
+            } else {
+                raw = CStringArray(parameters).withPointers { pointers in
+                    PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
+                }
+            }
+            return try connection.check(raw, handle: handle)
+        }
+        return result.map { PostgresRows(result: $0) }
+    }
+
+    /// The name of the statement prepared for `sql` (preparing it now if needed), or `nil`
+    /// once `maxPreparedStatements` are prepared. On `queue` only.
+    private func preparedName(for sql: String, parameterCount: Int, handle: OpaquePointer) throws(PostgresError) -> String? {
+        if let name = preparedStatements[sql] { return name }
+        guard preparedStatements.count < Self.maxPreparedStatements else { return nil }
+        let name = "backbone_\(preparedStatements.count + 1)"
+        _ = try check(PQprepare(handle, name, sql, Int32(parameterCount), nil), handle: handle)
+        preparedStatements[sql] = name
+        return name
+    }
+
     /// Runs one parameterized statement and returns the number of affected rows.
     @discardableResult
     public func execute(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> Int {
@@ -160,11 +198,16 @@ public final class PostgresConnection: @unchecked Sendable {
     /// connection the server has closed is seen as broken before it is handed out.
     func refreshIdleState() async {
         _ = try? await run(cancellable: false) { (_: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> Bool in
-            // A terminated backend sends a FATAL message and then closes: the first read
-            // drains the message, a later one sees the EOF and marks the connection bad.
-            for _ in 0..<3 where PQconsumeInput(handle) == 0 { return false }
-            return true
+            Self.drainIdleInput(handle)
         }
+    }
+
+    /// Reads what arrived while idle; whether the connection is still usable. On `queue` only.
+    private static func drainIdleInput(_ handle: OpaquePointer) -> Bool {
+        // A terminated backend sends a FATAL message and then closes: the first read
+        // drains the message, a later one sees the EOF and marks the connection bad.
+        for _ in 0..<3 where PQconsumeInput(handle) == 0 { return false }
+        return backbone_pq_connection_ok(handle) != 0
     }
 
     func markBroken() { status.withLock { $0.broken = true } }

@@ -37,6 +37,23 @@ struct JWTTests {
         #expect(throws: AuthError.self) { try JWTCodec(secret: "another-secret-9876543210").verify(t, now: now) }
     }
 
+    @Test("a token verified once is still refused once it expires, and before its nbf")
+    func verifiedTokenStillExpires() throws {
+        let t = token(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"u","nbf":1799999990,"exp":1800000060}"#)
+        #expect(try codec.verify(t, now: now).sub == "u")
+        #expect(try codec.verify(t, now: now).sub == "u")
+        func code(at time: Date, _ token: String = t) -> AuthError.Code? {
+            do { _ = try codec.verify(token, now: time); return nil } catch { return error.code }
+        }
+        #expect(code(at: now.addingTimeInterval(60)) == .expired)
+        #expect(code(at: now.addingTimeInterval(-11)) == .notYetValid)
+        #expect(code(at: now) == nil)
+        // A token altered after a good one was verified is checked on its own.
+        let parts = t.split(separator: ".")
+        let forged = parts[0] + "." + Base64URL.encode(Array(#"{"sub":"v","exp":1800000060}"#.utf8)) + "." + parts[2]
+        #expect(code(at: now, forged) == .badSignature)
+    }
+
     @Test("an expired token is refused")
     func expired() {
         #expect(rejection(token(header: #"{"alg":"HS256"}"#, payload: #"{"sub":"u","exp":1799999999}"#)) == .expired)

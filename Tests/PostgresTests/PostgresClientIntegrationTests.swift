@@ -282,6 +282,38 @@ struct PostgresClientIntegrationTests {
     }
 }
 
+extension PostgresClientIntegrationTests {
+    @Test("prepared queries return what plain ones do, and a connection killed while idle is replaced")
+    func preparedQueries() async throws {
+        let client = Integration.client(maxConnections: 1)
+        let admin = Integration.client(maxConnections: 1)
+        let table = Integration.uniqueName("prepared")
+        try await client.execute("CREATE TABLE \(table) (id int PRIMARY KEY, name text, at timestamptz)")
+        try await client.execute("INSERT INTO \(table) SELECT g, 'n' || g, now() FROM generate_series(1, 5) g")
+        let sql = "SELECT id, name FROM \(table) WHERE id = $1 OR name = $2 ORDER BY id"
+        for id in 1...5 {
+            let prepared = try await client.queryPrepared(sql, [id, "n5"])
+            let plain = try await client.query(sql, [id, "n5"])
+            #expect(prepared.map { try? $0.decode(String.self, "name") } == plain.map { try? $0.decode(String.self, "name") })
+        }
+        #expect(try await client.queryPrepared(sql, [99, nil as String?]).isEmpty)
+        // A failing statement is a typed error and does not poison the connection.
+        await #expect(throws: PostgresError.self) { try await client.queryPrepared("SELECT 1 / $1::int AS q", [0]) }
+        #expect(try await client.queryPrepared("SELECT 1 / $1::int AS q", [1])[0].decode(Int.self, "q") == 1)
+
+        let pid = try await client.queryPrepared("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
+        _ = try await admin.query("SELECT pg_terminate_backend($1)", [pid])
+        try await Task.sleep(for: .milliseconds(200))
+        let newPID = try await client.queryPrepared("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
+        #expect(newPID != pid)
+        #expect(try await client.queryPrepared(sql, [2, "n5"]).count == 2)
+        #expect(client.openConnections == 1)
+        try await client.execute("DROP TABLE \(table)")
+        await client.close()
+        await admin.close()
+    }
+}
+
 /// Counters shared by the pool-limit test's tasks.
 final class PoolProgress: Sendable {
     let maxSeen = Mutex(0)

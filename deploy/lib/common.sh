@@ -6,7 +6,7 @@ BACKBONE_APT_PACKAGES=(
   pkg-config librdkafka-dev libpq-dev libmicrohttpd-dev libwebsockets-dev libwebsockets-evlib-ev libev4 libssl-dev
   liblz4-dev libyajl-dev zlib1g-dev libpng-dev libwebp-dev libcurl4-openssl-dev gltfpack postgresql postgresql-client kcat
   python3 python3-pip python3-venv
-  curl ca-certificates procps nginx-light jq
+  curl ca-certificates procps nginx-light jq wrk
 )
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }

@@ -10,7 +10,7 @@ public struct AnalyticsReadModel: Sendable {
 
     /// The offset (minutes east of UTC) of the user's latest event, if they have any.
     public func latestOffsetMinutes(user: String) async throws -> Int? {
-        let rows = try await database.query("SELECT tz_offset_minutes FROM analytics_users WHERE user_id = $1", [user])
+        let rows = try await database.queryPrepared("SELECT tz_offset_minutes FROM analytics_users WHERE user_id = $1", [user])
         return try rows.first?.decode(Int.self, "tz_offset_minutes")
     }
 
@@ -21,7 +21,7 @@ public struct AnalyticsReadModel: Sendable {
             WHERE user_id = $1 AND day BETWEEN DATE '1970-01-01' + $2::int AND DATE '1970-01-01' + $3::int
             ORDER BY day
             """
-        let rows = try await database.query(sql, [user, window?.lowerBound.number ?? -1_000_000, window?.upperBound.number ?? 1_000_000])
+        let rows = try await database.queryPrepared(sql, [user, window?.lowerBound.number ?? -1_000_000, window?.upperBound.number ?? 1_000_000])
         var days: [DailyActivity] = []
         days.reserveCapacity(rows.count)
         for row in rows {
@@ -33,7 +33,7 @@ public struct AnalyticsReadModel: Sendable {
 
     /// Distinct materials read on `day`, and distinct materials ever completed.
     public func materialCounts(user: String, day: LocalDay) async throws -> (readOnDay: Int, completed: Int) {
-        let rows = try await database.query("""
+        let rows = try await database.queryPrepared("""
             SELECT (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = DATE '1970-01-01' + $2::int) AS read,
                    (SELECT count(*) FROM analytics_completions WHERE user_id = $1) AS completed
             """, [user, day.number])
@@ -51,14 +51,14 @@ public struct AnalyticsReadModel: Sendable {
             """
         let rows: PostgresRows
         if let cursor {
-            rows = try await database.query("""
+            rows = try await database.queryPrepared("""
                 SELECT \(columns) FROM analytics_sessions
                 WHERE user_id = $1
                   AND (started_at, client_session_id) < (TIMESTAMPTZ 'epoch' + INTERVAL '1 millisecond' * $2::bigint, $3)
                 ORDER BY started_at DESC, client_session_id DESC LIMIT $4
                 """, [user, cursor.startedAtMillis, cursor.clientSessionID, limit + 1])
         } else {
-            rows = try await database.query("""
+            rows = try await database.queryPrepared("""
                 SELECT \(columns) FROM analytics_sessions WHERE user_id = $1
                 ORDER BY started_at DESC, client_session_id DESC LIMIT $2
                 """, [user, limit + 1])

@@ -46,7 +46,8 @@ public struct AnalyticsRoutes: Sendable {
         let count = try QueryParameters.int(request, "days", default: 7, range: 1...90)
         let today = try await self.today(for: user, request)
         let days = try await readModel.dailyActivity(user: user, in: LearningFigures.window(endingAt: today, count: count))
-        return .json(LearningFigures.trend(days, today: today, count: count), encoder: ContractCoding.encoder)
+        return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
+                            body: LearningFigures.trend(days, today: today, count: count).json)
     }
 
     func heatmap(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -54,7 +55,8 @@ public struct AnalyticsRoutes: Sendable {
         let count = try QueryParameters.int(request, "days", default: 365, range: 1...366)
         let today = try await self.today(for: user, request)
         let days = try await readModel.dailyActivity(user: user, in: LearningFigures.window(endingAt: today, count: count))
-        return .json(LearningFigures.heatmap(days, today: today, count: count), encoder: ContractCoding.encoder)
+        return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
+                            body: LearningFigures.heatmap(days, today: today, count: count).json)
     }
 
     func history(_ request: HTTPRequest) async throws -> HTTPResponse {

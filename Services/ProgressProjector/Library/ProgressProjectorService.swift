@@ -88,16 +88,16 @@ public struct ProgressProjectorService: Sendable {
         router.get("/materials/:id/reading-progress") { request in
             let user = try auth.userID(request)
             let material = request.pathParameters["id"] ?? ""
-            let rows = try await database.query(ProgressSQL.progress, [user, material])
+            let rows = try await database.queryPrepared(ProgressSQL.progress, [user, material])
             guard let row = rows.first else {
-                return .json(ReadingProgressResponse.notStarted(material), encoder: ContractCoding.encoder)
+                return Self.json(ReadingProgressResponse.notStarted(material).json)
             }
-            return .json(try Self.progress(row), encoder: ContractCoding.encoder)
+            return Self.json(try Self.progress(row).json)
         }
         router.get("/learning/continue") { request in
             let user = try auth.userID(request)
-            guard let row = try await database.query(ProgressSQL.continueLearning, [user]).first else {
-                return .json(ContinueLearningResponse.none, encoder: ContractCoding.encoder)
+            guard let row = try await database.queryPrepared(ProgressSQL.continueLearning, [user]).first else {
+                return Self.json(ContinueLearningResponse.none.json)
             }
             let response = ContinueLearningResponse(
                 type: .material, materialId: try row.decode(String.self, "material_id"),
@@ -105,9 +105,14 @@ public struct ProgressProjectorService: Sendable {
                 knowledgeBaseId: try row.decode(String?.self, "knowledge_base_id"),
                 lastPosition: try Self.position(row), progressPercent: try row.decode(Double.self, "progress_percent"),
                 lastReadAt: try row.decode(Date.self, "last_read_at"))
-            return .json(response, encoder: ContractCoding.encoder)
+            return Self.json(response.json)
         }
         return router
+    }
+
+    /// A 200 with a body the response type wrote itself (what `ContractCoding.encoder` would write).
+    static func json(_ body: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body)
     }
 
     static func position(_ row: PostgresRow) throws -> ReadingPosition? {

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Benchmark (issue #14, reads): the read endpoints of progress-projector and analytics-aggregator
+# next to `/healthz` (the HTTP layer alone) and pgbench running the same point query, in one run.
+# Release builds of both services against a throwaway PostgreSQL on loopback (KAFKA_BROKERS points
+# at a closed port: the consumers idle, the read path is what is measured). Seeds USERS users with
+# MATERIALS reading_progress rows each, then per endpoint `wrk` with CONNECTIONS keep-alive
+# connections for DURATION seconds (one token, one user), then pgbench (prepared, 16 clients) of
+# the reading-progress point query. Prints req/s, p50/p99 and errors. Then each GET endpoint with
+# 1,000 keep-alive connections paced (wrk's per-request delay) to half the rate it saturated at,
+# p50/p99 of that; then every endpoint with 5,000 connections (errors).
+# Needs: wrk (apt-get install -y wrk; in deploy/lib/common.sh), PostgreSQL with pgbench, python3.
+# Usage: Benchmarks/reads/bench.sh [DURATION] [CONNECTIONS]   (defaults 10, 100; SKIP_MANY=1 skips the
+# 1,000- and 5,000-connection runs, SKIP_BUILD=1 the build, BENCH_BIN=dir runs the binaries in dir)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source deploy/lib/common.sh
+DURATION="${1:-10}"
+CONNECTIONS="${2:-100}"
+USERS="${USERS:-1000}"
+MATERIALS="${MATERIALS:-20}"
+WORK="$(mktemp -d /tmp/reads-bench.XXXX)"
+PGDIR="$(mktemp -d /tmp/pg.XXXX)"  # its own directory: the cluster runs as the postgres user
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pg_stop_throwaway "$PGDIR"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+    swift build -c release --product progress-projector >/dev/null
+    swift build -c release --product analytics-aggregator >/dev/null
+fi
+BIN="${BENCH_BIN:-$(swift build -c release --show-bin-path)}"  # BENCH_BIN: compare another build
+PG_PORT=$(free_port)
+export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
+PSQL="$(pg_bindir)/psql"
+PGBENCH="$(pg_bindir)/pgbench"
+[[ -x "$PGBENCH" ]] || PGBENCH=pgbench
+export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+
+start() {  # name port
+    HTTP_PORT="$2" "$BIN/$1" >"$WORK/$1.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 200); do
+        curl -fs "http://127.0.0.1:$2/healthz" >/dev/null 2>&1 && return 0
+        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$1.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "$1 did not start" >&2; exit 1
+}
+PROGRESS_PORT=$(free_port); start progress-projector "$PROGRESS_PORT"
+ANALYTICS_PORT=$(free_port); start analytics-aggregator "$ANALYTICS_PORT"
+
+# Seed: USERS × MATERIALS rows, every 4th in progress.
+"$PSQL" -q "$DATABASE_URL" <<SQL
+INSERT INTO reading_progress (user_id, material_id, status, last_position, position_percent, progress_percent,
+    total_active_seconds, first_read_at, last_read_at, last_session_id, reading_target_type, latest_ts, latest_seq, latest_event_id)
+SELECT 'user-' || u, 'material-' || m, CASE WHEN m % 4 = 0 THEN 'in_progress' ELSE 'completed' END,
+       '{"type":"pdf","page":12,"totalPages":40}'::jsonb, 30.0, 30.0, 600,
+       now() - interval '2 days', now() - (m || ' minutes')::interval, 'session-' || m, 'document', now(), m, 'event-' || u || '-' || m
+FROM generate_series(1, $USERS) u, generate_series(1, $MATERIALS) m;
+-- Analytics of users 1–100: a year of daily activity, sessions, completions.
+INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes)
+SELECT 'user-' || u, now(), 480 FROM generate_series(1, $USERS) u;
+INSERT INTO analytics_daily (user_id, day, active_seconds, events)
+SELECT 'user-' || u, current_date - d, (d * 37) % 4000, 10 FROM generate_series(1, 100) u, generate_series(0, 364) d;
+INSERT INTO analytics_day_materials (user_id, day, material_id, completed)
+SELECT 'user-' || u, current_date - d, 'material-' || m, m = 1 FROM generate_series(1, 100) u, generate_series(0, 29) d, generate_series(1, 3) m;
+INSERT INTO analytics_completions (user_id, material_id, first_completed_at)
+SELECT 'user-' || u, 'material-' || m, now() - (m || ' days')::interval FROM generate_series(1, 100) u, generate_series(1, 20) m;
+INSERT INTO analytics_sessions (user_id, client_session_id, material_id, started_at, last_event_at, active_seconds, completed, events)
+SELECT 'user-' || u, 'session-' || s, 'material-' || (s % 20), now() - (s || ' hours')::interval,
+       now() - (s || ' hours')::interval + interval '20 minutes', 1200, s % 7 = 0, 40
+FROM generate_series(1, 100) u, generate_series(1, 200) s;
+ANALYZE;
+SQL
+
+TOKEN=$(python3 - "$JWT_SECRET" <<'PY'
+import base64, hashlib, hmac, json, sys, time
+b = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b(json.dumps({"sub": "user-7", "iat": int(time.time()), "exp": int(time.time()) + 86400}).encode())
+sig = b(hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest())
+print(f"{head}.{body}.{sig}")
+PY
+)
+
+ENDPOINTS=(
+    "healthz|http://127.0.0.1:$PROGRESS_PORT/healthz"
+    "reading-progress|http://127.0.0.1:$PROGRESS_PORT/materials/material-8/reading-progress"
+    "learning/continue|http://127.0.0.1:$PROGRESS_PORT/learning/continue"
+    "learning/summary|http://127.0.0.1:$ANALYTICS_PORT/learning/summary"
+    "learning/trend|http://127.0.0.1:$ANALYTICS_PORT/learning/trend"
+    "activity/heatmap|http://127.0.0.1:$ANALYTICS_PORT/activity/heatmap"
+    "learning/history|http://127.0.0.1:$ANALYTICS_PORT/learning/history"
+)
+for entry in "${ENDPOINTS[@]}"; do  # every endpoint answers 200 before it is measured
+    code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $TOKEN" "${entry#*|}")
+    [[ "$code" == 200 ]] || { echo "${entry%%|*} answered $code" >&2; exit 1; }
+done
+
+cat >"$WORK/report.lua" <<'LUA'
+done = function(summary, latency, requests)
+    local e = summary.errors
+    io.write(string.format("RESULT %.0f %.2f %.2f %d %d\n", summary.requests / (summary.duration / 1e6),
+        latency:percentile(50) / 1000, latency:percentile(99) / 1000,
+        e.connect + e.read + e.write + e.timeout, e.status))
+end
+LUA
+measure() {  # url connections seconds [script] → "rps p50 p99 socket-errors non-2xx"
+    local threads=2
+    (( $2 < threads )) && threads=$2
+    wrk -t"$threads" -c"$2" -d"$3s" --timeout 10s --latency -s "${4:-$WORK/report.lua}" -H "Authorization: Bearer $TOKEN" "$1" \
+        | awk '/^RESULT/ { print $2, $3, $4, $5, $6 }'
+}
+declare -A SATURATED
+
+printf '\n%-20s %10s %9s %9s %8s %8s %7s\n' endpoint "req/s" "p50 ms" "p99 ms" "sockerr" "non-2xx" "of hz"
+HEALTHZ=0
+for entry in "${ENDPOINTS[@]}"; do
+    read -r rps p50 p99 socket status < <(measure "${entry#*|}" "$CONNECTIONS" "$DURATION")
+    [[ "${entry%%|*}" == healthz ]] && HEALTHZ=$rps
+    SATURATED[${entry%%|*}]=$rps
+    printf '%-20s %10s %9s %9s %8s %8s %6s%%\n' "${entry%%|*}" "$rps" "$p50" "$p99" "$socket" "$status" \
+        "$(( rps * 100 / (HEALTHZ > 0 ? HEALTHZ : 1) ))"
+done
+
+cat >"$WORK/point.sql" <<'SQL'
+\set u random(1, 1000)
+SELECT material_id, status, last_position, progress_percent, total_active_seconds, first_read_at, last_read_at,
+       completed_at, last_session_id, reading_target_type, knowledge_base_id
+FROM reading_progress WHERE user_id = 'user-' || :u AND material_id = 'material-8';
+SQL
+TPS=$("$PGBENCH" -n -M prepared -c 16 -j 2 -T "$DURATION" -f "$WORK/point.sql" "$DATABASE_URL" 2>/dev/null \
+    | awk '/^tps/ { printf "%.0f", $3 }')
+printf '%-20s %10s   (pgbench -M prepared -c 16, the reading-progress point query)\n' "pgbench" "$TPS"
+
+if [[ -z "${SKIP_MANY:-}" ]]; then
+    printf '\n%-20s %10s %9s %9s %8s %8s   (1,000 connections paced to half the saturated rate, %s s)\n' \
+        endpoint "req/s" "p50 ms" "p99 ms" "sockerr" "non-2xx" "$DURATION"
+    for entry in "${ENDPOINTS[@]:1}"; do
+        # Each connection waits between its requests so that 1,000 of them offer half the rate.
+        pause=$(( 2000 * 1000 / (SATURATED[${entry%%|*}] > 0 ? SATURATED[${entry%%|*}] : 1) ))
+        { cat "$WORK/report.lua"; echo "delay = function() return $pause end"; } >"$WORK/paced.lua"
+        read -r rps p50 p99 socket status < <(measure "${entry#*|}" 1000 "$DURATION" "$WORK/paced.lua")
+        printf '%-20s %10s %9s %9s %8s %8s\n' "${entry%%|*}" "$rps" "$p50" "$p99" "$socket" "$status"
+    done
+
+    printf '\n%-20s %10s %9s %9s %8s %8s   (5,000 connections, 10 s)\n' endpoint "req/s" "p50 ms" "p99 ms" "sockerr" "non-2xx"
+    for entry in "${ENDPOINTS[@]}"; do
+        read -r rps p50 p99 socket status < <(measure "${entry#*|}" 5000 10)
+        printf '%-20s %10s %9s %9s %8s %8s\n' "${entry%%|*}" "$rps" "$p50" "$p99" "$socket" "$status"
+    done
+fi
