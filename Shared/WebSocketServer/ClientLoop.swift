@@ -1,5 +1,6 @@
 import CWebSockets
 import Foundation
+import HTTPTypes
 import Logging
 import Synchronization
 
@@ -9,7 +10,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the stored `var`s are read and written only on the service thread
 /// (inside `run` and the lws callbacks it triggers); what other threads touch is immutable or
-/// behind a `Mutex` (`outbox`, `closeCode`, `lifecycle`, the waker).
+/// behind a `Mutex` (`outbox`, `closeCode`, the waker; `finished` is a `OneShotSignal`).
 final class ClientLoop: @unchecked Sendable {
     let target: ClientTarget
     let headers: [String: String]
@@ -20,12 +21,8 @@ final class ClientLoop: @unchecked Sendable {
     let outbox = Mutex(Outbox())
     /// The code of the server's close frame, once it sent one.
     let closeCode = Mutex<UInt16?>(nil)
-    let lifecycle = Mutex(Lifecycle())
-
-    struct Lifecycle: ~Copyable {
-        var finished = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
+    /// Fires when the service thread has finished.
+    let finished = OneShotSignal()
 
     // MARK: Service-thread state
 
@@ -93,14 +90,7 @@ final class ClientLoop: @unchecked Sendable {
 
     /// Suspends until the service thread has finished (returns at once if it has).
     func waitUntilFinished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = lifecycle.withLock { state -> Bool in
-                if state.finished { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     // MARK: Thread body
@@ -162,12 +152,7 @@ final class ClientLoop: @unchecked Sendable {
 
     private func finish() {
         outbox.withLock { $0.markClosed() }
-        let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.finished = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        finished.fire()
     }
 
     /// The connection could not be made or broke: the handshake waiter or the reader learns why.

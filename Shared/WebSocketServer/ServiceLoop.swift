@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: the stored `var`s are read and written only on the service thread
 /// (inside `run` and the lws callbacks it triggers); everything shared with other threads is
-/// either immutable or behind a `Mutex` (`waker`, `lifecycle`, each connection's outbox).
+/// either immutable or behind a `Mutex` (`waker`, `finished`, `failure`, each connection's outbox).
 final class ServiceLoop: @unchecked Sendable {
     let configuration: WebSocketServerConfiguration
     let delegate: any WebSocketServerDelegate
@@ -20,13 +20,9 @@ final class ServiceLoop: @unchecked Sendable {
     let eventLoopName = Mutex<String?>(nil)
 
     /// Completion of the thread, for `shutdown()`/`run()` waiters.
-    let lifecycle = Mutex(Lifecycle())
-
-    struct Lifecycle: ~Copyable {
-        var finished = false
-        var failure: WebSocketServerError?
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
+    let finished = OneShotSignal()
+    /// Why the thread ended, if it failed (set before `finished` fires).
+    let failure = Mutex<WebSocketServerError?>(nil)
 
     // MARK: Service-thread state
 
@@ -205,25 +201,13 @@ final class ServiceLoop: @unchecked Sendable {
     }()
 
     private func finish(failure: WebSocketServerError?) {
-        let waiters = lifecycle.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.finished = true
-            state.failure = failure
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        self.failure.withLock { $0 = failure }
+        finished.fire()
     }
 
     /// Suspends until the service thread has finished (returns at once if it has).
     func waitUntilFinished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = lifecycle.withLock { state -> Bool in
-                if state.finished { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await finished.wait()
     }
 
     // MARK: Callback dispatch

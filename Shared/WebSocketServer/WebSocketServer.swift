@@ -84,7 +84,7 @@ public final class WebSocketServer: Sendable {
             loop.waker.requestShutdown()
         }
         state.withLock { $0 = .stopped(started: true) }
-        if let failure = loop.lifecycle.withLock({ $0.failure }) { throw failure }
+        if let failure = loop.failure.withLock({ $0 }) { throw failure }
     }
 
     /// Closes every WebSocket with 1001 (going away), waits for the close handshakes up to the

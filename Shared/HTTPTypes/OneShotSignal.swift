@@ -1,7 +1,8 @@
 import Synchronization
 
-/// An event that fires once; `wait()` returns immediately after it has fired.
-final class OneShotSignal: Sendable {
+/// An event that fires once; `wait()` returns immediately after it has fired. The one waiter
+/// queue of the servers' and clients' threads ("stopped", "finished").
+public final class OneShotSignal: Sendable {
     private struct State {
         var fired = false
         var waiters: [CheckedContinuation<Void, Never>] = []
@@ -9,9 +10,11 @@ final class OneShotSignal: Sendable {
 
     private let state = Mutex(State())
 
-    var hasFired: Bool { state.withLock { $0.fired } }
+    public init() {}
 
-    func fire() {
+    public var hasFired: Bool { state.withLock { $0.fired } }
+
+    public func fire() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard !state.fired else { return [] }
             state.fired = true
@@ -21,7 +24,7 @@ final class OneShotSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    func wait() async {
+    public func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let firedAlready = state.withLock { state -> Bool in
                 if state.fired { return true }
