@@ -153,7 +153,8 @@ let testTargets: [Target] = [
           exclude: ["Clients", "Fixtures"]),
     // Outages and the fault suite: the service executables as child processes over a broker
     // and a PostgreSQL the tests take down and bring back.
-    tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging"]),
+    tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
+                         "ObjectStore", "Hashing"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime"]),
 ]

@@ -7,7 +7,9 @@ import Foundation
 import FoundationNetworking
 #endif
 import Kafka
+import Hashing
 import Logging
+import ObjectStore
 import Postgres
 import Synchronization
 
@@ -18,6 +20,10 @@ import Synchronization
 final class FaultStack: @unchecked Sendable {
     // @unchecked: mutable state (`kafka`, `processes`) is only touched by the owning test, sequentially.
     static let services = ["ingest", "progress-projector", "analytics-aggregator", "realtime-notifier"]
+    /// The services of this stack: the four above, and the transcode worker when it has an object store.
+    let services: [String]
+    /// The object store of room uploads (SeaweedFS), given to ingest and the transcode worker.
+    let s3: S3Configuration?
 
     private(set) var kafka: EmbeddedKafkaCluster
     let postgres: PrivatePostgresCluster
@@ -34,7 +40,9 @@ final class FaultStack: @unchecked Sendable {
     let shutdownTimeoutSeconds = 5
     let directory: String
 
-    init(name: String) async throws {
+    init(name: String, s3: S3Configuration? = nil) async throws {
+        self.s3 = s3
+        services = Self.services + (s3 == nil ? [] : ["transcode-worker"])
         directory = NSTemporaryDirectory() + "backbone-fault-\(name)-\(UInt32.random(in: 0...UInt32.max))"
         kafka = try EmbeddedKafkaCluster(brokers: 1)
         postgres = PrivatePostgresCluster(directory: directory + "/pg", port: Integration.freePort(), database: "backbone", logger: .disabled)
@@ -44,7 +52,7 @@ final class FaultStack: @unchecked Sendable {
         admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: .disabled)
         codec = JWTCodec(secret: secret)
         var ports: [String: Int] = [:]
-        for service in Self.services { ports[service] = Integration.freePort() }
+        for service in services { ports[service] = Integration.freePort() }
         self.ports = ports
         try createTopics()
     }
@@ -54,7 +62,7 @@ final class FaultStack: @unchecked Sendable {
     }
 
     func environment(_ service: String, instance: Int) -> [String: String] {
-        [
+        var environment = [
             "KAFKA_BROKERS": kafka.bootstrapServers, "DATABASE_URL": databaseURL, "JWT_SECRET": secret,
             "HTTP_HOST": "127.0.0.1",
             // A second instance of a service answers on a port of its own.
@@ -62,6 +70,12 @@ final class FaultStack: @unchecked Sendable {
             "SHUTDOWN_TIMEOUT_SECONDS": String(shutdownTimeoutSeconds), "KAFKA_SESSION_TIMEOUT_MS": "6000",
             "INGEST_RATE_LIMIT_PER_SECOND": "1000", "INGEST_RATE_LIMIT_BURST": "1000",
         ]
+        if let s3, service == "ingest" || service == "transcode-worker" {
+            environment.merge(s3.environment) { _, new in new }
+            // Short leases: a job whose worker was killed is taken over within seconds.
+            environment.merge(["TRANSCODE_LEASE_MS": "2000", "TRANSCODE_POLL_MS": "100", "TRANSCODE_OUTBOX_INTERVAL_MS": "300"]) { _, new in new }
+        }
+        return environment
     }
 
     /// Starts (another instance of) `service`.
@@ -86,7 +100,7 @@ final class FaultStack: @unchecked Sendable {
         processes[service]?.remove(at: instance)
     }
 
-    func startAll() throws { for service in Self.services { try spawn(service) } }
+    func startAll() throws { for service in services { try spawn(service) } }
 
     /// SIGTERM of every process; returns the longest time one took to exit.
     func terminateAll() -> Duration {
@@ -156,7 +170,8 @@ final class FaultStack: @unchecked Sendable {
     func readiness(_ service: String) async -> Response? { await http("GET", service, "/readyz", timeout: 5) }
 
     /// Waits until `/readyz` of every service answers 200; returns how long it took, or nil.
-    func waitReady(_ services: [String] = FaultStack.services, timeout: Duration = .seconds(30)) async -> Duration? {
+    func waitReady(_ services: [String]? = nil, timeout: Duration = .seconds(30)) async -> Duration? {
+        let services = services ?? self.services
         let started = ContinuousClock.now
         let ready = await Integration.eventually(timeout: timeout, every: .milliseconds(200)) {
             for service in services where await readiness(service)?.status != 200 { return false }
@@ -213,8 +228,8 @@ final class FaultStack: @unchecked Sendable {
     }
 
     /// Runs `body` over a new stack and always tears it down (processes, PostgreSQL, broker).
-    static func with<T>(_ name: String, _ body: (FaultStack) async throws -> T) async throws -> T {
-        let stack = try await FaultStack(name: name)
+    static func with<T>(_ name: String, s3: S3Configuration? = nil, _ body: (FaultStack) async throws -> T) async throws -> T {
+        let stack = try await FaultStack(name: name, s3: s3)
         do {
             let result = try await body(stack)
             await stack.close()
@@ -407,4 +422,185 @@ final class ReadingLoadDriver: Sendable {
     func stop() { stopping.store(true, ordering: .relaxed) }
 
     var snapshot: Figures { figures.withLock { $0 } }
+}
+
+/// A few room uploads as the app makes them: quota, upload-init, both files PUT to the
+/// presigned URLs, upload-complete. Each step is resent after a 503 (which must carry
+/// `Retry-After`) or a dropped connection until it is answered as it should be; any other
+/// answer is a violation of the house rules.
+final class RoomUploadDriver: Sendable {
+    struct Room: Sendable, Hashable {
+        let roomID: String
+        let versionID: String
+        let owner: String
+    }
+
+    struct Figures: Sendable {
+        var started = 0
+        /// Rooms whose upload-complete was answered 202.
+        var accepted: [Room] = []
+        var unavailable = 0
+        var unanswered = 0
+        var violations: [String] = []
+    }
+
+    /// The RoomPlan scans of `Tests/USDTests/Fixtures`: `{name}.usdz` with `{name}.roomplan.json`.
+    static let scans = ["roomscan", "roomscan_usdc", "roomscan_open"]
+    static let fixtures = Integration.packageRoot.appendingPathComponent("Tests/USDTests/Fixtures")
+
+    let figures = Mutex(Figures())
+
+    var snapshot: Figures { figures.withLock { $0 } }
+
+    /// Uploads `count` rooms one after another, `pause` apart; each step is retried for up to `timeout`.
+    func run(stack: FaultStack, count: Int, pause: Duration, timeout: Duration = .seconds(60)) async {
+        for index in 0..<count {
+            if index > 0 { try? await Task.sleep(for: pause) }
+            let scan = Self.scans[index % Self.scans.count]
+            let usdzPath = Self.fixtures.appendingPathComponent("\(scan).usdz").path
+            let jsonPath = Self.fixtures.appendingPathComponent("\(scan).roomplan.json").path
+            guard let usdz = FileManager.default.contents(atPath: usdzPath).map([UInt8].init),
+                  let json = FileManager.default.contents(atPath: jsonPath).map([UInt8].init) else {
+                figures.withLock { $0.violations.append("fixture \(scan) not readable") }
+                return
+            }
+            let owner = "fault-room-owner-\(index)"
+            let token = stack.codec.issue(userID: owner, ttl: 86_400)
+            figures.withLock { $0.started += 1 }
+            guard await call(stack, "GET", "/rooms/quota", token: token, expect: [200], timeout: timeout) != nil,
+                  let initBody = try? ContractCoding.encode(RoomUploadInitRequest(
+                      title: "fault room \(index)", tags: ["fault"], visibility: .public, usdzBytes: Int64(usdz.count),
+                      roomplanJsonBytes: Int64(json.count))),
+                  let created = await call(stack, "POST", "/rooms/uploads", token: token, body: Data(initBody), expect: [201],
+                                           timeout: timeout),
+                  let answer = try? ContractCoding.decode(RoomUploadInitResponse.self, from: Array(created.body)),
+                  await put(answer.usdz, file: usdzPath, timeout: timeout),
+                  await put(answer.roomplanJson, file: jsonPath, timeout: timeout) else { continue }
+            let complete = RoomVersionCompleteRequest(
+                roomId: answer.roomId, versionId: answer.versionId, title: "fault room \(index)", tags: ["fault"], visibility: .public,
+                source: RoomSource(usdzKey: answer.usdz.key, usdzBytes: answer.usdz.bytes, roomplanJsonKey: answer.roomplanJson.key,
+                                   roomplanJsonBytes: answer.roomplanJson.bytes, sha256: Digest.hex(Digest.sha256(usdz))),
+                redactions: [])
+            guard let completeBody = try? ContractCoding.encode(complete),
+                  await call(stack, "POST", "/rooms/versions", token: token, body: Data(completeBody), expect: [202],
+                             timeout: timeout) != nil else { continue }
+            figures.withLock { $0.accepted.append(Room(roomID: answer.roomId, versionID: answer.versionId, owner: owner)) }
+        }
+    }
+
+    /// Sends until answered with one of `expect`; nil (and a violation) otherwise.
+    private func call(_ stack: FaultStack, _ method: String, _ path: String, token: String, body: Data? = nil,
+                      expect: Set<Int>, timeout: Duration) async -> FaultStack.Response? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let answer = await stack.http(method, "ingest", path, token: token, body: body, timeout: 20)
+            switch answer?.status {
+            case let status? where expect.contains(status):
+                return answer
+            case 503?:
+                figures.withLock { f in
+                    f.unavailable += 1
+                    if answer?.retryAfter == nil { f.violations.append("\(method) \(path): 503 without Retry-After") }
+                }
+                // As the app does: wait as asked (capped, so the load keeps its pace), then resend.
+                let asked = Int(answer?.retryAfter ?? "") ?? 1
+                try? await Task.sleep(for: .milliseconds(min(max(asked, 0), 2) * 500 + 200))
+            case nil:
+                figures.withLock { $0.unanswered += 1 }
+                try? await Task.sleep(for: .milliseconds(300))
+            case let status?:
+                figures.withLock {
+                    $0.violations.append("\(method) \(path) answered \(status): \(String(decoding: answer!.body, as: UTF8.self).prefix(300))")
+                }
+                return nil
+            }
+        }
+        figures.withLock { $0.violations.append("\(method) \(path) not answered \(expect.sorted()) within \(timeout)") }
+        return nil
+    }
+
+    /// PUT of `file` to a presigned single-part upload (the object store is not faulted, so one retry at most).
+    private func put(_ upload: PresignedUpload, file: String, timeout: Duration) async -> Bool {
+        guard let url = upload.url else {
+            figures.withLock { $0.violations.append("\(upload.key): no single-part URL") }
+            return false
+        }
+        var last = "no answer"
+        for _ in 0..<3 {
+            if let answer = try? await PlainHTTP.send("PUT", url, headers: upload.headers, file: file) {
+                if answer.status == 200 { return true }
+                last = "\(answer.status) \(answer.body.prefix(200))"
+            }
+            try? await Task.sleep(for: .milliseconds(300))
+        }
+        figures.withLock { $0.violations.append("PUT \(upload.key): \(last)") }
+        return false
+    }
+}
+
+/// The rooms as the app and the bucket see them, against the rooms whose upload-complete was answered 202.
+struct RoomAudit: Sendable, CustomStringConvertible {
+    var uploaded = 0
+    var ready = 0
+    var failed = 0
+    /// Versions not (yet) ready, with what the catch-up query answered.
+    var notReady: [String] = []
+    /// Versions without `layer_manifest.json` in the bucket.
+    var missingManifest: [String] = []
+    /// Versions with more than one distinct `ready` on the status topic, or more than one job row.
+    var doubled: [String] = []
+
+    var isExact: Bool { ready == uploaded && failed == 0 && notReady.isEmpty && missingManifest.isEmpty && doubled.isEmpty }
+
+    var description: String {
+        "rooms uploaded \(uploaded), ready \(ready), failed \(failed), not ready \(notReady.prefix(3)), "
+            + "manifest missing \(missingManifest.prefix(3)), ready more than once \(doubled.prefix(3))"
+    }
+
+    /// For every room: the catch-up `GET /rooms/versions/{id}` (with the owner's token) answers
+    /// `ready` with its outputs, the manifest is in the bucket, one job row, and the status topic
+    /// carries exactly one distinct `ready` for it.
+    static func audit(_ rooms: [RoomUploadDriver.Room], stack: FaultStack) async throws -> RoomAudit {
+        var audit = RoomAudit()
+        audit.uploaded = rooms.count
+        guard let s3 = stack.s3 else { return audit }
+        let store = S3ObjectStore(configuration: s3)
+        for room in rooms {
+            let answer = await stack.http("GET", "transcode-worker", "/rooms/versions/\(room.versionID)",
+                                          token: stack.codec.issue(userID: room.owner, ttl: 3600), timeout: 10)
+            let details = answer.flatMap { $0.status == 200 ? try? ContractCoding.decode(RoomVersionDetails.self, from: Array($0.body)) : nil }
+            switch details?.status {
+            case .ready? where details?.outputs != nil: audit.ready += 1
+            case .failed?: audit.failed += 1
+            default: audit.notReady.append("\(room.versionID): \(answer.map { "\($0.status) \(String(decoding: $0.body, as: UTF8.self).prefix(200))" } ?? "no answer")")
+            }
+            if try await store.head("rooms/\(room.roomID)/\(room.versionID)/layer_manifest.json") == nil {
+                audit.missingManifest.append(room.versionID)
+            }
+        }
+        guard !rooms.isEmpty else { return audit }
+        let ids = "{" + rooms.map(\.versionID).joined(separator: ",") + "}"
+        for row in try await stack.client.query(
+            "SELECT version_id, count(*)::bigint AS n FROM transcode_jobs WHERE version_id = ANY($1::text[]) GROUP BY version_id HAVING count(*) > 1",
+            [ids]) {
+            audit.doubled.append("\(try row.decode(String.self, "version_id")): job rows")
+        }
+        // Every status record up to the high watermarks; hostile ones do not decode and are skipped.
+        let admin = try KafkaAdmin(bootstrapServers: stack.kafka.bootstrapServers, timeout: .seconds(5), logger: .disabled)
+        let partitions = Topics.all.first { $0.name == Topics.roomTranscodeStatus }?.partitions ?? 1
+        var total: Int64 = 0
+        for partition in 0..<partitions { total += try await admin.watermarks(topic: Topics.roomTranscodeStatus, partition: partition).high }
+        let records = try await TopicReader.read(Topics.roomTranscodeStatus, bootstrapServers: stack.kafka.bootstrapServers, count: Int(total))
+        var readies: [String: Set<RoomTranscodeStatus>] = [:]
+        for record in records {
+            guard let status = try? ContractCoding.decode(RoomTranscodeStatus.self, from: record.value), status.status == .ready else { continue }
+            readies[status.versionId, default: []].insert(status)
+        }
+        for room in rooms where (readies[room.versionID]?.count ?? 0) != 1 {
+            // A worker killed between publishing a status and deleting its outbox row publishes
+            // that row again — the same record; two different `ready`s would be two transcodes.
+            audit.doubled.append("\(room.versionID): \(readies[room.versionID]?.count ?? 0) distinct ready on \(Topics.roomTranscodeStatus)")
+        }
+        return audit
+    }
 }

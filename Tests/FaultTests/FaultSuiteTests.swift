@@ -4,8 +4,9 @@ import Foundation
 import Kafka
 import Testing
 
-/// Issue #15's fault suite: the services as separate processes under a steady load of
-/// reading events, with faults injected — SIGKILL of each service at random points, several
+/// Issue #15's fault suite: the services as separate processes (the transcode worker with a
+/// private SeaweedFS) under a steady load of reading events and a few room uploads, with
+/// faults injected — SIGKILL of each service at random points, several
 /// times; `pg_ctl restart -m immediate` mid-stream; the broker down for longer than the
 /// producer's timeout; the broker replaced by an empty one over the same PostgreSQL (what a
 /// restart of `backbone dev` in the same folder does); hostile records produced straight to
@@ -14,13 +15,18 @@ import Testing
 /// of the accepted input gives (every accepted event once in each event log, every total the
 /// sum of the accepted events' seconds), every poison record must be in its topic's DLQ with
 /// its origin, every 5xx must be a 503 with `Retry-After`, every service ready within 30 s of
-/// each fault ending, and SIGTERM must stop each process within its bound.
+/// each fault ending, and SIGTERM must stop each process within its bound. Every room whose
+/// upload-complete was answered 202 must end `ready` exactly once: the catch-up query answers
+/// `ready` with its outputs, the manifest is in the bucket, and the status topic carries one
+/// distinct `ready` for it.
 ///
 /// The CI run takes about two minutes; `FAULT_SUITE_ROUNDS=n` (default 1) repeats the
 /// random faults n times for a longer run.
 @Suite("Fault suite", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(20)))
 struct FaultSuiteTests {
     static let materials = ["fault-a", "fault-b", "fault-c", "fault-d"]
+    /// Room uploads during the faults (each a real RoomPlan scan the transcode worker converts).
+    static let rooms = 6
     static var rounds: Int { Int(ProcessInfo.processInfo.environment["FAULT_SUITE_ROUNDS"] ?? "") ?? 1 }
 
     /// What was injected and how the stack came back.
@@ -35,9 +41,9 @@ struct FaultSuiteTests {
         }
     }
 
-    @Test("kill -9 of every service, PostgreSQL restarted immediately, broker down and replaced, hostile records: nothing accepted lost or doubled, poison in the DLQs, ready within 30 s")
+    @Test("kill -9 of every service, PostgreSQL restarted immediately, broker down and replaced, hostile records: nothing accepted lost or doubled, every accepted room ready once, poison in the DLQs, ready within 30 s")
     func faultSuite() async throws {
-        try await FaultStack.with("suite") { stack in
+        try await SeaweedFSFixture.with { s3 in try await FaultStack.with("suite", s3: s3) { stack in
             var rng = SplitMix64(state: UInt64(ProcessInfo.processInfo.environment["FAULT_SUITE_SEED"] ?? "") ?? 0x15F)
             var figures = Figures()
             try stack.startAll()
@@ -53,7 +59,7 @@ struct FaultSuiteTests {
                 print("fault-suite: \(fault), ready again after \(took.map { "\($0)" } ?? "more than 30 s")")
                 if took == nil {
                     var answers: [String] = []
-                    for service in FaultStack.services {
+                    for service in stack.services {
                         let answer = await stack.readiness(service)
                         answers.append("\(service): \(answer.map { "\($0.status) \(String(decoding: $0.body, as: UTF8.self))" } ?? "no answer")")
                     }
@@ -82,6 +88,9 @@ struct FaultSuiteTests {
             load = ReadingLoadDriver()
             let secondSeed = rng.next()
             loading = Task { [load] in await load.run(stack: stack, users: 6, materials: Self.materials, seed: secondSeed) }
+            // Room uploads alongside, spread over the faults below.
+            let uploads = RoomUploadDriver()
+            let uploading = Task { [uploads] in await uploads.run(stack: stack, count: Self.rooms, pause: .seconds(4)) }
 
             // Poison on every consumed topic, produced straight to the broker.
             let poison = try Self.poison()
@@ -100,6 +109,8 @@ struct FaultSuiteTests {
                               "kill ingest", "kill progress-projector", "kill analytics-aggregator", "kill realtime-notifier",
                               "postgres restart -m immediate", "broker down"]
                 faults.shuffle(using: &rng)
+                // The transcode worker's two kills, at random places in the rotation.
+                for _ in 0..<2 { faults.insert("kill transcode-worker", at: Int(rng.next() % UInt64(faults.count + 1))) }
                 for fault in faults {
                     try await Task.sleep(for: .milliseconds(500 + Int(rng.next() % 2500)))
                     figures.faults.append(fault)
@@ -133,6 +144,18 @@ struct FaultSuiteTests {
             let violations = violationsBefore + load.snapshot.violations
             #expect(violations.isEmpty, "\(violations.prefix(5))")
 
+            // Every room whose upload-complete was answered 202 is ready exactly once.
+            await uploading.value
+            let rooms = uploads.snapshot
+            #expect(rooms.violations.isEmpty, "room uploads: \(rooms.violations.prefix(5))")
+            #expect(rooms.accepted.count == Self.rooms, "upload-complete answered 202 for \(rooms.accepted.count) of \(Self.rooms) rooms")
+            var roomAudit = RoomAudit()
+            _ = try await Integration.eventually(timeout: .seconds(120), every: .seconds(1)) {
+                roomAudit = try await RoomAudit.audit(rooms.accepted, stack: stack)
+                return roomAudit.isExact
+            }
+            #expect(roomAudit.isExact, "\(roomAudit)\n\(stack.logs)")
+
             // Every poison record in its topic's DLQ, once per consumer group, with its origin.
             var missing = ["the dead-letter topics could not be read"]
             var lettered = 0
@@ -165,8 +188,9 @@ struct FaultSuiteTests {
             let exit = stack.terminateAll()
             #expect(exit < .seconds(stack.shutdownTimeoutSeconds + 3), "SIGTERM took \(exit)")
             print("fault-figures suite: \(figures); events \(audit); 503 answers \(load.snapshot.unavailable), "
-                  + "unanswered requests \(load.snapshot.unanswered); slowest SIGTERM exit \(exit)")
-        }
+                  + "unanswered requests \(load.snapshot.unanswered); \(roomAudit); room 503 answers \(rooms.unavailable), "
+                  + "unanswered \(rooms.unanswered); slowest SIGTERM exit \(exit)")
+        } }
     }
 
     /// (topic, poison values, the consumer groups that must each dead-letter them).
@@ -180,7 +204,7 @@ struct FaultSuiteTests {
         return [
             (Topics.readingEvents, readingPoison, ["progress-projector", "analytics-aggregator"]),
             (Topics.roomTranscodeStatus, HostileRecords.shapeless(seed: 16), ["ingest-room-status", "realtime-sequencer"]),
-            (Topics.roomTranscodeRequests, HostileRecords.shapeless(seed: 17), ["realtime-sequencer"]),
+            (Topics.roomTranscodeRequests, HostileRecords.shapeless(seed: 17), ["realtime-sequencer", "transcode-worker"]),
             (Topics.readingProgress, HostileRecords.shapeless(seed: 18), ["realtime-sequencer"]),
             (Topics.realtimeBroadcasts, HostileRecords.shapeless(seed: 19), ["realtime-sequencer"]),
         ]
