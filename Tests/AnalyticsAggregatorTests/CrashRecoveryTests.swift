@@ -32,7 +32,7 @@ struct CrashRecoveryTests {
 
         // What the app sent, then what the topic carries: resends of a third of it, in a shuffled order,
         // and two poison records (dead-lettered, changing nothing).
-        let events = ReadModelIntegrationTests.history(users: 10, days: 21)
+        let events = ReadModelIntegrationTests.history(users: 10, days: 10)
         var records = (events + events.shuffled().prefix(events.count / 3)).shuffled().map { event in
             KafkaProducerRecord(topic: Topics.readingEvents, key: Array(event.userId.utf8), value: try! ContractCoding.encode(event))
         }

@@ -50,7 +50,7 @@ struct OutageTests {
             let during = await Self.allNotReady(stack)
             #expect(during.values.allSatisfy { $0.hasPrefix("503 Retry-After: ") && !$0.hasSuffix("none") }, "\(during)")
             // Longer than the session timeout (6 s) plus the rebalance listener's attempts.
-            try await Task.sleep(for: .seconds(15))
+            try await Task.sleep(for: .seconds(10))
             try await stack.startPostgres()
             let recovery = await stack.waitReady()
             #expect(recovery != nil, "not ready 30 s after PostgreSQL came back:\n\(stack.logs)")
@@ -82,7 +82,7 @@ struct OutageTests {
             let during = await Self.allNotReady(stack)
             #expect(during.values.allSatisfy { $0.hasPrefix("503 Retry-After: ") && !$0.hasSuffix("none") }, "\(during)")
             // Longer than the producer's delivery timeout (10 s).
-            try await Task.sleep(for: .seconds(14))
+            try await Task.sleep(for: .seconds(12))
             let unavailable = load.snapshot.unavailable
             try stack.brokersUp()
             let recovery = await stack.waitReady()
