@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Postgres
+import Projection
 
 /// The statements that write the read model: the event log by COPY, then every aggregate in
 /// one statement of set-based upserts (one per table), rows bound as arrays and sorted by key
@@ -13,68 +14,25 @@ enum AnalyticsWriter {
     /// Stands for "no value" in a bigint array of optional timestamps.
     static let noTime = Int64.min
 
-    /// Per-connection staging table of a replayed batch's events (emptied by every commit).
-    static let stagingTable = "analytics_stage"
-
-    /// The event log's columns filled from a batch, in COPY order.
-    static let logColumns = [
-        "event_id", "user_id", "client_session_id", "material_id", "event_type", "active_seconds",
-        "client_ts", "tz_offset_minutes", "local_day", "received_at",
-    ]
-
-    static let createStagingTable = """
-        CREATE TEMPORARY TABLE IF NOT EXISTS analytics_stage (
-            event_id text NOT NULL, user_id text NOT NULL, client_session_id text NOT NULL, material_id text NOT NULL,
-            event_type text NOT NULL, active_seconds integer NOT NULL, client_ts timestamptz NOT NULL,
-            tz_offset_minutes integer NOT NULL, local_day date NOT NULL, received_at timestamptz NOT NULL
-        ) ON COMMIT DELETE ROWS
-        """
-
-    /// Moves the staged batch (distinct ids) into the event log, skipping the ids logged
-    /// before, and returns those. The staging table is emptied by the same statement (and by
-    /// every commit), so nothing staged is ever seen twice.
-    static let moveStagedIntoLog = """
-        WITH staged AS (
-            DELETE FROM analytics_stage RETURNING \(logColumns.joined(separator: ", "))
-        ), inserted AS (
-            INSERT INTO analytics_events (\(logColumns.joined(separator: ", ")))
-            SELECT \(logColumns.joined(separator: ", ")) FROM staged
-            ON CONFLICT (event_id) DO NOTHING
-            RETURNING event_id
-        )
-        SELECT DISTINCT s.event_id FROM staged s
-        WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.event_id = s.event_id)
-        """
+    /// The event log (COPY, with a staging fallback for replays); columns in COPY order.
+    static let eventLog = EventLog(table: "analytics_events", stagingTable: "analytics_stage", columns: [
+        ("event_id", "text"), ("user_id", "text"), ("client_session_id", "text"), ("material_id", "text"),
+        ("event_type", "text"), ("active_seconds", "integer"), ("client_ts", "timestamptz"),
+        ("tz_offset_minutes", "integer"), ("local_day", "date"), ("received_at", "timestamptz"),
+    ])
 
     /// Inserts distinct events into the log; returns those that were not there yet.
     ///
-    /// The usual batch holds only new events: they are COPYed straight into the log inside a
-    /// savepoint, and the log's primary key checks them. When some were logged before (a
-    /// batch replayed after a crash, a resent event) that COPY fails with a unique violation
-    /// and is rolled back to the savepoint; the batch then goes through a per-connection
-    /// staging table and `INSERT … ON CONFLICT DO NOTHING`, which answers the ids that were
-    /// already there.
+    /// See ``EventLog`` for how the usual batch and a replayed one are logged.
     static func logEvents(_ events: [ReadingEventRecord], in connection: PostgresConnection) async throws -> [ReadingEventRecord] {
         var rows = PostgresCopyRows(reservingBytes: events.count * 200)
         for event in events { appendLogRow(event, to: &rows) }
-        do {
-            try await connection.withSavepoint { connection in
-                _ = try await connection.copy(into: "analytics_events", columns: logColumns, rows: rows)
-            }
-            return events
-        } catch let error as PostgresError where error.isUniqueViolation {
-            // Some events are in the log already: filtered out below.
-        }
-        // Rare (replays), so the staging table is simply ensured each time: it lives as long
-        // as the connection, unless the transaction that created it rolled back.
-        try await connection.execute(createStagingTable)
-        _ = try await connection.copy(into: stagingTable, columns: logColumns, rows: rows)
-        var known = Set<String>()
-        for row in try await connection.query(moveStagedIntoLog) { known.insert(try row.decode(String.self, 0)) }
+        let known = try await eventLog.insert(rows, in: connection)
+        if known.isEmpty { return events }
         return events.filter { !known.contains($0.eventId) }
     }
 
-    /// One event log row, in `logColumns` order; instants at the contract's millisecond
+    /// One event log row, in `eventLog.columns` order; instants at the contract's millisecond
     /// precision, as the aggregates have them.
     static func appendLogRow(_ e: ReadingEventRecord, to rows: inout PostgresCopyRows) {
         rows.append(e.eventId); rows.append(e.userId); rows.append(e.clientSessionId); rows.append(e.materialId)

@@ -1,40 +1,13 @@
+import Projection
+
 /// SQL of the progress read model.
 enum ProgressSQL {
-    /// SQLSTATE of a duplicate key.
-    static let uniqueViolation = "23505"
-
-    /// Per-connection staging table of a batch's events (emptied by every commit).
-    static let stagingTable = "progress_stage"
-
-    /// The event log's columns filled from a batch, in COPY order.
-    static let logColumns = [
-        "event_id", "user_id", "material_id", "client_session_id", "event_type", "client_timestamp",
-        "sequence", "active_seconds_delta", "kafka_partition", "kafka_offset",
-    ]
-
-    static let createStagingTable = """
-        CREATE TEMPORARY TABLE IF NOT EXISTS progress_stage (
-            event_id text NOT NULL, user_id text NOT NULL, material_id text NOT NULL, client_session_id text NOT NULL,
-            event_type text NOT NULL, client_timestamp timestamptz NOT NULL, sequence bigint NOT NULL,
-            active_seconds_delta integer NOT NULL, kafka_partition integer NOT NULL, kafka_offset bigint NOT NULL
-        ) ON COMMIT DELETE ROWS
-        """
-
-    /// Moves the staged batch (distinct ids) into the event log, skipping the ids logged
-    /// before, and returns those. The staging table is emptied by the same statement (and by
-    /// every commit), so nothing staged is ever seen twice.
-    static let moveStagedIntoLog = """
-        WITH staged AS (
-            DELETE FROM progress_stage RETURNING \(logColumns.joined(separator: ", "))
-        ), inserted AS (
-            INSERT INTO progress_event_log (\(logColumns.joined(separator: ", ")))
-            SELECT \(logColumns.joined(separator: ", ")) FROM staged
-            ON CONFLICT (event_id) DO NOTHING
-            RETURNING event_id
-        )
-        SELECT DISTINCT s.event_id FROM staged s
-        WHERE NOT EXISTS (SELECT 1 FROM inserted i WHERE i.event_id = s.event_id)
-        """
+    /// The event log (COPY, with a staging fallback for replays); columns in COPY order.
+    static let eventLog = EventLog(table: "progress_event_log", stagingTable: "progress_stage", columns: [
+        ("event_id", "text"), ("user_id", "text"), ("material_id", "text"), ("client_session_id", "text"),
+        ("event_type", "text"), ("client_timestamp", "timestamptz"), ("sequence", "bigint"),
+        ("active_seconds_delta", "integer"), ("kafka_partition", "integer"), ("kafka_offset", "bigint"),
+    ])
 
     /// Merges one delta per (user, material) into `reading_progress`. Every column follows
     /// an order-independent rule: sums, LEAST/GREATEST, and "the row of the greater ordering

@@ -83,35 +83,18 @@ public struct ReadingProgressProjection: Projection {
     /// Inserts the batch into the event log; returns the events not seen before (first
     /// occurrence of each id).
     ///
-    /// The usual batch holds only new events: its distinct events are COPYed straight into
-    /// the log inside a savepoint, and the log's primary key checks them. When some were
-    /// logged before (a batch replayed after a crash, a resent event) that COPY fails with a
-    /// unique violation and is rolled back to the savepoint; the batch then goes through a
-    /// per-connection staging table and `INSERT … ON CONFLICT DO NOTHING`, which answers the
-    /// ids that were already there.
+    /// See ``EventLog`` for how the usual batch and a replayed one are logged.
     func insertIntoLog(_ events: [ProjectedEvent<ReadingEventRecord>], _ connection: PostgresConnection) async throws -> [ReadingEventRecord] {
         var seen = Set<String>(minimumCapacity: events.count)
         let distinct = events.filter { seen.insert($0.event.eventId).inserted }
         var rows = PostgresCopyRows(reservingBytes: distinct.count * 160)
         for p in distinct { Self.appendLogRow(p, to: &rows) }
-        do {
-            try await connection.withSavepoint { connection in
-                _ = try await connection.copy(into: "progress_event_log", columns: ProgressSQL.logColumns, rows: rows)
-            }
-            return distinct.map(\.event)
-        } catch let error as PostgresError where error.sqlState == ProgressSQL.uniqueViolation {
-            // Some events are in the log already: filter them out below.
-        }
-        // Rare (replays), so the staging table is simply ensured each time: it lives as long
-        // as the connection, unless the transaction that created it rolled back.
-        try await connection.execute(ProgressSQL.createStagingTable)
-        _ = try await connection.copy(into: ProgressSQL.stagingTable, columns: ProgressSQL.logColumns, rows: rows)
-        var known = Set<String>()
-        for row in try await connection.query(ProgressSQL.moveStagedIntoLog) { known.insert(try row.decode(String.self, 0)) }
+        let known = try await ProgressSQL.eventLog.insert(rows, in: connection)
+        if known.isEmpty { return distinct.map(\.event) }
         return distinct.lazy.map(\.event).filter { !known.contains($0.eventId) }
     }
 
-    /// One event log row, in `ProgressSQL.logColumns` order.
+    /// One event log row, in `ProgressSQL.eventLog.columns` order.
     static func appendLogRow(_ p: ProjectedEvent<ReadingEventRecord>, to rows: inout PostgresCopyRows) {
         let e = p.event
         rows.append(e.eventId); rows.append(e.userId); rows.append(e.materialId); rows.append(e.clientSessionId)
