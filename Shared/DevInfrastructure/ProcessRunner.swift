@@ -48,6 +48,13 @@ package enum ProcessRunner {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        // Nothing else of this process reaches the child. The embedded Kafka cluster's
+        // sockets are not close-on-exec (librdkafka's mock accepts without it): a server
+        // started from here (PostgreSQL by `pg_ctl`, and every backend it forks) would hold a
+        // copy of each broker connection open at that moment, so a broker that closes one
+        // (taken down, shut down) no longer disconnects its client, which then waits for an
+        // answer that never comes (a consumer parked in JoinGroup: `max.poll.interval.ms`).
+        closeInheritedDescriptors(&actions)
 
         var pid: pid_t = 0
         let spawned = CStringArray([executable] + arguments).withPointers { argv in
@@ -80,6 +87,22 @@ package enum ProcessRunner {
         let exited = status & 0x7F == 0
         let code = exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
         return Outcome(status: code, output: String(decoding: output, as: UTF8.self))
+    }
+
+    /// Adds "close every descriptor from 3 up" to `actions` (glibc's
+    /// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: the Glibc module
+    /// does not declare it); without it, marks this process's descriptors close-on-exec.
+    package static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
+            let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
+            if closeFrom(&actions, 3) == 0 { return }
+        }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        for fd in entries.compactMap({ Int32($0) }) where fd > 2 {
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
     }
 
     static var runuserPath: String {

@@ -9,6 +9,8 @@ final class ConsumerCore: RdKafkaCallbackContext {
     let logger: Logger
     let listener: (any KafkaRebalanceListener)?
     let capacity: Int
+    /// How long the rebalance listener may take to supply start offsets (all attempts).
+    let listenerTimeout: Duration
 
     typealias Batch = Result<[KafkaConsumerRecord], KafkaError>
 
@@ -77,10 +79,11 @@ final class ConsumerCore: RdKafkaCallbackContext {
 
     let state = Mutex(State())
 
-    init(logger: Logger, listener: (any KafkaRebalanceListener)?, capacity: Int) {
+    init(logger: Logger, listener: (any KafkaRebalanceListener)?, capacity: Int, listenerTimeout: Duration = .seconds(30)) {
         self.logger = logger
         self.listener = listener
         self.capacity = capacity
+        self.listenerTimeout = listenerTimeout
     }
 
     private static func resume(_ ready: [(CheckedContinuation<Batch, Never>, Batch)]) {

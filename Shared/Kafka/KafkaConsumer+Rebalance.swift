@@ -55,23 +55,33 @@ extension ConsumerCore {
         }
     }
 
-    /// Asks the listener for start offsets, retrying twice after a failure.
+    /// Asks the listener for start offsets, retrying twice after a failure, for at most
+    /// `listenerTimeout` in all: this runs inside librdkafka's rebalance callback, and a
+    /// callback that outlasts the group's patience leaves a member holding an assignment of
+    /// a generation that is gone. Past the limit the listener is cancelled and the consumer
+    /// fails with `.rebalanceFailed` (its owner replaces it).
     private func startOffsets(for partitions: [KafkaTopicPartition]) -> Result<[KafkaTopicPartition: Int64], KafkaError> {
         guard let listener else { return .success([:]) }
         let logger = self.logger
-        return Blocking.wait {
+        let limit = listenerTimeout
+        let (result, cancelled) = Blocking.wait(limit: limit) { () -> Result<[KafkaTopicPartition: Int64], KafkaError> in
             var lastError = ""
             for attempt in 1...3 {
                 do {
                     return .success(try await listener.partitionsAssigned(partitions))
                 } catch {
                     lastError = String(describing: error)
+                    if Task.isCancelled { break }
                     logger.warning("Kafka rebalance listener threw (attempt \(attempt)): \(lastError)")
                     if attempt < 3 { try? await Task.sleep(for: .seconds(1)) }
                 }
             }
             return .failure(KafkaError(code: .rebalanceFailed, message: "the rebalance listener failed: \(lastError)"))
         }
+        if cancelled {
+            return .failure(KafkaError(code: .rebalanceFailed, message: "the rebalance listener did not finish within \(limit)"))
+        }
+        return result
     }
 
     static func topicPartitions(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> [KafkaTopicPartition] {

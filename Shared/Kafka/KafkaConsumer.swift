@@ -23,7 +23,8 @@ public final class KafkaConsumer: Sendable {
         var logger = logger
         logger[metadataKey: "kafka.group"] = configuration.groupID
         logger[metadataKey: "kafka.client"] = configuration.clientID
-        let core = ConsumerCore(logger: logger, listener: rebalanceListener, capacity: configuration.bufferCapacity)
+        let core = ConsumerCore(logger: logger, listener: rebalanceListener, capacity: configuration.bufferCapacity,
+                                listenerTimeout: configuration.rebalanceListenerTimeout)
         let client = try RdKafkaClient(type: RD_KAFKA_CONSUMER, properties: configuration.properties, context: core) { conf in
             rd_kafka_conf_set_rebalance_cb(conf, consumerRebalanceCallback)
             rd_kafka_conf_set_error_cb(conf, rdKafkaErrorCallback)

@@ -19,6 +19,10 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var bufferCapacity: Int
     /// Raw librdkafka properties, applied last (they override the fields above).
     public var extra: [String: String]
+    /// How long the rebalance listener may take to supply start offsets, all its attempts
+    /// together. It runs inside librdkafka's rebalance callback; past this the consumer fails
+    /// with `.rebalanceFailed` instead of holding an assignment the group may have moved on from.
+    public var rebalanceListenerTimeout: Duration = .seconds(30)
     /// When set, the consumer reads exactly these partitions from these offsets (negative:
     /// the earliest) without joining the group: no rebalance, so no wait for the group to
     /// form (a reader of a bounded range, such as `backbone tail`). `topics` is then unused.

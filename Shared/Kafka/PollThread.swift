@@ -63,6 +63,27 @@ enum Blocking {
         semaphore.wait()
         return box.value.withLock { $0! }
     }
+
+    /// Like `wait(for:)`, but cancels the task once `limit` has passed (a cancelled body is
+    /// expected to return promptly) and reports whether it had to: the result is then the
+    /// one the body returned after its cancellation.
+    static func wait<T: Sendable>(limit: Duration, for body: @escaping @Sendable () async -> T) -> (T, cancelled: Bool) {
+        let box = ResultBox<T>()
+        let semaphore = DispatchSemaphore(value: 0)
+        let task = Task {
+            let result = await body()
+            box.value.withLock { $0 = result }
+            semaphore.signal()
+        }
+        let nanoseconds = Int(clamping: limit.milliseconds * 1_000_000)
+        var cancelled = false
+        if semaphore.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+            cancelled = true
+            task.cancel()
+            semaphore.wait()
+        }
+        return (box.value.withLock { $0! }, cancelled)
+    }
 }
 
 private final class ResultBox<T: Sendable>: Sendable {

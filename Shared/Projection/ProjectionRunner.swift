@@ -35,6 +35,11 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// How often the runner looks for positions an operator moved (`backbone offsets reset`)
     /// in its partitions, and re-reads them from there.
     public var movedPositionsCheckInterval: Duration = .seconds(1)
+    /// How long a member may hold no partition while records of its topics wait that no
+    /// member of the group is processing (no stored position of the group moved), before
+    /// readiness says so and the consumer is replaced (`projection_assignment_stalls_total`).
+    /// A consumer that sits unassigned while its partitions are idle is left alone.
+    public var assignmentStallLimit: Duration = .seconds(30)
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
@@ -68,6 +73,9 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// Set once `run()` is cancelled: the rebalance listener runs outside the run task (on the
     /// consumer's poll thread), so its retries watch this instead of task cancellation.
     let stopping = Atomic<Bool>(false)
+    /// Set while this member holds no partition although records wait that nobody processes
+    /// (see `assignmentStallLimit`); cleared once a consumer of the runner is assigned again.
+    let assignmentStalled = Atomic<Bool>(false)
 
     public init(projection: P, configuration: ProjectionRunnerConfiguration, database: PostgresClient,
                 deadLetters: KafkaProducer, metrics: MetricsRegistry, logger: Logger) {
@@ -88,6 +96,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                          help: "Consumers replaced after they failed (the projection resumed without a process restart).")
         metrics.describe("projection_offset_resets_total", type: "counter",
                          help: "Stored positions not trusted on assignment (other cluster, beyond or below the watermarks).")
+        metrics.describe("projection_assignment_stalls_total", type: "counter",
+                         help: "Consumers replaced because they held no partition while records waited that no member processed.")
     }
 
     /// Consumes until the task is cancelled, then leaves the group cleanly.
@@ -145,6 +155,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         let afterCommit = AfterCommitQueue<P.Effects>()
         var lastLagReport = ContinuousClock.now
         var lastMoveCheck = ContinuousClock.now
+        var watch = AssignmentWatch()
         var failure: (any Error)?
         while !Task.isCancelled {
             let batch: FetchedBatch
@@ -171,6 +182,10 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             if ContinuousClock.now - lastLagReport > .seconds(1) {
                 lastLagReport = .now
                 reportLag(consumer)
+                if let stalled = await watchAssignment(consumer, &watch) {
+                    failure = stalled
+                    break
+                }
             }
         }
         stopping.store(true, ordering: .relaxed)
@@ -191,6 +206,76 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             metrics.set("kafka_consumer_lag", Double(lag), labels: [
                 "group": configuration.groupID, "topic": tp.topic, "partition": String(tp.partition)])
         }
+    }
+
+    /// Whether this member holds no partition although records of its topics wait that no
+    /// member processes, for longer than `assignmentStallLimit` (readiness says not ready).
+    public var isAssignmentStalled: Bool { assignmentStalled.load(ordering: .relaxed) }
+
+    /// When the consumer last held a partition, and when the group's progress was last checked.
+    struct AssignmentWatch {
+        var unassignedSince: ContinuousClock.Instant?
+        var lastCheck: ContinuousClock.Instant?
+    }
+
+    /// The consumer was assigned nothing for `assignmentStallLimit` while its topics hold
+    /// records beyond the group's stored positions and none of those positions moved.
+    struct AssignmentStalled: Error, CustomStringConvertible {
+        var unassignedFor: Duration
+        var waitingRecords: Int64
+        var description: String {
+            "no partition assigned for \(unassignedFor) while \(waitingRecords) record(s) wait that no member of the group processes"
+        }
+    }
+
+    /// Belt and braces for a member the group never gives partitions to (a coordinator that
+    /// dropped it without telling it): checked every second, asks the database and the
+    /// cluster at most every 5 s once the limit passed. The check failing (a dependency down)
+    /// says nothing: readiness already reports that outage.
+    func watchAssignment(_ consumer: KafkaConsumer, _ watch: inout AssignmentWatch) async -> AssignmentStalled? {
+        let now = ContinuousClock.now
+        guard consumer.assignment().isEmpty else {
+            watch = AssignmentWatch()
+            assignmentStalled.store(false, ordering: .relaxed)
+            return nil
+        }
+        let since = watch.unassignedSince ?? now
+        watch.unassignedSince = since
+        guard now - since >= configuration.assignmentStallLimit, watch.lastCheck.map({ now - $0 >= .seconds(5) }) ?? true else { return nil }
+        watch.lastCheck = now
+        guard let waiting = try? await recordsNobodyProcesses(within: now - since), waiting > 0 else { return nil }
+        let stalled = AssignmentStalled(unassignedFor: now - since, waitingRecords: waiting)
+        assignmentStalled.store(true, ordering: .relaxed)
+        metrics.increment("projection_assignment_stalls_total", labels: ["group": configuration.groupID])
+        logger.error("projection consumer holds no partition while records wait; replacing it", metadata: [
+            "unassigned.for": "\(stalled.unassignedFor)", "records.waiting": "\(waiting)"])
+        return stalled
+    }
+
+    /// Records of the runner's topics beyond the group's stored positions, or 0 when one of
+    /// those positions moved (claimed or committed) within `window`: then a member works.
+    func recordsNobodyProcesses(within window: Duration) async throws -> Int64 {
+        let rows = try await database.query("""
+            SELECT topic, partition, next_offset, updated_at > now() - ($3::bigint * interval '1 millisecond') AS recent
+            FROM consumer_offsets WHERE group_id = $1 AND topic = ANY($2::text[])
+            """, [configuration.groupID, configuration.topics,
+                 window.components.seconds * 1000 + window.components.attoseconds / 1_000_000_000_000_000])
+        var stored: [KafkaTopicPartition: Int64] = [:]
+        for row in rows {
+            if try row.decode(Bool.self, "recent") { return 0 }
+            stored[KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: try row.decode(Int32.self, "partition"))]
+                = try row.decode(Int64.self, "next_offset")
+        }
+        let admin = try clusterAdmin()
+        var waiting: Int64 = 0
+        for topic in try await admin.listTopics() where configuration.topics.contains(topic.name) {
+            for partition in topic.partitions {
+                let marks = try await admin.watermarks(topic: topic.name, partition: partition)
+                let next = stored[KafkaTopicPartition(topic: topic.name, partition: partition)] ?? -1
+                waiting += max(0, marks.high - max(next, marks.low))
+            }
+        }
+        return waiting
     }
 
     /// Everything this member has committed, per partition (tests and diagnostics).

@@ -57,12 +57,16 @@ public struct ServiceParts: Sendable {
     /// server): given `router` plus the health routes, returns the service that serves them,
     /// used instead of the host's `HTTPService`.
     public var httpServer: (@Sendable (Router) -> any Service)?
+    /// The service's own `/readyz` checks, after the context's (e.g. a consumer that holds
+    /// no partition while its records wait).
+    public var readiness: [ReadinessCheck]
 
     public init(router: Router, background: [any Service] = [], onShutdown: @escaping @Sendable () async -> Void = {},
-                httpServer: (@Sendable (Router) -> any Service)? = nil) {
+                httpServer: (@Sendable (Router) -> any Service)? = nil, readiness: [ReadinessCheck] = []) {
         self.router = router
         self.background = background
         self.onShutdown = onShutdown
         self.httpServer = httpServer
+        self.readiness = readiness
     }
 }

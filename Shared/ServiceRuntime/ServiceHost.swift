@@ -112,12 +112,12 @@ public enum ServiceHost {
     public static func httpService(context: ServiceContext, parts: ServiceParts) -> any Service {
         if let makeServer = parts.httpServer {
             var router = parts.router
-            router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks, metrics: context.metrics))
+            router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks + parts.readiness, metrics: context.metrics))
             return makeServer(router)
         }
         return HTTPService(
             name: context.name,
             configuration: HTTPServerConfiguration(host: context.configuration.httpHost, port: context.configuration.httpPort),
-            router: parts.router, readiness: context.readinessChecks, metrics: context.metrics, logger: context.logger)
+            router: parts.router, readiness: context.readinessChecks + parts.readiness, metrics: context.metrics, logger: context.logger)
     }
 }

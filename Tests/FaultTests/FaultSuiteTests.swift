@@ -28,6 +28,13 @@ struct FaultSuiteTests {
     /// Room uploads during the faults (each a real RoomPlan scan the transcode worker converts).
     static let rooms = 6
     static var rounds: Int { Int(ProcessInfo.processInfo.environment["FAULT_SUITE_ROUNDS"] ?? "") ?? 1 }
+    /// `FAULT_SUITE_ORDER="kill ingest,broker down,…"` replaces each round's shuffled faults
+    /// with this order (to replay an order a run found; the pauses still come from the seed).
+    static var order: [String]? {
+        ProcessInfo.processInfo.environment["FAULT_SUITE_ORDER"].map {
+            $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+    }
 
     /// What was injected and how the stack came back.
     struct Figures: CustomStringConvertible {
@@ -111,6 +118,7 @@ struct FaultSuiteTests {
                 faults.shuffle(using: &rng)
                 // The transcode worker's two kills, at random places in the rotation.
                 for _ in 0..<2 { faults.insert("kill transcode-worker", at: Int(rng.next() % UInt64(faults.count + 1))) }
+                if let order = Self.order { faults = order }
                 for fault in faults {
                     try await Task.sleep(for: .milliseconds(500 + Int(rng.next() % 2500)))
                     figures.faults.append(fault)

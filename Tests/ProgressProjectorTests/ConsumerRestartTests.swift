@@ -1,6 +1,9 @@
 import BackboneTestSupport
 import Contracts
+import DevInfrastructure
 import Foundation
+import Kafka
+import Logging
 import Metrics
 import Postgres
 import ProgressProjector
@@ -43,6 +46,64 @@ struct ConsumerRestartTests {
         let stopped = ContinuousClock.now
         _ = await consuming.result
         #expect(ContinuousClock.now - stopped < .seconds(10))
+        await harness.close()
+    }
+
+    /// A member the group never gives partitions to, while its topic's records wait and no
+    /// stored position of the group moves, used to poll forever with `/readyz` at 200. Such
+    /// a member is made here with a session timeout shorter than the embedded broker's first
+    /// rebalance delay (3 s): the mock drops every joiner before it answers it.
+    @Test("a member left without partitions while records wait that nobody processes: not ready, and its consumer is replaced")
+    func unassignedMemberIsNotReadyAndReplaced() async throws {
+        let harness = try await ProgressHarness(databasePrefix: "assignment_stall")
+        try harness.createTopics([Topics.readingEvents, Topics.readingProgress])
+        let events = ReadingStream.sessions(users: 2, materials: 1, sessionsPerPair: 1, seed: 16)
+        try await harness.produce(events, to: Topics.readingEvents)
+        let context = harness.context()
+        var configuration = ProjectionRunnerConfiguration(bootstrapServers: harness.cluster.bootstrapServers, groupID: "progress-stalled",
+                                                          topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
+        configuration.assignmentStallLimit = .seconds(3)
+        let runner = ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
+                                      configuration: configuration, database: harness.client, deadLetters: harness.producer,
+                                      metrics: context.metrics, logger: .disabled)
+        let consuming = Task { try await runner.run() }
+        #expect(!runner.isAssignmentStalled)
+
+        let stalled = await Integration.eventually(timeout: .seconds(15), every: .milliseconds(100)) { runner.isAssignmentStalled }
+        #expect(stalled, "never reported: \(context.metrics.render())")
+        let replaced = await Integration.eventually(timeout: .seconds(10), every: .milliseconds(100)) {
+            let metrics = context.metrics.render()
+            return metrics.contains("projection_assignment_stalls_total{group=\"progress-stalled\"}")
+                && metrics.contains("projection_consumer_restarts_total{group=\"progress-stalled\"}")
+        }
+        #expect(replaced)
+        #expect(runner.committedPositions.isEmpty)
+
+        consuming.cancel()
+        let stopped = ContinuousClock.now
+        _ = await consuming.result
+        #expect(ContinuousClock.now - stopped < .seconds(10))
+        await harness.close()
+    }
+
+    @Test("an idle member without partitions (nothing waits) stays ready")
+    func idleUnassignedMemberStaysReady() async throws {
+        let harness = try await ProgressHarness(databasePrefix: "assignment_idle")
+        try harness.createTopics([Topics.readingEvents, Topics.readingProgress])
+        let context = harness.context()
+        var configuration = ProjectionRunnerConfiguration(bootstrapServers: harness.cluster.bootstrapServers, groupID: "progress-idle",
+                                                          topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
+        configuration.assignmentStallLimit = .seconds(1)
+        let runner = ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
+                                      configuration: configuration, database: harness.client, deadLetters: harness.producer,
+                                      metrics: context.metrics, logger: .disabled)
+        let consuming = Task { try await runner.run() }
+        // Past the limit and its first check: the topic is empty, nothing is late.
+        try await Task.sleep(for: .milliseconds(2500))
+        #expect(!runner.isAssignmentStalled)
+        #expect(!context.metrics.render().contains("projection_assignment_stalls_total{"))
+        consuming.cancel()
+        _ = await consuming.result
         await harness.close()
     }
 }

@@ -39,6 +39,7 @@ public struct AnalyticsService: Sendable {
     public func parts() -> ServiceParts {
         let runner = makeRunner()
         return ServiceParts(router: routes.router(),
-                            background: [ClosureService(name: "analytics-projection") { try await runner.run() }])
+                            background: [ClosureService(name: "analytics-projection") { try await runner.run() }],
+                            readiness: [ReadinessCheck(name: "analytics-consumer") { !runner.isAssignmentStalled }])
     }
 }

@@ -73,7 +73,8 @@ public struct IngestService: Sendable {
                 topics: [configuration.roomStatusTopic]),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         background.append(ClosureService(name: "ingest-room-status") { try await statuses.run() })
-        return ServiceParts(router: router, background: background)
+        return ServiceParts(router: router, background: background,
+                            readiness: [ReadinessCheck(name: "room-status-consumer") { !statuses.isAssignmentStalled }])
     }
 
     /// The S3 store of `S3_*` (read into `reader`), or nil when `S3_ENDPOINT` is not set.

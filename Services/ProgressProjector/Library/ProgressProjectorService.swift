@@ -64,7 +64,7 @@ public struct ProgressProjectorService: Sendable {
         return ServiceParts(router: router(), background: [
             ClosureService(name: "progress-projection") { try await runner.run() },
             ClosureService(name: "progress-outbox-relay") { try await relay.run() },
-        ])
+        ], readiness: [ReadinessCheck(name: "progress-consumer") { !runner.isAssignmentStalled }])
     }
 
     var projection: ReadingProgressProjection {

@@ -92,7 +92,8 @@ public struct RealtimeNotifierService: Sendable {
                 await publisher.flushMarks()
                 await ownProducer?.shutdown()
             },
-            httpServer: { router in makeServerService(router: router) })
+            httpServer: { router in makeServerService(router: router) },
+            readiness: [ReadinessCheck(name: "sequencer-consumer") { !sequencer.isAssignmentStalled }])
     }
 
     public func makeSequencer() -> ProjectionRunner<ChannelSequencer> {

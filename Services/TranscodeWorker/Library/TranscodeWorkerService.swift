@@ -132,6 +132,6 @@ public struct TranscodeWorkerService: Sendable {
                     do { try await statuses.wait(after: seen, upTo: interval) } catch { return }
                 }
             },
-        ])
+        ], readiness: [ReadinessCheck(name: "transcode-consumers") { !intake.isAssignmentStalled && !catalogRunner.isAssignmentStalled }])
     }
 }
