@@ -36,6 +36,10 @@ public struct TranscodeConfiguration: Sendable {
 
     public init() {}
 
+    /// The topics the room catalog is projected from (its live consumer and `backbone rebuild
+    /// catalog` read exactly these).
+    public var catalogTopics: [String] { [requestsTopic, statusTopic] }
+
     /// `ROOM_TRANSCODE_REQUESTS_TOPIC`, `ROOM_TRANSCODE_STATUS_TOPIC`, `TRANSCODE_GROUP_ID`,
     /// `TRANSCODE_CONCURRENCY`, `TRANSCODE_LEASE_MS`, `TRANSCODE_POLL_MS`, `TRANSCODE_MAX_BACKOFF_MS`,
     /// `TRANSCODE_MAX_ATTEMPTS`, `TRANSCODE_LINK_TTL_SECONDS`, `TRANSCODE_OUTBOX_INTERVAL_MS`,
@@ -112,7 +116,7 @@ public struct TranscodeWorkerService: Sendable {
             projection: catalog.projection(requestsTopic: configuration.requestsTopic),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.catalog.groupID,
-                topics: [configuration.requestsTopic, configuration.statusTopic], maxBatchRecords: 500,
+                topics: configuration.catalogTopics, maxBatchRecords: 500,
                 maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         var router = routes.router()
