@@ -70,6 +70,7 @@ struct RebuildTarget: Sendable {
                 name: name, service: "transcode-worker", topics: configuration.catalogTopics, groupID: catalog.groupID,
                 migrations: CatalogSchema.migrations, tables: ["catalog_versions", "catalog_rooms"], views: [], scratch: []) { _, _ in
                     ProjectionApplier(projection: CatalogProjection(requestsTopic: configuration.requestsTopic,
+                                                                    uploadsTopic: configuration.uploadsTopic,
                                                                     feedHalfLife: catalog.feedHalfLife))
                 }
         default:
