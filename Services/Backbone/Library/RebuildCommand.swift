@@ -17,8 +17,8 @@ enum RebuildCommand {
 
       progress   reading_progress (progress-projector) from reading.events.v2
       analytics  the analytics tables (analytics-aggregator) from reading.events.v2
-      catalog    the room catalog (transcode-worker, /rest/v1/rooms) from room.transcode.requests.v1
-                 and room.transcode.status.v1
+      catalog    the room catalog (transcode-worker, /rest/v1/rooms) from room.transcode.requests.v1,
+                 room.transcode.status.v1 and room.uploads.v1
 
       --dry-run      build the shadow, print how the live model differs (rows added, removed, changed),
                      drop the shadow; exit status 3 when it differs, 0 when it is what the topic says
