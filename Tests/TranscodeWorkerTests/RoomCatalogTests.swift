@@ -132,9 +132,15 @@ struct RoomCatalogTests {
             }
             func code(_ name: String) -> String? { answers[name]?["code"] as? String }
 
-            // Feed: public, published rooms only, newest first, with thumbnails.
-            #expect(ids("feed") == [loft.roomId, rough.roomId, kitchen.roomId])
-            let feedRow = (answers["feed"]?["data"] as? [[String: Any]])?.last
+            // Feed: public, published rooms only, newest first weighted by grade (the C room, 10 s
+            // newer than the kitchen, ranks a day older), with thumbnails.
+            #expect(ids("feed") == [loft.roomId, kitchen.roomId, rough.roomId])
+            // The app's next page on the last row's created_at follows the weighted order; pure
+            // recency is any other order.
+            #expect(ids("feed_page1") == [loft.roomId, kitchen.roomId])
+            #expect(ids("feed_page2") == [rough.roomId])
+            #expect(ids("chronological") == [loft.roomId, rough.roomId, kitchen.roomId])
+            let feedRow = (answers["feed"]?["data"] as? [[String: Any]])?.first { $0["id"] as? String == kitchen.roomId }
             #expect(feedRow?["thumbnail_path"] as? String == "rooms/\(kitchen.roomId)/\(kitchen.versionId)/thumbnail.webp")
             #expect((feedRow?["thumbnail_url"] as? String)?.contains("X-Amz-Signature") == true)
             #expect(feedRow?["state"] is NSNull, "owner-only columns are null for others")
@@ -185,6 +191,30 @@ struct RoomCatalogTests {
             }
             let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.golden)) as? NSDictionary
             #expect(shapes == expected, "answer shapes differ from \(Self.golden.lastPathComponent)")
+
+            // The app's cursor stays stable while rooms arrive: between the pages a new public
+            // room lands above the cursor (not seen, nothing moves), and a new C room, ranking a
+            // day older, lands below it in its weighted place: page 2 shows it once, then the
+            // rest — no room of page 1 again, none left out.
+            func feed(_ extra: [String: String]) async -> [[String: Any]] {
+                let answer = await Self.get(router, "/rest/v1/rooms", query: [
+                    "visibility": "eq.public", "order": "created_at.desc", "limit": "2", "select": "id,created_at"].merging(extra) { $1 },
+                                            user: "bob")
+                return Self.json(answer) as? [[String: Any]] ?? []
+            }
+            let page1 = await feed([:])
+            let fresh = Self.request(harness, owner: "carol", title: "Fresh loft", tags: [], visibility: .public, at: Date())
+            let freshRough = Self.request(harness, owner: "carol", title: "rough fresh attic", tags: [], visibility: .public, at: Date())
+            try await harness.produce([fresh, freshRough])
+            let arrived = try await Integration.eventually(timeout: .seconds(30)) {
+                let top = await feed(["limit": "10"]).compactMap { $0["id"] as? String }
+                return top.contains(fresh.roomId) && top.contains(freshRough.roomId)
+            }
+            #expect(arrived, "the new rooms are in the feed")
+            let cursor = try #require(page1.last?["created_at"] as? String)
+            let page2 = await feed(["created_at": "lt.\(cursor)"])
+            #expect(page1.compactMap { $0["id"] as? String } == [loft.roomId, kitchen.roomId])
+            #expect(page2.compactMap { $0["id"] as? String } == [freshRough.roomId, rough.roomId], "no gap, no repeat")
         }
         await harness.close()
     }
