@@ -8,6 +8,9 @@ public enum Topics {
     public static let roomTranscodeRequests = "room.transcode.requests.v1"
     /// Transcode status changes, keyed by room id. transcode-worker → realtime-notifier.
     public static let roomTranscodeStatus = "room.transcode.status.v1"
+    /// Room versions before their transcode request (`uploading`, `abandoned`), keyed by room id.
+    /// ingest → transcode-worker (the room catalog).
+    public static let roomUploads = "room.uploads.v1"
     /// `{channel, event, payload}` from any producer, keyed by channel. anyone → realtime-notifier.
     public static let realtimeBroadcasts = "realtime.broadcasts.v1"
     /// Sequenced channel events, re-published for every notifier instance to read in full.
@@ -16,10 +19,10 @@ public enum Topics {
     /// Every topic of the system with its default partition count.
     public static let all: [(name: String, partitions: Int32)] = [
         (readingEvents, 6), (readingProgress, 6), (roomTranscodeRequests, 3), (roomTranscodeStatus, 3),
-        (realtimeBroadcasts, 3), (realtimeSequenced, 1),
+        (realtimeBroadcasts, 3), (realtimeSequenced, 1), (roomUploads, 3),
         (deadLetter(for: readingEvents), 1), (deadLetter(for: roomTranscodeRequests), 1),
         (deadLetter(for: roomTranscodeStatus), 1), (deadLetter(for: realtimeBroadcasts), 1),
-        (deadLetter(for: readingProgress), 1),
+        (deadLetter(for: readingProgress), 1), (deadLetter(for: roomUploads), 1),
     ]
 
     /// The dead-letter topic of `topic`: `<topic>.dlq`.

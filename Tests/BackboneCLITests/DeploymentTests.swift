@@ -114,6 +114,10 @@ struct DeploymentTests {
         }
         // `backbone rebuild` replays the reading events from offset 0: they are kept for ever.
         #expect(created[Topics.readingEvents]?.retention == -1)
+        // … and the room catalog's three topics (`backbone rebuild catalog`).
+        for topic in [Topics.roomTranscodeRequests, Topics.roomTranscodeStatus, Topics.roomUploads] {
+            #expect(created[topic]?.retention == -1, "\(topic) is kept for ever")
+        }
         #expect(created["user.deletions.v1"]?.retention == -1)
     }
 

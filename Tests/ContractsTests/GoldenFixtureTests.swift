@@ -64,6 +64,12 @@ struct GoldenFixtureTests {
         #expect(status.status == .ready && status.code == nil)
     }
 
+    @Test("a room.uploads.v1 uploading record is pinned")
+    func roomUpload() throws {
+        let event = try Self.assertRoundTrip(RoomUploadEvent.self, "room-upload-uploading.json")
+        #expect(event.status == .uploading && event.tags == ["kitchen", "nook"] && event.expiresAt != nil)
+    }
+
     @Test("a realtime.broadcasts.v1 record is pinned, payload carried verbatim")
     func realtimeBroadcast() throws {
         let broadcast = try Self.assertRoundTrip(RealtimeBroadcast.self, "realtime-broadcast.json")

@@ -36,6 +36,7 @@ final class IngestHarness: Sendable {
         try cluster.createTopic(configuration.readingEventsTopic, partitions: 3)
         try cluster.createTopic(configuration.roomTranscodeTopic, partitions: 3)
         try cluster.createTopic(configuration.roomStatusTopic, partitions: 3)
+        try cluster.createTopic(configuration.roomUploadsTopic, partitions: 3)
         database = try await TestDatabase.create("ingest_test")
         let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
                                          jwtSecret: testSecret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4)

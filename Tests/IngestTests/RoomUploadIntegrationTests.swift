@@ -6,6 +6,7 @@ import HTTPTypes
 import Ingest
 import Logging
 import ObjectStore
+import Projection
 import ServiceRuntime
 import Testing
 
@@ -175,7 +176,7 @@ struct RoomUploadIntegrationTests {
         }
     }
 
-    @Test("quota: over the limit is QUOTA_EXCEEDED at init; an abandoned upload is swept, its bytes and objects gone")
+    @Test("quota: over the limit is QUOTA_EXCEEDED at init; an abandoned upload is swept, its bytes and objects gone; room.uploads.v1 announces the upload and its abandonment")
     func quotaAndSweep() async throws {
         var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000, monthlyUploadQuotaBytes: 10_000)
         configuration.abandonUploadsAfter = .seconds(1)
@@ -198,6 +199,16 @@ struct RoomUploadIntegrationTests {
             #expect(tags.errorCode == "INVALID_TAGS")
             #expect(try await Self.quota(harness, token).usedBytes == 6000)
 
+            // Upload-init announced the version (the refused ones nothing), for the room catalog.
+            let outbox = RoomUploadStore.outbox(database: harness.context.database, producer: harness.context.producer,
+                                                topic: harness.configuration.roomUploadsTopic)
+            #expect(try await outbox.publishPending(olderThan: .zero, limit: 100) == 1)
+            let announced = try harness.readTopic(harness.configuration.roomUploadsTopic, expecting: 1)
+            let uploading = try ContractCoding.decoder.decode(RoomUploadEvent.self, from: Data((announced.first?.value ?? "").utf8))
+            #expect(announced.first?.key == answer.roomId)
+            #expect(uploading.status == .uploading && uploading.versionId == answer.versionId && uploading.ownerUserId == "owner-3")
+            #expect(uploading.title == Self.initBody(usdz: 1, json: 1).title && uploading.expiresAt != nil)
+
             let json = Self.file(1000)
             defer { try? FileManager.default.removeItem(atPath: json) }
             #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: json).status == 200)
@@ -205,6 +216,12 @@ struct RoomUploadIntegrationTests {
             let sweeper = RoomUploadSweeper(uploads: RoomUploadStore(database: harness.context.database), objects: store,
                                             logger: .disabled)
             #expect(try await sweeper.sweepOnce() == 1)
+            #expect(try await sweeper.sweepOnce() == 0)
+            #expect(try await outbox.publishPending(olderThan: .zero, limit: 100) == 1)
+            let both = try harness.readTopic(harness.configuration.roomUploadsTopic, expecting: 2)
+            let abandoned = try ContractCoding.decoder.decode(RoomUploadEvent.self, from: Data((both.last?.value ?? "").utf8))
+            #expect(both.count == 2 && both.last?.key == answer.roomId)
+            #expect(abandoned.status == .abandoned && abandoned.versionId == answer.versionId)
             #expect(try await Self.quota(harness, token).usedBytes == 0)
             #expect(try await store.head(answer.roomplanJson.key) == nil)
             let late = await harness.request(.post, "/rooms/versions", token: token,

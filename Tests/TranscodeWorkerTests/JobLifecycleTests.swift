@@ -62,6 +62,7 @@ struct JobLifecycleTests {
         let admin: KafkaAdmin
         let requests = "t.transcode.requests"
         let statuses = "t.transcode.status"
+        let uploads = "t.room.uploads"
 
         init() async throws {
             cluster = try EmbeddedKafkaCluster(brokers: 1)
@@ -69,7 +70,7 @@ struct JobLifecycleTests {
             client = database.client()
             producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
             admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
-            for topic in [requests, statuses, Topics.deadLetter(for: requests)] { try cluster.createTopic(topic, partitions: 3) }
+            for topic in [requests, statuses, uploads, Topics.deadLetter(for: requests)] { try cluster.createTopic(topic, partitions: 3) }
             _ = try await PostgresMigrator(migrations: TranscodeWorkerService.migrations, logger: .disabled).migrate(client)
         }
 
@@ -82,6 +83,7 @@ struct JobLifecycleTests {
             var settings = TranscodeConfiguration()
             settings.requestsTopic = requests
             settings.statusTopic = statuses
+            settings.uploadsTopic = uploads
             settings.lease = lease
             settings.pollInterval = .milliseconds(100)
             settings.maxBackoff = .milliseconds(200)

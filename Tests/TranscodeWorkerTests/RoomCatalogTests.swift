@@ -132,9 +132,15 @@ struct RoomCatalogTests {
             }
             func code(_ name: String) -> String? { answers[name]?["code"] as? String }
 
-            // Feed: public, published rooms only, newest first, with thumbnails.
-            #expect(ids("feed") == [loft.roomId, rough.roomId, kitchen.roomId])
-            let feedRow = (answers["feed"]?["data"] as? [[String: Any]])?.last
+            // Feed: public, published rooms only, newest first weighted by grade (the C room, 10 s
+            // newer than the kitchen, ranks a day older), with thumbnails.
+            #expect(ids("feed") == [loft.roomId, kitchen.roomId, rough.roomId])
+            // The app's next page on the last row's created_at follows the weighted order; pure
+            // recency is any other order.
+            #expect(ids("feed_page1") == [loft.roomId, kitchen.roomId])
+            #expect(ids("feed_page2") == [rough.roomId])
+            #expect(ids("chronological") == [loft.roomId, rough.roomId, kitchen.roomId])
+            let feedRow = (answers["feed"]?["data"] as? [[String: Any]])?.first { $0["id"] as? String == kitchen.roomId }
             #expect(feedRow?["thumbnail_path"] as? String == "rooms/\(kitchen.roomId)/\(kitchen.versionId)/thumbnail.webp")
             #expect((feedRow?["thumbnail_url"] as? String)?.contains("X-Amz-Signature") == true)
             #expect(feedRow?["state"] is NSNull, "owner-only columns are null for others")
@@ -185,7 +191,89 @@ struct RoomCatalogTests {
             }
             let expected = try JSONSerialization.jsonObject(with: Data(contentsOf: Self.golden)) as? NSDictionary
             #expect(shapes == expected, "answer shapes differ from \(Self.golden.lastPathComponent)")
+
+            // The app's cursor stays stable while rooms arrive: between the pages a new public
+            // room lands above the cursor (not seen, nothing moves), and a new C room, ranking a
+            // day older, lands below it in its weighted place: page 2 shows it once, then the
+            // rest — no room of page 1 again, none left out.
+            func feed(_ extra: [String: String]) async -> [[String: Any]] {
+                let answer = await Self.get(router, "/rest/v1/rooms", query: [
+                    "visibility": "eq.public", "order": "created_at.desc", "limit": "2", "select": "id,created_at"].merging(extra) { $1 },
+                                            user: "bob")
+                return Self.json(answer) as? [[String: Any]] ?? []
+            }
+            let page1 = await feed([:])
+            let fresh = Self.request(harness, owner: "carol", title: "Fresh loft", tags: [], visibility: .public, at: Date())
+            let freshRough = Self.request(harness, owner: "carol", title: "rough fresh attic", tags: [], visibility: .public, at: Date())
+            try await harness.produce([fresh, freshRough])
+            let arrived = try await Integration.eventually(timeout: .seconds(30)) {
+                let top = await feed(["limit": "10"]).compactMap { $0["id"] as? String }
+                return top.contains(fresh.roomId) && top.contains(freshRough.roomId)
+            }
+            #expect(arrived, "the new rooms are in the feed")
+            let cursor = try #require(page1.last?["created_at"] as? String)
+            let page2 = await feed(["created_at": "lt.\(cursor)"])
+            #expect(page1.compactMap { $0["id"] as? String } == [loft.roomId, kitchen.roomId])
+            #expect(page2.compactMap { $0["id"] as? String } == [freshRough.roomId, rough.roomId], "no gap, no repeat")
         }
         await harness.close()
+    }
+
+    @Test("my rooms shows a version from upload-init on (uploading, then queued once its request is seen, in either order); an abandoned upload leaves it; nobody else sees them")
+    func uploadingVersions() async throws {
+        let harness = try await JobLifecycleTests.Harness()
+        try harness.cluster.createTopic(Topics.deadLetter(for: harness.uploads), partitions: 1)
+        let t0 = Date().addingTimeInterval(-60)
+        func upload(_ room: String, _ version: String, _ status: RoomUploadEvent.Status, at seconds: Double) throws -> KafkaProducerRecord {
+            let event = RoomUploadEvent(roomId: room, versionId: version, ownerUserId: "alice", status: status, title: "draft \(room)",
+                                        tags: ["attic"], visibility: .public, expiresAt: t0.addingTimeInterval(86_400),
+                                        at: t0.addingTimeInterval(seconds))
+            return KafkaProducerRecord(topic: harness.uploads, key: Array(room.utf8), value: try ContractCoding.encode(event))
+        }
+        var completed = harness.request(title: "Final attic", owner: "alice", visibility: .public)
+        completed.requestedAt = t0.addingTimeInterval(20)
+        let (roomA, roomB, roomC) = ("room-a", "room-b", completed.roomId)
+        // The request of room C is produced before its upload-init announcement (another topic).
+        try await harness.produce([completed])
+        for result in await harness.producer.send([
+            try upload(roomA, "a-v1", .uploading, at: 0), try upload(roomB, "b-v1", .uploading, at: 1),
+            try upload(roomB, "b-v1", .abandoned, at: 2), try upload(roomC, completed.versionId, .uploading, at: 3),
+        ]) { _ = try result.get() }
+
+        try await JobLifecycleTests.running(harness.service(CatalogPipeline()), only: ["room-catalog"]) { router in
+            func mine(_ user: String) async -> [[String: Any]] {
+                let answer = await Self.get(router, "/rest/v1/rooms", query: [
+                    "owner_id": "eq.alice", "order": "id", "select": "id,title,state,latest_status,room_versions(id,status)"], user: user)
+                return Self.json(answer) as? [[String: Any]] ?? []
+            }
+            let seen = try await Integration.eventually(timeout: .seconds(30)) {
+                let rooms = await mine("alice")
+                return rooms.compactMap { $0["id"] as? String }.sorted() == [roomA, roomC].sorted()
+                    && rooms.first { $0["id"] as? String == roomC }?["latest_status"] as? String == "queued"
+            }
+            let rooms = await mine("alice")
+            #expect(seen, "\(rooms)")
+            let a = rooms.first { $0["id"] as? String == roomA }
+            #expect(a?["state"] as? String == "in_progress" && a?["latest_status"] as? String == "uploading")
+            #expect(a?["title"] as? String == "draft room-a")
+            #expect((a?["room_versions"] as? [[String: Any]])?.compactMap { $0["status"] as? String } == ["uploading"])
+            let c = rooms.first { $0["id"] as? String == roomC }
+            #expect(c?["title"] as? String == "Final attic" && c?["state"] as? String == "in_progress", "the request's title wins")
+            // Nobody else: not the rooms, not the versions.
+            #expect(await mine("bob").isEmpty)
+            let probe = await Self.get(router, "/rest/v1/room_versions", query: ["id": "in.(a-v1,b-v1)"], user: "bob")
+            #expect((Self.json(probe) as? [Any])?.isEmpty == true)
+            let own = await Self.get(router, "/rest/v1/room_versions", query: ["id": "in.(a-v1,b-v1)"], user: "alice")
+            #expect((Self.json(own) as? [[String: Any]])?.compactMap { $0["id"] as? String } == ["a-v1"], "the abandoned version is gone")
+
+            // Room A's upload is abandoned too: the room leaves "my rooms".
+            for result in await harness.producer.send([try upload(roomA, "a-v1", .abandoned, at: 30)]) { _ = try result.get() }
+            let gone = try await Integration.eventually(timeout: .seconds(30)) {
+                let rooms = await mine("alice")
+                return rooms.compactMap { $0["id"] as? String } == [roomC]
+            }
+            let left = await mine("alice")
+            #expect(gone, "\(left)")
+        }
     }
 }

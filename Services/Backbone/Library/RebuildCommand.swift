@@ -2,34 +2,41 @@ import Foundation
 import Kafka
 import Logging
 
-/// `backbone rebuild progress|analytics [--dry-run] [--allow-gaps] [--abort]`: re-projects a
-/// read model from the start of its topic into shadow tables while the live service keeps
+/// `backbone rebuild progress|analytics|catalog [--dry-run] [--allow-gaps] [--abort]`: re-projects
+/// a read model from the start of its topics into shadow tables while the live service keeps
 /// serving, then swaps them in atomically at the live consumer's exact position (see
 /// `Rebuilder`). `--dry-run` shows how the live model differs instead of swapping.
 enum RebuildCommand {
     static let usage = """
-    usage: backbone rebuild progress|analytics [--dry-run] [--allow-gaps] [--abort] [--batch N] [--rows N]
+    usage: backbone rebuild progress|analytics|catalog [--dry-run] [--allow-gaps] [--abort] [--batch N] [--rows N]
 
-    Re-projects the read model from offset 0 of its topic (reading.events.v2) into shadow tables
-    (schema rebuild_<model>) with the service's own projection while the service keeps serving reads,
-    then swaps them in, in one transaction, exactly at the live consumer's position: nothing is
-    applied twice or skipped, and the GET endpoints answer throughout.
+    Re-projects the read model from offset 0 of its topics into shadow tables (schema rebuild_<model>)
+    with the service's own projection while the service keeps serving reads, then swaps them in, in one
+    transaction, exactly at the live consumer's positions: nothing is applied twice or skipped, and the
+    GET endpoints answer throughout.
+
+      progress   reading_progress (progress-projector) from reading.events.v2
+      analytics  the analytics tables (analytics-aggregator) from reading.events.v2
+      catalog    the room catalog (transcode-worker, /rest/v1/rooms) from room.transcode.requests.v1,
+                 room.transcode.status.v1 and room.uploads.v1
 
       --dry-run      build the shadow, print how the live model differs (rows added, removed, changed),
                      drop the shadow; exit status 3 when it differs, 0 when it is what the topic says
-      --allow-gaps   rebuild even though retention removed the topic's oldest records (they are left out)
+      --allow-gaps   rebuild even though retention removed the topics' oldest records (they are left out)
       --abort        drop the shadow tables of an interrupted rebuild
       --batch N      records per shadow transaction (default 4000)
       --rows N       differing rows listed per table by --dry-run (default 20; counts are always complete)
 
     An interrupted rebuild (Ctrl-C, kill -9) resumes where it stopped when run again.
     DATABASE_URL and KAFKA_BROKERS come from the environment or .backbone/dev.env; the consumer group
-    and topic from the service's own settings (PROGRESS_GROUP_ID, READING_EVENTS_TOPIC).
+    and topics from the service's own settings (PROGRESS_GROUP_ID, READING_EVENTS_TOPIC, CATALOG_GROUP_ID,
+    ROOM_TRANSCODE_REQUESTS_TOPIC, …).
     Progress on a terminal; JSON lines when standard output is not one.
 
     examples:
       backbone rebuild progress --dry-run     # is reading_progress what reading.events.v2 says it should be?
       backbone rebuild analytics              # rebuild the analytics tables while analytics-aggregator serves
+      backbone rebuild catalog --dry-run      # is the room catalog what the room topics say it should be?
     """
 
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
@@ -40,11 +47,11 @@ enum RebuildCommand {
         }
         try args.only(["dry-run", "allow-gaps", "abort", "batch", "rows", "help"])
         guard args.positional.count == 1, let name = args.positional.first else {
-            throw CommandLineArguments.UsageError(description: "name the read model to rebuild: progress or analytics\n\(usage)")
+            throw CommandLineArguments.UsageError(description: "name the read model to rebuild: progress, analytics or catalog\n\(usage)")
         }
         let environment = DevEnvironment.resolved()
         guard let target = try RebuildTarget.named(name, environment: environment) else {
-            throw CommandLineArguments.UsageError(description: "unknown read model '\(name)': rebuild progress or analytics")
+            throw CommandLineArguments.UsageError(description: "unknown read model '\(name)': rebuild progress, analytics or catalog")
         }
         var options = Rebuilder.Options()
         options.dryRun = args.flag("dry-run")

@@ -7,15 +7,18 @@ import Postgres
 import ProgressProjector
 import Projection
 import ServiceRuntime
+import TranscodeWorker
 
 /// A read model `backbone rebuild` can re-project: the service's own migrations (run in the
 /// shadow schema), its own projection (run with the shadow schema as the search path), the
-/// consumer group whose position the swap meets, and which relations move at the swap.
+/// topics it is fed by and the consumer group whose positions on them the swap meets, and
+/// which relations move at the swap.
 struct RebuildTarget: Sendable {
     let name: String
     /// The service that owns the tables and runs the live consumer.
     let service: String
-    let topic: String
+    /// Every topic the live consumer reads (one for most models; the catalog reads several).
+    let topics: [String]
     let groupID: String
     let migrations: [PostgresMigration]
     /// Tables swapped into place, in the order the live projection writes them (the swap
@@ -30,7 +33,7 @@ struct RebuildTarget: Sendable {
     /// The service's projection over the shadow (made once the rebuild needs it).
     let makeApplier: @Sendable (_ brokers: String, _ databaseURL: String) throws -> any ShadowApplier
 
-    static let names = ["progress", "analytics"]
+    static let names = ["progress", "analytics", "catalog"]
 
     /// The target called `name`, configured from the environment exactly as its service is.
     static func named(_ name: String, environment: [String: String]) throws -> RebuildTarget? {
@@ -40,7 +43,7 @@ struct RebuildTarget: Sendable {
             let configuration = ProgressConfiguration.read(from: &env)
             try env.validate()
             return RebuildTarget(
-                name: name, service: "progress-projector", topic: configuration.eventsTopic, groupID: configuration.groupID,
+                name: name, service: "progress-projector", topics: [configuration.eventsTopic], groupID: configuration.groupID,
                 migrations: ProgressSchema.migrations, tables: ["progress_event_log", "reading_progress"], views: [],
                 scratch: ["progress_notify_outbox", "progress_notify_version"]) { brokers, url in
                     // The producer and pool are what the projection's after-commit publish uses;
@@ -54,15 +57,29 @@ struct RebuildTarget: Sendable {
             let configuration = AnalyticsConfiguration.read(from: &env)
             try env.validate()
             return RebuildTarget(
-                name: name, service: "analytics-aggregator", topic: configuration.topic, groupID: configuration.groupID,
+                name: name, service: "analytics-aggregator", topics: [configuration.topic], groupID: configuration.groupID,
                 migrations: AnalyticsSchema.migrations,
                 tables: ["analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions",
                          "analytics_completions", "analytics_sessions", "analytics_users"],
                 views: ["analytics_daily_figures"], scratch: []) { _, _ in ProjectionApplier(projection: AnalyticsProjection()) }
+        case "catalog":
+            let configuration = TranscodeConfiguration.read(from: &env)
+            try env.validate()
+            let catalog = configuration.catalog
+            return RebuildTarget(
+                name: name, service: "transcode-worker", topics: configuration.catalogTopics, groupID: catalog.groupID,
+                migrations: CatalogSchema.migrations, tables: ["catalog_versions", "catalog_rooms"], views: [], scratch: []) { _, _ in
+                    ProjectionApplier(projection: CatalogProjection(requestsTopic: configuration.requestsTopic,
+                                                                    uploadsTopic: configuration.uploadsTopic,
+                                                                    feedHalfLife: catalog.feedHalfLife))
+                }
         default:
             return nil
         }
     }
+
+    /// The topics as a sentence names them.
+    var topicList: String { topics.joined(separator: ", ") }
 
     /// The shadow schema: the rebuilt tables under their own names until the swap.
     var shadowSchema: String { "rebuild_\(name)" }

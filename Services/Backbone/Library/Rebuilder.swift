@@ -1,4 +1,5 @@
 import AnalyticsAggregator
+import Contracts
 import Foundation
 import Kafka
 import Logging
@@ -7,12 +8,16 @@ import Projection
 
 /// One run of `backbone rebuild`.
 ///
-/// 1. Checks the topic: every partition must still hold its records from offset 0 (unless
-///    `--allow-gaps`), and the live group's stored positions must belong to this cluster.
-/// 2. Creates the shadow (or resumes the one an interrupted run left) and applies the topic
+/// A model is fed by one topic or several (the catalog: requests and statuses); everything
+/// below is per partition of every one of them, so one topic is simply the smallest case.
+///
+/// 1. Checks the topics: every partition of each must still hold its records from offset 0
+///    (unless `--allow-gaps`), and the live group's stored positions must belong to this cluster.
+/// 2. Creates the shadow (or resumes the one an interrupted run left) and applies the topics
 ///    to it, batch by batch, each batch one transaction with the shadow's positions — never
-///    past the live consumer's stored position, which it chases.
-/// 3. Once level with the live consumer: with `--dry-run`, catches up to the live position in
+///    past the live consumer's stored position in any partition, which it chases.
+/// 3. Once level with the live consumer in every partition of every topic: with `--dry-run`,
+///    catches up to the live positions in
 ///    a REPEATABLE READ snapshot holding both the live tables and their offsets, compares and
 ///    drops the shadow; otherwise swaps (see `swap`).
 // @unchecked Sendable: a rebuild runs on the one task of its command (handed to
@@ -48,12 +53,12 @@ final class Rebuilder: @unchecked Sendable {
         return false
     }
 
-    /// Partition → low and high watermark.
-    typealias Watermarks = [Int32: (low: Int64, high: Int64)]
+    /// Partition (of every topic) → low and high watermark.
+    typealias Watermarks = [KafkaTopicPartition: (low: Int64, high: Int64)]
 
     func run() async throws -> Int32 {
         let started = ContinuousClock.now
-        let (cluster, marks) = try await inspectTopic()
+        let (cluster, marks) = try await inspectTopics()
         let model = try await ShadowModel.open(target: target, url: databaseURL, logger: logger)
         do {
             let status = try await run(model, cluster: cluster, marks: marks, started: started)
@@ -68,7 +73,7 @@ final class Rebuilder: @unchecked Sendable {
     private func run(_ model: ShadowModel, cluster: String?, marks: Watermarks, started: ContinuousClock.Instant) async throws -> Int32 {
         let applier = try target.makeApplier(settings.brokers, databaseURL)
         var positions = try await prepare(model, cluster: cluster, marks: marks)
-        let feed = try ShadowFeed(settings: settings, topic: target.topic, starts: positions.mapValues(\.next))
+        let feed = try ShadowFeed(settings: settings, topics: target.topics, starts: positions.mapValues(\.next))
         do {
             var state = RunState(positions: positions)
             let source = Source(feed: feed, applier: applier)
@@ -103,10 +108,10 @@ final class Rebuilder: @unchecked Sendable {
     }
 
     struct RunState {
-        var positions: [Int32: ShadowModel.Position]
+        var positions: [KafkaTopicPartition: ShadowModel.Position]
         var applied = 0
         var skipped = 0
-        var bounds: [Int32: Int64] = [:]
+        var bounds: [KafkaTopicPartition: Int64] = [:]
 
         var done: Int { positions.values.reduce(0) { $0 + Int($1.next - $1.start) } }
         var total: Int { positions.reduce(0) { $0 + Int(max(bounds[$1.key] ?? $1.value.next, $1.value.next) - $1.value.start) } }
@@ -115,13 +120,17 @@ final class Rebuilder: @unchecked Sendable {
 
     // MARK: - Checks
 
-    /// The cluster's identity and every partition's watermarks.
-    func inspectTopic() async throws -> (String?, Watermarks) {
+    /// The cluster's identity and the watermarks of every partition of every topic.
+    func inspectTopics() async throws -> (String?, Watermarks) {
         let admin = try settings.admin()
-        let topics = try await settings.listTopics(admin)
-        guard let topic = topics.first(where: { $0.name == target.topic }) else {
-            throw CommandError(code: .unknownTopic, message: "the topic does not exist, so there is nothing to rebuild from "
-                                   + "(is KAFKA_BROKERS the cluster \(target.service) reads?)", context: target.topic)
+        let listed = try await settings.listTopics(admin)
+        var found: [(name: String, partitions: [Int32])] = []
+        for name in target.topics {
+            guard let topic = listed.first(where: { $0.name == name }) else {
+                throw CommandError(code: .unknownTopic, message: "the topic does not exist, so there is nothing to rebuild from "
+                                       + "(is KAFKA_BROKERS the cluster \(target.service) reads?)", context: name)
+            }
+            found.append((name, topic.partitions))
         }
         let cluster: String?
         do {
@@ -132,19 +141,21 @@ final class Rebuilder: @unchecked Sendable {
                                isRetriable: true)
         }
         var marks: Watermarks = [:]
-        for partition in topic.partitions {
-            do {
-                marks[partition] = try await admin.watermarks(topic: target.topic, partition: partition)
-            } catch {
-                throw CommandError(code: .kafkaUnavailable, message: "cannot read watermarks: \(error.message)",
-                                   context: "\(target.topic)[\(partition)]", isRetriable: true)
+        for (name, partitions) in found {
+            for partition in partitions {
+                do {
+                    marks[KafkaTopicPartition(topic: name, partition: partition)] = try await admin.watermarks(topic: name, partition: partition)
+                } catch {
+                    throw CommandError(code: .kafkaUnavailable, message: "cannot read watermarks: \(error.message)",
+                                       context: "\(name)[\(partition)]", isRetriable: true)
+                }
             }
         }
         return (cluster, marks)
     }
 
     /// Resumes or creates the shadow, after the retention check.
-    func prepare(_ model: ShadowModel, cluster: String?, marks: Watermarks) async throws -> [Int32: ShadowModel.Position] {
+    func prepare(_ model: ShadowModel, cluster: String?, marks: Watermarks) async throws -> [KafkaTopicPartition: ShadowModel.Position] {
         try await model.dropRetired()  // left by a crash right after an earlier swap committed
         if let existing = try await model.load() {
             if existing.clusterID == cluster, Set(existing.positions.keys) == Set(marks.keys) {
@@ -155,8 +166,8 @@ final class Rebuilder: @unchecked Sendable {
                 return existing.positions
             }
             progress.report("restarted", [("model", .string(target.name))],
-                            text: "the shadow of an interrupted \(target.name) rebuild was built from another cluster or partition "
-                                + "count; starting over")
+                            text: "the shadow of an interrupted \(target.name) rebuild was built from another cluster, topics or "
+                                + "partition count; starting over")
         }
         try checkRetention(marks, from: marks.mapValues { _ in 0 })
         let starts = marks.mapValues { options.allowGaps ? max(0, $0.low) : 0 }
@@ -166,33 +177,37 @@ final class Rebuilder: @unchecked Sendable {
         try await model.create(clusterID: cluster, starts: starts)
         progress.report("started", [("model", .string(target.name)), ("partitions", .int(marks.count)),
                                     ("schema", .string(target.shadowSchema))],
-                        text: "rebuilding \(target.name) from \(target.topic) (\(marks.count) partitions) into schema \(target.shadowSchema)")
+                        text: "rebuilding \(target.name) from \(target.topicList) (\(marks.count) partitions) into schema \(target.shadowSchema)")
         return starts.mapValues { ShadowModel.Position(start: $0, next: $0) }
     }
 
     /// Refuses when retention removed records the shadow still needs, naming the partitions
     /// and how many records, unless `--allow-gaps`.
-    func checkRetention(_ marks: Watermarks, from next: [Int32: Int64]) throws {
+    func checkRetention(_ marks: Watermarks, from next: [KafkaTopicPartition: Int64]) throws {
         let gaps = marks.filter { $0.value.low > (next[$0.key] ?? 0) }.sorted { $0.key < $1.key }
         guard !gaps.isEmpty, !options.allowGaps else { return }
-        let list = gaps.map { "partition \($0.key) starts at offset \($0.value.low) (\($0.value.low - (next[$0.key] ?? 0)) records removed)" }
+        let list = gaps.map {
+            "\($0.key.topic) partition \($0.key.partition) starts at offset \($0.value.low) "
+                + "(\($0.value.low - (next[$0.key] ?? 0)) records removed)"
+        }
         throw CommandError(code: .retentionGap,
                            message: "retention has removed the oldest records: \(list.joined(separator: ", ")); a rebuild would "
                                + "leave their events out of the model. Raise the topic's retention for the future; run again with "
-                               + "--allow-gaps to rebuild from what is left", context: target.topic)
+                               + "--allow-gaps to rebuild from what is left", context: target.topicList)
     }
 
     /// The live consumer's positions as bounds for the shadow, checked against this cluster.
-    func bounds(_ live: [Int32: ShadowModel.LivePosition], cluster: String?, marks: Watermarks,
-                positions: [Int32: ShadowModel.Position]) throws -> [Int32: Int64] {
+    func bounds(_ live: [KafkaTopicPartition: ShadowModel.LivePosition], cluster: String?, marks: Watermarks,
+                positions: [KafkaTopicPartition: ShadowModel.Position]) throws -> [KafkaTopicPartition: Int64] {
         guard !live.isEmpty else {
             // Without any stored position the swap would put an empty model in place: more
             // likely a group id that is not the service's than a service that never ran.
             throw CommandError(code: .untrustedPosition,
-                               message: "the consumer group \(target.groupID) has no stored positions on this topic; is it the group "
-                                   + "\(target.service) runs with? Start \(target.service) once, then rebuild", context: target.topic)
+                               message: "the consumer group \(target.groupID) has no stored positions on \(target.topicList); is it "
+                                   + "the group \(target.service) runs with? Start \(target.service) once, then rebuild",
+                               context: target.topicList)
         }
-        var bounds: [Int32: Int64] = [:]
+        var bounds: [KafkaTopicPartition: Int64] = [:]
         for (partition, position) in positions {
             guard let stored = live[partition], stored.next >= 0 else {
                 bounds[partition] = position.start  // the live consumer has processed nothing here
@@ -202,12 +217,13 @@ final class Rebuilder: @unchecked Sendable {
                 throw CommandError(code: .untrustedPosition,
                                    message: "the positions of group \(target.groupID) were stored against another Kafka cluster "
                                        + "(\(storedCluster)); start \(target.service) against this one first (it re-reads the topic), "
-                                       + "then rebuild", context: "\(target.topic)[\(partition)]")
+                                       + "then rebuild", context: "\(partition.topic)[\(partition.partition)]")
             }
             guard stored.next >= position.start else {
                 throw CommandError(code: .untrustedPosition,
                                    message: "\(target.service) is at offset \(stored.next), before the first record left "
-                                       + "(\(position.start)); let it catch up, then rebuild", context: "\(target.topic)[\(partition)]")
+                                       + "(\(position.start)); let it catch up, then rebuild",
+                                   context: "\(partition.topic)[\(partition.partition)]")
             }
             bounds[partition] = stored.next
         }
@@ -223,11 +239,12 @@ final class Rebuilder: @unchecked Sendable {
 
         struct Fetched: Sendable {
             var count: Int
-            var next: [Int32: Int64]
+            var next: [KafkaTopicPartition: Int64]
             var batch: DecodedBatch
         }
 
-        func fetch(positions: [Int32: Int64], bounds: [Int32: Int64], limit: Int, wait: Duration) async throws -> Fetched {
+        func fetch(positions: [KafkaTopicPartition: Int64], bounds: [KafkaTopicPartition: Int64], limit: Int, wait: Duration) async throws
+            -> Fetched {
             let taken = try await feed.take(positions: positions, bounds: bounds, limit: limit, wait: wait)
             return Fetched(count: taken.records.count, next: taken.next,
                            batch: taken.records.isEmpty ? .empty : applier.decode(taken.records))
@@ -296,9 +313,10 @@ final class Rebuilder: @unchecked Sendable {
 
     func stalled(_ state: RunState) -> CommandError {
         let short = state.bounds.filter { (state.positions[$0.key]?.next ?? 0) < $0.value }.sorted { $0.key < $1.key }
-            .map { "partition \($0.key) at \(state.positions[$0.key]?.next ?? 0) of \($0.value)" }
+            .map { "\($0.key.topic) partition \($0.key.partition) at \(state.positions[$0.key]?.next ?? 0) of \($0.value)" }
         return CommandError(code: .timedOut, message: "no records arrived for 30 s while the shadow is short of the live position "
-                                + "(\(short.joined(separator: ", "))); is Kafka reachable?", context: target.topic, isRetriable: true)
+                                + "(\(short.joined(separator: ", "))); is Kafka reachable?", context: target.topicList,
+                            isRetriable: true)
     }
 
     /// Inside the caller's transaction: applies exactly the records up to `state.bounds`.
@@ -389,11 +407,24 @@ final class Rebuilder: @unchecked Sendable {
         }
         progress.report("summary", [("model", .string(target.name)), ("identical", .bool(diff.isEmpty)),
                                     ("differences", .int(diff.tables.reduce(0) { $0 + $1.total }))],
-                        text: diff.isEmpty ? "the live \(target.name) model is exactly what \(target.topic) says it should be"
-                                           : "the live \(target.name) model differs from a projection of \(target.topic) (rows as a rebuild would change them)")
+                        text: diff.isEmpty ? "the live \(target.name) model is exactly what \(target.topicList) say\(target.topics.count == 1 ? "s" : "") it should be"
+                                           : "the live \(target.name) model differs from a projection of \(target.topicList) (rows as a rebuild would change them)")
     }
 
-    static func json(_ positions: [Int32: Int64]) -> String {
-        "{" + positions.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+    /// `{"topic":{"partition":offset,…},…}`.
+    static func json(_ positions: [KafkaTopicPartition: Int64]) -> String {
+        var writer = JSONWriter()
+        writer.beginObject()
+        for (topic, entries) in Dictionary(grouping: positions, by: \.key.topic).sorted(by: { $0.key < $1.key }) {
+            writer.dynamicKey(topic)
+            writer.beginObject()
+            for (partition, offset) in entries.sorted(by: { $0.key < $1.key }) {
+                writer.dynamicKey(String(partition.partition))
+                writer.int(Int(offset))
+            }
+            writer.endObject()
+        }
+        writer.endObject()
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }

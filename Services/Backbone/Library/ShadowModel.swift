@@ -8,7 +8,8 @@ import Postgres
 /// projection on one dedicated connection whose search path is that schema alone — so a
 /// statement of the projection can only ever reach the shadow, never a live table.
 ///
-/// The schema also holds the rebuild's own position per partition, advanced in the same
+/// The schema also holds the rebuild's own position per partition of each of the model's
+/// topics, advanced in the same
 /// transaction as the rows it produced: an interrupted rebuild (Ctrl-C, kill -9) resumes
 /// exactly where its last transaction ended. The connection holds an advisory lock for the
 /// whole run, so two rebuilds of one model never interleave.
@@ -91,38 +92,45 @@ final class ShadowModel {
 
     // MARK: - Shadow lifecycle
 
-    /// The shadow left by an interrupted run: its cluster and positions; nil when there is none.
-    func load() async throws -> (clusterID: String?, positions: [Int32: Position])? {
-        let exists = try await connection.query("SELECT to_regclass($1) IS NOT NULL AS present",
-                                                ["\(shadow).rebuild_positions"])
+    /// The shadow left by an interrupted run: its cluster and positions; nil when there is
+    /// none. A shadow without a topic per position (made before rebuilds read several topics)
+    /// has no positions, so it is started over.
+    func load() async throws -> (clusterID: String?, positions: [KafkaTopicPartition: Position])? {
+        let exists = try await connection.query("""
+            SELECT to_regclass($1) IS NOT NULL AS present,
+                   EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'topic') AS topics
+            """, ["\(shadow).rebuild_positions"])
         guard try exists.first?.decode(Bool.self, "present") == true else { return nil }
         let info = try await connection.query("SELECT cluster_id FROM \(shadow).rebuild_info")
-        var positions: [Int32: Position] = [:]
-        for row in try await connection.query("SELECT partition, start_offset, next_offset FROM \(shadow).rebuild_positions") {
-            positions[Int32(try row.decode(Int64.self, "partition"))] = Position(start: try row.decode(Int64.self, "start_offset"),
-                                                                                  next: try row.decode(Int64.self, "next_offset"))
+        var positions: [KafkaTopicPartition: Position] = [:]
+        if try exists.first?.decode(Bool.self, "topics") == true {
+            for row in try await connection.query("SELECT topic, partition, start_offset, next_offset FROM \(shadow).rebuild_positions") {
+                let tp = KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: Int32(try row.decode(Int64.self, "partition")))
+                positions[tp] = Position(start: try row.decode(Int64.self, "start_offset"), next: try row.decode(Int64.self, "next_offset"))
+            }
         }
         return (try info.first?.decode(String?.self, "cluster_id"), positions)
     }
 
     /// Creates the shadow (schema, the service's tables, the rebuild's positions) in one
     /// transaction: it exists completely or not at all.
-    func create(clusterID: String?, starts: [Int32: Int64]) async throws {
+    func create(clusterID: String?, starts: [KafkaTopicPartition: Int64]) async throws {
         try await connection.withTransaction { connection in
             try await connection.execute("DROP SCHEMA IF EXISTS \(shadow) CASCADE")
             try await connection.execute("CREATE SCHEMA \(shadow)")
             for migration in target.migrations { try await connection.runScript(migration.sql) }
             try await connection.runScript("""
-                CREATE TABLE \(shadow).rebuild_info (cluster_id text, topic text NOT NULL, started_at timestamptz NOT NULL DEFAULT now());
+                CREATE TABLE \(shadow).rebuild_info (cluster_id text, topics text[] NOT NULL, started_at timestamptz NOT NULL DEFAULT now());
                 CREATE TABLE \(shadow).rebuild_positions (
-                    partition integer PRIMARY KEY, start_offset bigint NOT NULL, next_offset bigint NOT NULL);
+                    topic text NOT NULL, partition integer NOT NULL, start_offset bigint NOT NULL, next_offset bigint NOT NULL,
+                    PRIMARY KEY (topic, partition));
                 """)
-            try await connection.execute("INSERT INTO \(shadow).rebuild_info (cluster_id, topic) VALUES ($1, $2)", [clusterID, target.topic])
+            try await connection.execute("INSERT INTO \(shadow).rebuild_info (cluster_id, topics) VALUES ($1, $2)", [clusterID, target.topics])
             let sorted = starts.sorted { $0.key < $1.key }
             try await connection.execute("""
-                INSERT INTO \(shadow).rebuild_positions (partition, start_offset, next_offset)
-                SELECT p, s, s FROM unnest($1::int[], $2::bigint[]) AS t(p, s)
-                """, [sorted.map { Int($0.key) }, sorted.map(\.value)])
+                INSERT INTO \(shadow).rebuild_positions (topic, partition, start_offset, next_offset)
+                SELECT t, p, s, s FROM unnest($1::text[], $2::int[], $3::bigint[]) AS u(t, p, s)
+                """, [sorted.map(\.key.topic), sorted.map { Int($0.key.partition) }, sorted.map(\.value)])
             try await checkRelations(connection)
         }
     }
@@ -156,28 +164,29 @@ final class ShadowModel {
 
     /// Applies a decoded batch in the open transaction and moves the stored positions to
     /// `next`; returns how many of its records were left out.
-    func apply(_ batch: DecodedBatch, advancing next: [Int32: Int64], in connection: PostgresConnection) async throws -> Int {
+    func apply(_ batch: DecodedBatch, advancing next: [KafkaTopicPartition: Int64], in connection: PostgresConnection) async throws
+        -> Int {
         let failed = try await batch.apply(connection)
         let moves = next.sorted { $0.key < $1.key }
         try await connection.execute("""
-            UPDATE \(shadow).rebuild_positions p SET next_offset = t.n FROM unnest($1::int[], $2::bigint[]) AS t(p, n)
-            WHERE p.partition = t.p
-            """, [moves.map { Int($0.key) }, moves.map(\.value)])
+            UPDATE \(shadow).rebuild_positions p SET next_offset = u.n FROM unnest($1::text[], $2::int[], $3::bigint[]) AS u(t, p, n)
+            WHERE p.topic = u.t AND p.partition = u.p
+            """, [moves.map(\.key.topic), moves.map { Int($0.key.partition) }, moves.map(\.value)])
         return batch.undecodable + failed
     }
 
     // MARK: - The live side
 
-    /// The live consumer group's stored positions on the target's topic; `forUpdate` locks
-    /// the rows (a live batch then waits to commit its offsets).
-    func livePositions(in connection: PostgresConnection, forUpdate: Bool = false) async throws -> [Int32: LivePosition] {
-        var positions: [Int32: LivePosition] = [:]
+    /// The live consumer group's stored positions on the target's topics (every partition of
+    /// each); `forUpdate` locks the rows (a live batch then waits to commit its offsets).
+    func livePositions(in connection: PostgresConnection, forUpdate: Bool = false) async throws -> [KafkaTopicPartition: LivePosition] {
+        var positions: [KafkaTopicPartition: LivePosition] = [:]
         for row in try await connection.query("""
-            SELECT partition, next_offset, cluster_id FROM \(Self.quote(offsetsSchema)).consumer_offsets
-            WHERE group_id = $1 AND topic = $2 ORDER BY partition \(forUpdate ? "FOR UPDATE" : "")
-            """, [target.groupID, target.topic]) {
-            positions[Int32(try row.decode(Int64.self, "partition"))] = LivePosition(next: try row.decode(Int64.self, "next_offset"),
-                                                                                      clusterID: try row.decode(String?.self, "cluster_id"))
+            SELECT topic, partition, next_offset, cluster_id FROM \(Self.quote(offsetsSchema)).consumer_offsets
+            WHERE group_id = $1 AND topic = ANY($2::text[]) ORDER BY topic, partition \(forUpdate ? "FOR UPDATE" : "")
+            """, [target.groupID, target.topics]) {
+            let tp = KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: Int32(try row.decode(Int64.self, "partition")))
+            positions[tp] = LivePosition(next: try row.decode(Int64.self, "next_offset"), clusterID: try row.decode(String?.self, "cluster_id"))
         }
         return positions
     }

@@ -20,6 +20,8 @@ import ServiceRuntime
 /// | `INGEST_UPLOAD_SWEEP_INTERVAL_MS` | 60000 | how often the sweep runs |
 /// | `READING_EVENTS_TOPIC` | `reading.events.v2` | where accepted events go |
 /// | `ROOM_TRANSCODE_REQUESTS_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
+/// | `ROOM_UPLOADS_TOPIC` | `room.uploads.v1` | where upload-init and the sweep announce `uploading` / `abandoned` versions |
+/// | `INGEST_UPLOAD_OUTBOX_INTERVAL_MS` | 250 | how often those announcements are published |
 /// | `ROOM_TRANSCODE_STATUS_TOPIC` | `room.transcode.status.v1` | where the versions' current statuses come from |
 /// | `INGEST_ROOM_STATUS_GROUP_ID` | `ingest-room-status` | the consumer group following them |
 /// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
@@ -46,6 +48,9 @@ public struct IngestConfiguration: Sendable {
     public var multipartPartBytes: Int64 = 5 << 20
     public var abandonUploadsAfter: Duration = .seconds(86_400)
     public var uploadSweepInterval: Duration = .seconds(60)
+    /// Where upload-init and the sweep announce versions (`RoomUploadEvent`), and how often.
+    public var roomUploadsTopic: String = Topics.roomUploads
+    public var uploadOutboxInterval: Duration = .milliseconds(250)
     /// Accepted timestamps: at most this far in the future …
     public var maxClockSkewAhead: TimeInterval
     /// … and at most this far in the past (matches the event-id retention).
@@ -97,6 +102,8 @@ public struct IngestConfiguration: Sendable {
         configuration.abandonUploadsAfter = .seconds(reader.int("INGEST_ABANDON_UPLOADS_AFTER_SECONDS", default: 86_400,
                                                                 range: 1...(90 * 86_400)))
         configuration.uploadSweepInterval = reader.milliseconds("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
+        configuration.roomUploadsTopic = reader.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
+        configuration.uploadOutboxInterval = reader.milliseconds("INGEST_UPLOAD_OUTBOX_INTERVAL_MS", default: .milliseconds(250))
         configuration.roomStatusTopic = reader.string("ROOM_TRANSCODE_STATUS_TOPIC", default: Topics.roomTranscodeStatus)
         configuration.roomStatusGroupID = reader.string("INGEST_ROOM_STATUS_GROUP_ID", default: "ingest-room-status")
         return configuration

@@ -75,5 +75,15 @@ public enum IngestSchema {
                 ADD COLUMN IF NOT EXISTS upload_expires_at timestamptz;
             CREATE INDEX IF NOT EXISTS room_versions_uploading ON room_versions (upload_expires_at) WHERE status = 'uploading';
             """),
+        // `room.uploads.v1` records (RoomUploadEvent), written in the transaction of the
+        // upload-init or the sweep that they announce, published by the relay in id order.
+        PostgresMigration(version: 120, name: "ingest_room_upload_outbox", sql: """
+            CREATE TABLE IF NOT EXISTS room_upload_outbox (
+                id         bigserial   PRIMARY KEY,
+                room_id    text        NOT NULL,
+                value      text        NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now()
+            );
+            """),
     ]
 }

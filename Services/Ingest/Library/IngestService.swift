@@ -65,6 +65,12 @@ public struct IngestService: Sendable {
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads") { try await init_.initiate($0) }
             background.append(sweepLoop(RoomUploadSweeper(uploads: uploads, objects: objects, logger: context.logger)))
+            let announcements = OutboxRelay(
+                name: "room-uploads",
+                outbox: RoomUploadStore.outbox(database: context.database, producer: context.producer,
+                                               topic: configuration.roomUploadsTopic),
+                interval: configuration.uploadOutboxInterval, grace: .zero, logger: context.logger)
+            background.append(ClosureService(name: "ingest-upload-outbox") { try await announcements.run() })
         }
         let statuses = ProjectionRunner(
             projection: RoomStatusProjection(),

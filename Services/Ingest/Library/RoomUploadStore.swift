@@ -1,10 +1,14 @@
 import Contracts
 import Foundation
+import Kafka
 import Postgres
+import Projection
 
 /// The `uploading` half of `room_versions`: upload-init reserves the quota and records the
 /// minted keys; upload-complete promotes the row to `pending`; the sweep abandons rows whose
-/// upload time passed and gives their bytes back.
+/// upload time passed and gives their bytes back. Upload-init and the sweep each announce
+/// what they did on `room.uploads.v1` (the room catalog's "my rooms" shows `uploading`
+/// versions): a `RoomUploadEvent` in `room_upload_outbox`, in the same transaction.
 public struct RoomUploadStore: Sendable {
     /// A version between upload-init and upload-complete (or after).
     public struct Upload: Sendable, Equatable {
@@ -57,6 +61,10 @@ public struct RoomUploadStore: Sendable {
                     VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10)
                     """, [upload.versionID, upload.roomID, upload.ownerUserID, upload.usdzKey, upload.usdzBytes,
                           upload.roomplanJsonKey, upload.roomplanJsonBytes, month, upload.usdzUploadID, expiresAt])
+                try await Self.announce(RoomUploadEvent(
+                    roomId: upload.roomID, versionId: upload.versionID, ownerUserId: upload.ownerUserID, status: .uploading,
+                    title: request.title, tags: request.tags, visibility: request.visibility, expiresAt: expiresAt, at: now),
+                    on: connection)
                 return .reserved
             }
         } catch let rollback as Rollback {
@@ -103,10 +111,30 @@ public struct RoomUploadStore: Sendable {
         return try rows.map(Self.decode)
     }
 
-    /// Forgets an abandoned upload and gives its bytes back (only if still `uploading`).
-    public func abandon(_ versionID: String) async throws {
+    /// Forgets an abandoned upload and gives its bytes back (only if still `uploading`), and
+    /// announces it.
+    public func abandon(_ upload: Upload, now: Date = Date()) async throws {
         try await database.withTransaction { connection in
-            try await RoomVersionStore.forget(versionID, status: "uploading", on: connection)
+            guard try await RoomVersionStore.forget(upload.versionID, status: "uploading", on: connection) else { return }
+            let room = try await connection.query("SELECT title, tags, visibility FROM rooms WHERE room_id = $1", [upload.roomID]).first
+            try await Self.announce(RoomUploadEvent(
+                roomId: upload.roomID, versionId: upload.versionID, ownerUserId: upload.ownerUserID, status: .abandoned,
+                title: try room?.decode(String.self, "title") ?? "", tags: try room?.decode([String].self, "tags") ?? [],
+                visibility: RoomVisibility(rawValue: try room?.decode(String.self, "visibility") ?? "") ?? .private, at: now),
+                on: connection)
         }
+    }
+
+    /// The outbox the `room.uploads.v1` relay publishes from.
+    public static let outboxTable = "room_upload_outbox"
+    static let outboxLockKey: Int64 = 0x726f_6f6d_7570_6c64 // "roomupld"
+
+    public static func outbox(database: PostgresClient, producer: KafkaProducer, topic: String) -> KeyedRecordOutbox {
+        KeyedRecordOutbox(database: database, producer: producer, table: outboxTable, topic: topic, lockKey: outboxLockKey)
+    }
+
+    private static func announce(_ event: RoomUploadEvent, on connection: PostgresConnection) async throws {
+        try await connection.execute("INSERT INTO \(outboxTable) (room_id, value) VALUES ($1, $2)",
+                                     [event.roomId, String(decoding: try ContractCoding.encode(event), as: UTF8.self)])
     }
 }

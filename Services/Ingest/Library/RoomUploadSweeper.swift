@@ -27,7 +27,7 @@ public struct RoomUploadSweeper: Sendable {
                 }
                 try await objects.delete(upload.usdzKey)
                 try await objects.delete(upload.roomplanJsonKey)
-                try await uploads.abandon(upload.versionID)
+                try await uploads.abandon(upload, now: now)
                 swept += 1
             } catch {
                 logger.warning("could not sweep an abandoned upload", metadata: ["room.version": "\(upload.versionID)", "error": "\(error)"])

@@ -45,16 +45,18 @@ public struct RoomVersionStore: Sendable {
 
     static let usedBytesSQL = "SELECT bytes FROM room_upload_usage WHERE user_id = $1 AND month = $2::date"
 
-    /// Deletes the version if it is still `$2` and gives its bytes back.
-    static func forget(_ versionID: String, status: String, on connection: PostgresConnection) async throws {
+    /// Deletes the version if it is still `$2` and gives its bytes back; false when it was not.
+    @discardableResult
+    static func forget(_ versionID: String, status: String, on connection: PostgresConnection) async throws -> Bool {
         let rows = try await connection.query("""
             DELETE FROM room_versions WHERE version_id = $1 AND status = $2
             RETURNING owner_user_id, quota_month::text AS month, usdz_bytes + roomplan_json_bytes AS bytes
             """, [versionID, status])
-        guard let row = rows.first else { return }
+        guard let row = rows.first else { return false }
         try await connection.execute(
             "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3::bigint) WHERE user_id = $1 AND month = $2::date",
             [try row.decode(String.self, "owner_user_id"), try row.decode(String.self, "month"), try row.decode(Int64.self, "bytes")])
+        return true
     }
 
     /// The first day of `date`'s UTC month, as `YYYY-MM-01`.

@@ -10,39 +10,14 @@ import Projection
 public struct TranscodeStatusOutbox: Outbox {
     static let lockKey: Int64 = 0x7472_616e_7363_6f64 // "transcod"
 
-    let database: PostgresClient
-    let producer: KafkaProducer
-    let topic: String
+    let outbox: KeyedRecordOutbox
 
     public init(database: PostgresClient, producer: KafkaProducer, topic: String) {
-        self.database = database
-        self.producer = producer
-        self.topic = topic
+        outbox = KeyedRecordOutbox(database: database, producer: producer, table: "transcode_status_outbox", topic: topic,
+                                   lockKey: Self.lockKey)
     }
 
     public func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
-        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
-        let producer = self.producer
-        let topic = self.topic
-        return try await database.withTransaction { connection in
-            let lock = try await connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [Self.lockKey])
-            guard try lock.first?.decode(Bool.self, "locked") == true else { return 0 }
-            let rows = try await connection.query("""
-                SELECT id, room_id, value FROM transcode_status_outbox
-                WHERE created_at <= now() - make_interval(secs => $1::double precision)
-                ORDER BY id LIMIT $2::bigint
-                """, [seconds, Int64(limit)])
-            guard !rows.isEmpty else { return 0 }
-            var ids: [Int64] = []
-            var records: [KafkaProducerRecord] = []
-            for row in rows {
-                ids.append(try row.decode(Int64.self, "id"))
-                records.append(KafkaProducerRecord(topic: topic, key: Array(try row.decode(String.self, "room_id").utf8),
-                                                   value: Array(try row.decode(String.self, "value").utf8)))
-            }
-            for result in await producer.send(records) { _ = try result.get() }
-            _ = try await connection.execute("DELETE FROM transcode_status_outbox WHERE id = ANY($1::bigint[])", [ids])
-            return ids.count
-        }
+        try await outbox.publishPending(olderThan: grace, limit: limit)
     }
 }

@@ -11,6 +11,8 @@ import ServiceRuntime
 public struct TranscodeConfiguration: Sendable {
     public var requestsTopic: String = Topics.roomTranscodeRequests
     public var statusTopic: String = Topics.roomTranscodeStatus
+    /// Versions before their request (upload-init, abandonment): read by the room catalog only.
+    public var uploadsTopic: String = Topics.roomUploads
     public var groupID: String = "transcode-worker"
     /// Jobs this process runs at once.
     public var concurrency: Int = 1
@@ -36,7 +38,11 @@ public struct TranscodeConfiguration: Sendable {
 
     public init() {}
 
-    /// `ROOM_TRANSCODE_REQUESTS_TOPIC`, `ROOM_TRANSCODE_STATUS_TOPIC`, `TRANSCODE_GROUP_ID`,
+    /// The topics the room catalog is projected from (its live consumer and `backbone rebuild
+    /// catalog` read exactly these).
+    public var catalogTopics: [String] { [requestsTopic, statusTopic, uploadsTopic] }
+
+    /// `ROOM_TRANSCODE_REQUESTS_TOPIC`, `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_UPLOADS_TOPIC`, `TRANSCODE_GROUP_ID`,
     /// `TRANSCODE_CONCURRENCY`, `TRANSCODE_LEASE_MS`, `TRANSCODE_POLL_MS`, `TRANSCODE_MAX_BACKOFF_MS`,
     /// `TRANSCODE_MAX_ATTEMPTS`, `TRANSCODE_LINK_TTL_SECONDS`, `TRANSCODE_OUTBOX_INTERVAL_MS`,
     /// `KAFKA_SESSION_TIMEOUT_MS`, `TRANSCODE_WORK_DIR`, `TRANSCODE_MAX_JOB_BYTES`.
@@ -44,6 +50,7 @@ public struct TranscodeConfiguration: Sendable {
         var c = TranscodeConfiguration()
         c.requestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: c.requestsTopic)
         c.statusTopic = env.string("ROOM_TRANSCODE_STATUS_TOPIC", default: c.statusTopic)
+        c.uploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: c.uploadsTopic)
         c.groupID = env.string("TRANSCODE_GROUP_ID", default: c.groupID)
         c.concurrency = env.int("TRANSCODE_CONCURRENCY", default: c.concurrency, range: 1...64)
         c.lease = env.milliseconds("TRANSCODE_LEASE_MS", default: c.lease)
@@ -109,10 +116,10 @@ public struct TranscodeWorkerService: Sendable {
         let catalog = RoomCatalog(database: context.database, authenticator: context.authenticator, links: links,
                                   configuration: configuration.catalog, linkTTL: configuration.linkTTL)
         let catalogRunner = ProjectionRunner(
-            projection: catalog.projection(requestsTopic: configuration.requestsTopic),
+            projection: catalog.projection(requestsTopic: configuration.requestsTopic, uploadsTopic: configuration.uploadsTopic),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.catalog.groupID,
-                topics: [configuration.requestsTopic, configuration.statusTopic], maxBatchRecords: 500,
+                topics: configuration.catalogTopics, maxBatchRecords: 500,
                 maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         var router = routes.router()

@@ -33,6 +33,15 @@ def run(name, query):
 
 # Tab 1 feed, exactly as §2.2 Flow B: visibility=eq.public&order=created_at.desc&limit=20
 run("feed", bob.from_("rooms").select("*").eq("visibility", "public").order("created_at", desc=True).limit(20))
+# The same call, paged on the last row's created_at: the weighted order goes on from that row.
+run("feed_page1", bob.from_("rooms").select("id,created_at,quality_grade").eq("visibility", "public")
+    .order("created_at", desc=True).limit(2))
+last_at = out["feed_page1"]["data"][-1]["created_at"] if out["feed_page1"].get("data") else ""
+run("feed_page2", bob.from_("rooms").select("id,created_at,quality_grade").eq("visibility", "public")
+    .lt("created_at", last_at).order("created_at", desc=True).limit(2))
+# Pure recency: any other order, such as an explicit tie-break.
+run("chronological", bob.from_("rooms").select("id,created_at").eq("visibility", "public")
+    .order("created_at", desc=True).order("id", desc=True))
 # The grade-weighted feed, two pages on the stable cursor.
 run("ranked_page1", bob.from_("rooms").select("id,feed_rank,quality_grade").eq("visibility", "public")
     .order("feed_rank", desc=True).limit(2))

@@ -4,19 +4,23 @@ import Kafka
 import Postgres
 import Projection
 
-/// The room catalog's read model: `room.transcode.requests.v1` (what the owner asked for:
+/// The room catalog's read model: `room.uploads.v1` (a version from upload-init on, and its
+/// abandonment), `room.transcode.requests.v1` (what the owner asked for at upload-complete:
 /// title, tags, visibility) and `room.transcode.status.v1` (where each version got to) →
 /// `catalog_versions` and `catalog_rooms`, on the projection runner (offsets in PostgreSQL
 /// with the rows, undecodable records to the DLQ). Its own consumer group, separate from the
 /// worker's intake: the catalog can be rebuilt from the topics without touching jobs.
 ///
-/// Order: a version's statuses arrive in order (keyed by room, one partition); its request is
-/// on another topic and may be applied before or after them, so request fields and status
-/// fields are merged independently and neither overwrites the other.
+/// Order: a version's statuses arrive in order (keyed by room, one partition), and so do its
+/// upload events; its request is on another topic again and may be applied before or after
+/// either, so upload, request and status fields are merged independently: a request outranks
+/// the upload-init's title, tags and visibility, a worker status outranks both as the
+/// version's status, and `abandoned` (a version that never got a request) sticks.
 public struct CatalogProjection: Projection {
     public enum Event: Sendable, Equatable {
         case request(RoomTranscodeRequest)
         case status(RoomTranscodeStatus)
+        case upload(RoomUploadEvent)
     }
     public typealias Effects = Void
 
@@ -25,6 +29,7 @@ public struct CatalogProjection: Projection {
     }
 
     let requestsTopic: String
+    let uploadsTopic: String
     let tables: CatalogTables
     /// How much older a C-grade room ranks in the feed (its weight × 0.5 on a recency score
     /// that halves every `feedHalfLife`).
@@ -32,9 +37,10 @@ public struct CatalogProjection: Projection {
     /// Called after every committed batch (the answer cache drops what it holds).
     let onCommit: @Sendable () -> Void
 
-    public init(requestsTopic: String, tables: CatalogTables = .live, feedHalfLife: Duration,
-                onCommit: @escaping @Sendable () -> Void = {}) {
+    public init(requestsTopic: String, uploadsTopic: String = Topics.roomUploads, tables: CatalogTables = .live,
+                feedHalfLife: Duration, onCommit: @escaping @Sendable () -> Void = {}) {
         self.requestsTopic = requestsTopic
+        self.uploadsTopic = uploadsTopic
         self.tables = tables
         self.feedHalfLife = feedHalfLife
         self.onCommit = onCommit
@@ -48,6 +54,18 @@ public struct CatalogProjection: Projection {
                 throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
             }
             return .request(request)
+        }
+        if record.topic == uploadsTopic {
+            let upload = try ContractCoding.decode(RoomUploadEvent.self, from: record.value)
+            for (name, value) in [("roomId", upload.roomId), ("versionId", upload.versionId), ("ownerUserId", upload.ownerUserId)] {
+                guard TranscodeIntake.isIdentifier(value) else {
+                    throw InvalidCatalogRecord(description: "\(name) must be 1–128 printable characters")
+                }
+            }
+            guard upload.title.utf8.count <= 1_000, upload.tags.count <= 100 else {
+                throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
+            }
+            return .upload(upload)
         }
         let status = try ContractCoding.decode(RoomTranscodeStatus.self, from: record.value)
         for (name, value) in [("roomId", status.roomId), ("versionId", status.versionId), ("ownerUserId", status.ownerUserId)] {
@@ -79,6 +97,10 @@ struct CatalogVersionDelta: Sendable, Equatable {
     var visibility: RoomVisibility?
     /// The last status: statuses are complete snapshots, so the last one is the state.
     var status: RoomTranscodeStatus?
+    /// The last `uploading` announcement (its title, tags and visibility stand in for the
+    /// request's until one is seen), and whether the version was abandoned.
+    var uploading: RoomUploadEvent?
+    var abandoned = false
     var queuedSeen = 0
     var firstAt: Date
     var lastAt: Date
@@ -90,6 +112,7 @@ struct CatalogVersionDelta: Sendable, Equatable {
             let (versionId, roomId, ownerId, at): (String, String, String, Date) = switch event {
             case .request(let r): (r.versionId, r.roomId, r.ownerUserId, r.requestedAt)
             case .status(let s): (s.versionId, s.roomId, s.ownerUserId, s.at)
+            case .upload(let u): (u.versionId, u.roomId, u.ownerUserId, u.at)
             }
             if deltas[versionId] == nil {
                 order.append(versionId)
@@ -106,6 +129,14 @@ struct CatalogVersionDelta: Sendable, Equatable {
                 delta.status = status
                 if status.status == .queued { delta.queuedSeen += 1 }
                 if delta.request == nil, let visibility = status.visibility { delta.visibility = visibility }
+            case .upload(let upload):
+                switch upload.status {
+                case .uploading:
+                    delta.uploading = upload
+                    if delta.request == nil, delta.visibility == nil { delta.visibility = upload.visibility }
+                case .abandoned:
+                    delta.abandoned = true
+                }
             }
             deltas[versionId] = delta
         }
@@ -124,7 +155,8 @@ struct CatalogVersionDelta: Sendable, Equatable {
         }
         return [
             deltas.map(\.versionId), deltas.map(\.roomId), deltas.map(\.ownerId),
-            deltas.map { $0.request?.title ?? "" }, deltas.map { $0.request.map { json($0.tags) } ?? "" },
+            deltas.map { $0.request?.title ?? $0.uploading?.title ?? "" },
+            deltas.map { ($0.request?.tags ?? $0.uploading?.tags).map(json) ?? "" },
             deltas.map { $0.visibility?.rawValue ?? "" }, deltas.map { stamp($0.request?.requestedAt) },
             deltas.map { $0.status?.status.rawValue ?? "" }, deltas.map { $0.status?.stage ?? "" },
             deltas.map { $0.status?.code?.rawValue ?? "" }, deltas.map { $0.status?.reason ?? "" },
@@ -132,6 +164,7 @@ struct CatalogVersionDelta: Sendable, Equatable {
             deltas.map { $0.status?.thumbnailKey ?? "" }, deltas.map { $0.status?.glbKeys.map(json) ?? "" },
             deltas.map { Int64($0.queuedSeen) }, deltas.map { stamp($0.status?.at) }, deltas.map { stamp(finished($0)) },
             deltas.map { stamp($0.firstAt) }, deltas.map { stamp($0.lastAt) },
+            deltas.map { $0.abandoned ? "abandoned" : $0.uploading != nil ? "uploading" : "" },
         ]
     }
 }

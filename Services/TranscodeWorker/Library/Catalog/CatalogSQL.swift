@@ -6,27 +6,30 @@ enum CatalogSQL {
     }
 
     /// Merges one `CatalogVersionDelta` per version. Request fields change only for a newer
-    /// request; status fields take the batch's last status (a version's statuses arrive in
-    /// order); `queued_seen` adds up (the first attempt and each retry publish `queued`).
+    /// request (an upload-init's stand in while there is none); status fields take the batch's
+    /// last status (a version's statuses arrive in order); `queued_seen` adds up (the first
+    /// attempt and each retry publish `queued`). The status is the worker's last one; without
+    /// one `queued` once a request was seen, else `abandoned` once that was announced, else
+    /// `uploading` — the same whatever order the three topics' records come in.
     static func upsertVersions(_ t: CatalogTables) -> String {
         """
         INSERT INTO \(t.versions) AS v (version_id, room_id, owner_id, title, tags, visibility, requested_at, status, stage,
             error_code, reason, quality_grade, manifest_key, thumbnail_key, glb_keys, queued_seen, status_at, finished_at,
             created_at, updated_at)
         SELECT vid, rid, oid,
-               CASE WHEN req_at <> '' THEN title END,
+               CASE WHEN req_at <> '' OR tags <> '' THEN title END,
                CASE WHEN tags <> '' THEN ARRAY(SELECT jsonb_array_elements_text(tags::jsonb)) END,
                NULLIF(vis, ''), NULLIF(req_at, '')::timestamptz,
-               COALESCE(NULLIF(status, ''), 'queued'), NULLIF(stage, ''), NULLIF(code, ''), NULLIF(reason, ''),
+               COALESCE(NULLIF(status, ''), CASE WHEN req_at = '' AND upload <> '' THEN upload ELSE 'queued' END), NULLIF(stage, ''), NULLIF(code, ''), NULLIF(reason, ''),
                NULLIF(grade, ''), NULLIF(manifest, ''), NULLIF(thumb, ''),
                CASE WHEN glb <> '' THEN ARRAY(SELECT jsonb_array_elements_text(glb::jsonb)) END,
                queued, NULLIF(status_at, '')::timestamptz, NULLIF(finished, '')::timestamptz,
                first_at::timestamptz, last_at::timestamptz
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                     $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[],
-                    $17::text[], $18::text[], $19::text[], $20::text[])
+                    $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
              AS d(vid, rid, oid, title, tags, vis, req_at, status, stage, code, reason, grade, manifest, thumb, glb, queued,
-                  status_at, finished, first_at, last_at)
+                  status_at, finished, first_at, last_at, upload)
         ON CONFLICT (version_id) DO UPDATE SET
             room_id = EXCLUDED.room_id,
             owner_id = EXCLUDED.owner_id,
@@ -39,7 +42,11 @@ enum CatalogSQL {
                               THEN EXCLUDED.visibility
                               ELSE COALESCE(v.visibility, EXCLUDED.visibility) END,
             requested_at = GREATEST(v.requested_at, EXCLUDED.requested_at),
-            status = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.status ELSE v.status END,
+            status = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.status
+                          WHEN v.status_at IS NOT NULL THEN v.status
+                          WHEN EXCLUDED.requested_at IS NOT NULL OR v.requested_at IS NOT NULL THEN 'queued'
+                          WHEN 'abandoned' IN (EXCLUDED.status, v.status) THEN 'abandoned'
+                          ELSE 'uploading' END,
             stage = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.stage ELSE v.stage END,
             error_code = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.error_code ELSE v.error_code END,
             reason = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.reason ELSE v.reason END,
@@ -55,7 +62,8 @@ enum CatalogSQL {
         """
     }
 
-    /// Recomputes the rooms of `$1` from their versions: the newest request's title, tags and
+    /// Recomputes the rooms of `$1` from their versions (abandoned ones left out; a room with
+    /// no other version is deleted): the newest request's title, tags and
     /// visibility; the current version (the latest ready one) with its grade, thumbnail and
     /// manifest; the latest version's status and group; and the feed's ranking key — the
     /// creation time in microseconds, `$2` µs earlier for a C room (a recency score that halves
@@ -63,6 +71,9 @@ enum CatalogSQL {
     /// change as time passes, so cursors stay stable), zero-padded, then the room id (unique).
     static func refreshRooms(_ t: CatalogTables) -> String {
         """
+        WITH gone AS (
+            DELETE FROM \(t.rooms) d WHERE d.room_id = ANY($1::text[])
+               AND NOT EXISTS (SELECT 1 FROM \(t.versions) x WHERE x.room_id = d.room_id AND x.status <> 'abandoned'))
         INSERT INTO \(t.rooms) AS r (room_id, owner_id, title, tags, visibility, created_at, updated_at, current_version_id,
             quality_grade, thumbnail_key, manifest_key, latest_version_id, latest_status, state, feed_rank)
         SELECT a.room_id, meta.owner_id, COALESCE(meta.title, ''), COALESCE(meta.tags, '{}'), COALESCE(meta.visibility, 'private'),
@@ -73,12 +84,13 @@ enum CatalogSQL {
                      - CASE WHEN cur.quality_grade = 'C' THEN $2::bigint ELSE 0 END)::text, 17, '0') || '.' || a.room_id
         FROM unnest($1::text[]) AS a(room_id)
         CROSS JOIN LATERAL (
-            SELECT owner_id, title, tags, visibility FROM \(t.versions) WHERE room_id = a.room_id
+            SELECT owner_id, title, tags, visibility FROM \(t.versions) WHERE room_id = a.room_id AND status <> 'abandoned'
             ORDER BY requested_at DESC NULLS LAST, version_id DESC LIMIT 1) meta
         CROSS JOIN LATERAL (
-            SELECT min(created_at) AS created_at, max(updated_at) AS updated_at FROM \(t.versions) WHERE room_id = a.room_id) span
+            SELECT min(created_at) AS created_at, max(updated_at) AS updated_at FROM \(t.versions)
+            WHERE room_id = a.room_id AND status <> 'abandoned') span
         CROSS JOIN LATERAL (
-            SELECT version_id, status FROM \(t.versions) WHERE room_id = a.room_id
+            SELECT version_id, status FROM \(t.versions) WHERE room_id = a.room_id AND status <> 'abandoned'
             ORDER BY created_at DESC, version_id DESC LIMIT 1) latest
         LEFT JOIN LATERAL (
             SELECT version_id, quality_grade, thumbnail_key, manifest_key FROM \(t.versions)

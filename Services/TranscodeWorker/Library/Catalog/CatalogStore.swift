@@ -71,10 +71,16 @@ struct CatalogStore: Sendable {
             let u = sql.bind(user)
             conditions.append("(r.owner_id = \(u) OR (r.visibility = 'public' AND r.current_version_id IS NOT NULL))")
         }
+        let weighted = Self.isWeightedFeed(query)
         for filter in query.filters {
+            if weighted, filter.column == "created_at", filter.op == .lt || filter.op == .lte {
+                conditions.append(feedCursor(filter, sql: &sql))
+                continue
+            }
             conditions.append(try roomCondition(filter, viewer: viewer, sql: &sql))
         }
-        let orders = query.order.isEmpty ? [PostgRESTQuery.Order(column: "feed_rank", descending: true, nullsFirst: false)] : query.order
+        let ranked = PostgRESTQuery.Order(column: "feed_rank", descending: true, nullsFirst: false)
+        let orders = weighted || query.order.isEmpty ? [ranked] : query.order
         var orderSQL = orders.map { order in
             let column = order.column == "id" ? "r.room_id" : order.column == "feed_rank" ? "r.feed_rank" : "r.\(order.column)"
             return "\(column) \(order.descending ? "DESC" : "ASC") NULLS \(order.nullsFirst ? "FIRST" : "LAST")"
@@ -104,6 +110,31 @@ struct CatalogStore: Sendable {
                 state: try row.decode(String.self, "state"), latestVersionID: try row.decode(String.self, "latest_version_id"),
                 latestStatus: try row.decode(String.self, "latest_status"))
         }
+    }
+
+    /// The app's feed call — public rooms, `order=created_at.desc` and nothing else — is the
+    /// grade-weighted feed (seed `002_*` §7.3: the list query weighs a C room × 0.5): it is
+    /// answered in `feed_rank` order, recency with a C room placed one half-life older. Any
+    /// other order (`created_at.desc,id.desc` for pure recency) is taken as written.
+    static func isWeightedFeed(_ query: PostgRESTQuery) -> Bool {
+        query.order.count == 1 && query.order[0].column == "created_at" && query.order[0].descending
+            && query.filters.contains { $0.column == "visibility" && $0.op == .eq && $0.values == ["public"] }
+    }
+
+    /// In the weighted feed, `created_at=lt.{T}` — the next page after the row created at `T` —
+    /// continues after that row's place in the weighted order: below the `feed_rank` of the
+    /// public room created at `T` (the highest, should several share it: a repeat rather than
+    /// a gap), or, when none was, below `T` itself as a rank. New rooms never move the rooms
+    /// still to come, so the pages neither skip nor repeat while rooms arrive.
+    private func feedCursor(_ filter: PostgRESTQuery.Filter, sql: inout SQLBuilder) -> String {
+        let at = sql.bind(filter.values[0])
+        let strict = filter.op == .lt
+        return """
+            r.feed_rank \(strict ? "<" : "<=") COALESCE(
+                (SELECT max(x.feed_rank) FROM \(tables.rooms) x WHERE x.created_at = \(at)::timestamptz AND x.visibility = 'public'
+                    AND x.current_version_id IS NOT NULL),
+                lpad(floor(extract(epoch FROM \(at)::timestamptz) * 1000000)::bigint::text, 17, '0')\(strict ? "" : " || '/'"))
+            """
     }
 
     private func roomCondition(_ filter: PostgRESTQuery.Filter, viewer: CatalogViewer, sql: inout SQLBuilder) throws -> String {
@@ -196,7 +227,7 @@ struct CatalogStore: Sendable {
         SELECT v.version_id, v.room_id, v.owner_id, v.status, v.stage, v.error_code, v.reason, GREATEST(v.queued_seen, 1) AS attempts,
                v.quality_grade, v.manifest_key, v.thumbnail_key, COALESCE(v.glb_keys, '{}') AS glb_keys, v.created_at, v.updated_at,
                v.finished_at
-        FROM \(tables.versions) v LEFT JOIN \(tables.rooms) r ON r.room_id = v.room_id
+        FROM (SELECT * FROM \(tables.versions) WHERE status <> 'abandoned') v LEFT JOIN \(tables.rooms) r ON r.room_id = v.room_id
         """
     }
 

@@ -1,3 +1,4 @@
+import Contracts
 import HTTPTypes
 import Postgres
 import ServiceRuntime
@@ -23,9 +24,10 @@ public struct RoomCatalog: Sendable {
     public func router() -> Router { routes.router() }
 
     /// The read model's projection; its commits invalidate the cached answers.
-    public func projection(requestsTopic: String, tables: CatalogTables = .live) -> CatalogProjection {
+    public func projection(requestsTopic: String, uploadsTopic: String = Topics.roomUploads,
+                           tables: CatalogTables = .live) -> CatalogProjection {
         let cache = self.cache
-        return CatalogProjection(requestsTopic: requestsTopic, tables: tables, feedHalfLife: configuration.feedHalfLife,
+        return CatalogProjection(requestsTopic: requestsTopic, uploadsTopic: uploadsTopic, tables: tables, feedHalfLife: configuration.feedHalfLife,
                                  onCommit: { cache.invalidate() })
     }
 }

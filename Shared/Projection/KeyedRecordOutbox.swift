@@ -1,0 +1,49 @@
+import Kafka
+import Postgres
+
+/// An outbox table of ready-made Kafka records — `(id bigserial, room_id text, value text,
+/// created_at timestamptz)`, the key in `room_id` — for the shared ``OutboxRelay``: the
+/// entries go to `topic` in id order and are deleted once the broker acknowledged them. One
+/// publisher at a time across every instance (a transaction advisory lock on `lockKey`), so
+/// the records of one key are never published out of order.
+public struct KeyedRecordOutbox: Outbox {
+    let database: PostgresClient
+    let producer: KafkaProducer
+    let table: String
+    let topic: String
+    let lockKey: Int64
+
+    public init(database: PostgresClient, producer: KafkaProducer, table: String, topic: String, lockKey: Int64) {
+        self.database = database
+        self.producer = producer
+        self.table = table
+        self.topic = topic
+        self.lockKey = lockKey
+    }
+
+    public func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
+        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        let producer = self.producer
+        let (table, topic, lockKey) = (self.table, self.topic, self.lockKey)
+        return try await database.withTransaction { connection in
+            let lock = try await connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [lockKey])
+            guard try lock.first?.decode(Bool.self, "locked") == true else { return 0 }
+            let rows = try await connection.query("""
+                SELECT id, room_id, value FROM \(table)
+                WHERE created_at <= now() - make_interval(secs => $1::double precision)
+                ORDER BY id LIMIT $2::bigint
+                """, [seconds, Int64(limit)])
+            guard !rows.isEmpty else { return 0 }
+            var ids: [Int64] = []
+            var records: [KafkaProducerRecord] = []
+            for row in rows {
+                ids.append(try row.decode(Int64.self, "id"))
+                records.append(KafkaProducerRecord(topic: topic, key: Array(try row.decode(String.self, "room_id").utf8),
+                                                   value: Array(try row.decode(String.self, "value").utf8)))
+            }
+            for result in await producer.send(records) { _ = try result.get() }
+            _ = try await connection.execute("DELETE FROM \(table) WHERE id = ANY($1::bigint[])", [ids])
+            return ids.count
+        }
+    }
+}
