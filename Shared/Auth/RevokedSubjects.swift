@@ -28,5 +28,20 @@ public final class RevokedSubjects: Sendable {
         }
     }
 
+    /// Replaces the whole set (a refresh from the table that lists them).
+    public func replace<S: Sequence>(hashes all: S) where S.Element == String {
+        subjects.withLock { set in
+            set = Set(all)
+            count.store(set.count, ordering: .releasing)
+        }
+    }
+
+    public func remove(hash: String) {
+        subjects.withLock { set in
+            set.remove(hash)
+            count.store(set.count, ordering: .releasing)
+        }
+    }
+
     public var isEmpty: Bool { count.load(ordering: .acquiring) == 0 }
 }
