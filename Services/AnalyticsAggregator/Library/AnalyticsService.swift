@@ -38,7 +38,8 @@ public struct AnalyticsService: Sendable {
 
     public func parts() -> ServiceParts {
         let runner = makeRunner()
-        return ServiceParts(router: routes.router(),
-                            background: [ClosureService(name: "analytics-projection") { try await runner.run() }])
+        let erasure = UserErasure(service: AnalyticsErasure.service, context: context, step: .sql(AnalyticsErasure.statements))
+        let projection: [any Service] = [ClosureService(name: "analytics-projection") { try await runner.run() }]
+        return ServiceParts(router: routes.router(), background: projection + erasure.services())
     }
 }

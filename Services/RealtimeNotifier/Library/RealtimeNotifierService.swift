@@ -87,7 +87,7 @@ public struct RealtimeNotifierService: Sendable {
                         metrics.set("realtime_messages_delivered", Double(hub.deliveredCount))
                     }
                 },
-            ],
+            ] + UserErasure(service: RealtimeErasure.service, context: context, step: .sql(RealtimeErasure.statements)).services(),
             onShutdown: { [ownProducer, publisher] in
                 await publisher.flushMarks()
                 await ownProducer?.shutdown()

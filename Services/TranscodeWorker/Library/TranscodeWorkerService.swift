@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Kafka
 import Logging
+import ObjectStore
 import Postgres
 import Projection
 import ServiceRuntime
@@ -72,6 +73,9 @@ public struct TranscodeWorkerService: Sendable {
     let pipeline: any TranscodePipeline
     let links: any OutputLinks
     let workerID: String
+    /// The store the outputs are in: an erased account's rooms are deleted from it (without
+    /// it, only the tables are erased).
+    public var objects: (any ObjectStore)?
 
     public init(context: ServiceContext, configuration: TranscodeConfiguration, pipeline: any TranscodePipeline,
                 links: any OutputLinks,
@@ -117,7 +121,8 @@ public struct TranscodeWorkerService: Sendable {
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         var router = routes.router()
         router.merge(catalog.router())
-        return ServiceParts(router: router, background: [
+        let erasure = UserErasure(service: TranscodeErasure.service, context: context, step: TranscodeErasure.step(objects: objects))
+        let loops: [any Service] = [
             ClosureService(name: "transcode-intake") { try await intake.run() },
             ClosureService(name: "room-catalog") { try await catalogRunner.run() },
             ClosureService(name: "transcode-jobs") { try await loop.run() },
@@ -132,6 +137,7 @@ public struct TranscodeWorkerService: Sendable {
                     do { try await statuses.wait(after: seen, upTo: interval) } catch { return }
                 }
             },
-        ])
+        ]
+        return ServiceParts(router: router, background: loops + erasure.services())
     }
 }
