@@ -156,7 +156,9 @@ let testTargets: [Target] = [
     tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                          "ObjectStore", "Hashing"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
-                               "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime"]),
+                               "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime",
+                               "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPTypes",
+                               "Hashing"]),
 ]
 
 let package = Package(
