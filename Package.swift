@@ -45,7 +45,7 @@ let sharedModules: [Target] = [
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL"]),
-    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts"]),
+    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "Hashing", "ServiceRuntime"]),
     shared("USD", ["CLZ4"]),
     shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
@@ -156,7 +156,9 @@ let testTargets: [Target] = [
     tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                          "ObjectStore", "Hashing"]),
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
-                               "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime"]),
+                               "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime",
+                               "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPTypes",
+                               "Hashing"]),
 ]
 
 let package = Package(

@@ -33,6 +33,8 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let missingSubject = Code(rawValue: "missing_subject")
         /// `sub` is too long or holds whitespace or control characters (see `Identifier`).
         public static let invalidSubject = Code(rawValue: "invalid_subject")
+        /// A user token of an account this service erased (`RevokedSubjects`).
+        public static let revokedSubject = Code(rawValue: "account_deleted")
     }
 
     public var code: Code
@@ -56,17 +58,22 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 public struct JWTCodec: Sendable {
     public let secret: [UInt8]
     public let leeway: Int64
+    /// Subjects whose user tokens are refused (erased accounts); service tokens are not affected.
+    public let revoked: RevokedSubjects
     private let verified: VerifiedTokenCache
 
     public init(secret: String, leewaySeconds: Int64 = 30, cacheCapacity: Int = 10_000) {
         self.secret = Array(secret.utf8)
         self.leeway = leewaySeconds
         self.verified = VerifiedTokenCache(capacity: cacheCapacity)
+        self.revoked = RevokedSubjects()
     }
 
     private struct Header: Codable { var alg: String; var typ: String? }
 
-    public func verify(_ token: String, now: Date = Date()) throws(AuthError) -> JWTClaims {
+    /// `acceptingRevoked`: also the token of an erased account (the one route that answers
+    /// such a user: their deletion receipt).
+    public func verify(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false) throws(AuthError) -> JWTClaims {
         let claims: JWTClaims
         if let known = verified.claims(for: token) {
             claims = known
@@ -81,6 +88,9 @@ public struct JWTCodec: Sendable {
         }
         if let nbf = claims.nbf, nowSeconds + leeway < nbf {
             throw AuthError(.notYetValid, "token not valid yet")
+        }
+        if !acceptingRevoked, !claims.isService, revoked.contains(claims.sub) {
+            throw AuthError(.revokedSubject, "the account was deleted")
         }
         return claims
     }

@@ -44,4 +44,10 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomSt
     /// upload-complete before the objects are in the store with their declared sizes.
     public static let uploadIncomplete: ErrorCode = "UPLOAD_INCOMPLETE"
     public static let roomTranscodeFailed: ErrorCode = "ROOM_TRANSCODE_FAILED"
+
+    // Account deletion (seed `002_*` §11 P-4)
+    /// An upload from an account whose deletion is scheduled (403).
+    public static let accountDeletionPending: ErrorCode = "ACCOUNT_DELETION_PENDING"
+    /// `DELETE /account/deletion` after the purge started: nothing can be cancelled any more (409).
+    public static let accountDeletionStarted: ErrorCode = "ACCOUNT_DELETION_STARTED"
 }

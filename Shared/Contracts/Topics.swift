@@ -13,16 +13,21 @@ public enum Topics {
     public static let roomUploads = "room.uploads.v1"
     /// `{channel, event, payload}` from any producer, keyed by channel. anyone → realtime-notifier.
     public static let realtimeBroadcasts = "realtime.broadcasts.v1"
+    /// Accounts whose data every service must erase, keyed by user id. ingest (account deletion) → every service.
+    public static let userDeletions = "user.deletions.v1"
+    /// Each service's confirmation that it erased a user, keyed by request id. every service → ingest (the receipt).
+    public static let userDeletionStatus = "user.deletions.status.v1"
     /// Sequenced channel events, re-published for every notifier instance to read in full.
     public static let realtimeSequenced = "realtime.sequenced.v1"
 
     /// Every topic of the system with its default partition count.
     public static let all: [(name: String, partitions: Int32)] = [
         (readingEvents, 6), (readingProgress, 6), (roomTranscodeRequests, 3), (roomTranscodeStatus, 3),
-        (realtimeBroadcasts, 3), (realtimeSequenced, 1), (roomUploads, 3),
+        (realtimeBroadcasts, 3), (realtimeSequenced, 1), (roomUploads, 3), (userDeletions, 6), (userDeletionStatus, 3),
         (deadLetter(for: readingEvents), 1), (deadLetter(for: roomTranscodeRequests), 1),
         (deadLetter(for: roomTranscodeStatus), 1), (deadLetter(for: realtimeBroadcasts), 1),
         (deadLetter(for: readingProgress), 1), (deadLetter(for: roomUploads), 1),
+        (deadLetter(for: userDeletions), 1), (deadLetter(for: userDeletionStatus), 1),
     ]
 
     /// The dead-letter topic of `topic`: `<topic>.dlq`.

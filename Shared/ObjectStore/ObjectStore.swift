@@ -98,4 +98,22 @@ extension ObjectStore {
         }
         return bytes
     }
+
+    /// Deletes every object whose key starts with `prefix` (a room's folder when its owner's
+    /// account is erased); returns how many. Deleting is idempotent, so a pass interrupted
+    /// half-way is simply run again.
+    @discardableResult
+    public func deleteAll(under prefix: String) async throws(ObjectStoreError) -> Int {
+        precondition(prefix.hasSuffix("/") && prefix.count > 1, "deleteAll takes a folder prefix")
+        var deleted = 0
+        // Bounded: a listing is at most one page; a store that keeps listing deleted keys
+        // fails the pass instead of looping.
+        for _ in 0..<1_000 {
+            let objects = try await list(prefix: prefix)
+            if objects.isEmpty { return deleted }
+            for object in objects { try await delete(object.key) }
+            deleted += objects.count
+        }
+        throw ObjectStoreError(code: .transport, message: "objects under the prefix keep being listed", key: prefix)
+    }
 }

@@ -38,5 +38,25 @@ public enum ProjectionSchema {
                 PRIMARY KEY (cluster_id, dlq_topic, dlq_partition, dlq_offset)
             );
             """),
+        // Account deletion (`UserErasure`): each service's erased users, by the hex SHA-256
+        // of their id (rows of one service are that service's own list), and the
+        // confirmations each service still has to publish to `user.deletions.status.v1`.
+        PostgresMigration(version: 220, name: "projection_erased_users", sql: """
+            CREATE TABLE IF NOT EXISTS erased_users (
+                service    text        NOT NULL,
+                user_hash  text        NOT NULL,
+                request_id text        NOT NULL,
+                erased_at  timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (service, user_hash)
+            );
+            CREATE INDEX IF NOT EXISTS erased_users_since ON erased_users (service, erased_at);
+            CREATE TABLE IF NOT EXISTS user_erasure_outbox (
+                id         bigserial   PRIMARY KEY,
+                service    text        NOT NULL,
+                request_id text        NOT NULL,
+                value      text        NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now()
+            );
+            """),
     ]
 }

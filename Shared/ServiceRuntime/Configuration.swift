@@ -111,6 +111,9 @@ public struct CommonConfiguration: Sendable {
     public var databasePoolSize: Int
     /// How long SIGTERM waits for the services to stop before the process exits anyway.
     public var shutdownTimeout: Duration
+    /// The account-deletion topics every service consumes and confirms on.
+    public var userDeletionsTopic: String = "user.deletions.v1"
+    public var userDeletionStatusTopic: String = "user.deletions.status.v1"
 
     public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
                 httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10)) {
@@ -125,7 +128,8 @@ public struct CommonConfiguration: Sendable {
     }
 
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
-    /// `LOG_LEVEL`, `DATABASE_POOL_SIZE` and `SHUTDOWN_TIMEOUT_SECONDS` into `reader` (problems are collected there).
+    /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC` and
+    /// `USER_DELETION_STATUS_TOPIC` into `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
         let database = reader.string("DATABASE_URL")
@@ -133,12 +137,16 @@ public struct CommonConfiguration: Sendable {
         if !secret.isEmpty && secret.utf8.count < 16 {
             reader.fail("JWT_SECRET must be at least 16 bytes")
         }
-        return CommonConfiguration(
+        var configuration = CommonConfiguration(
             kafkaBrokers: brokers, databaseURL: database, jwtSecret: secret,
             httpHost: reader.string("HTTP_HOST", default: "0.0.0.0"),
             httpPort: reader.int("HTTP_PORT", default: defaultPort, range: 0...65535),
             logLevel: reader.logLevel(),
             databasePoolSize: reader.int("DATABASE_POOL_SIZE", default: 10, range: 1...200),
             shutdownTimeout: .seconds(reader.int("SHUTDOWN_TIMEOUT_SECONDS", default: 10, range: 1...600)))
+        configuration.userDeletionsTopic = reader.string("USER_DELETIONS_TOPIC", default: configuration.userDeletionsTopic)
+        configuration.userDeletionStatusTopic = reader.string("USER_DELETION_STATUS_TOPIC",
+                                                              default: configuration.userDeletionStatusTopic)
+        return configuration
     }
 }

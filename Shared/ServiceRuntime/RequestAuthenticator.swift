@@ -7,12 +7,14 @@ public struct RequestAuthenticator: Sendable {
 
     public init(secret: String) { self.codec = JWTCodec(secret: secret) }
 
-    public func claims(_ request: HTTPRequest) throws(HTTPError) -> JWTClaims {
+    /// A user token of an account this service erased is refused too (`JWTCodec.revoked`),
+    /// unless `acceptingRevoked` (the deletion receipt's route).
+    public func claims(_ request: HTTPRequest, acceptingRevoked: Bool = false) throws(HTTPError) -> JWTClaims {
         guard let token = request.bearerToken else {
             throw .unauthenticated("missing bearer token")
         }
         do {
-            return try codec.verify(token)
+            return try codec.verify(token, acceptingRevoked: acceptingRevoked)
         } catch {
             throw .unauthenticated("token rejected: \(error.code.rawValue)")
         }

@@ -76,6 +76,17 @@ struct GoldenFixtureTests {
         #expect(broadcast.payload["text"]?.stringValue == "好看！")
     }
 
+    @Test("the account-deletion records and the receipt are pinned")
+    func accountDeletion() throws {
+        let record = try Self.assertRoundTrip(UserDeletionRecord.self, "user-deletion-record.json")
+        #expect(record.schemaVersion == 1 && record.userId == "user-1" && record.purgeAt > record.requestedAt)
+        let status = try Self.assertRoundTrip(UserDeletionStatus.self, "user-deletion-status.json")
+        #expect(status.status == .erased && status.requestId == record.requestId)
+        let receipt = try Self.assertRoundTrip(AccountDeletionResponse.self, "account-deletion-receipt.json")
+        #expect(receipt.status == .completed && receipt.services?.map(\.state) == [.erased, .pending])
+        #expect(receipt.userIdHash?.count == 64)
+    }
+
     @Test("positions outside their range are invalid; the three forms are valid")
     func positionValidation() {
         #expect(ReadingPosition.page(3, of: 12).isValid)

@@ -20,14 +20,15 @@ struct OpenAPIDocumentTests {
         let text = try String(contentsOfFile: openAPIPath, encoding: .utf8)
         for path in ["/learning/reading-events/batch:", "/materials/{id}:", "/rooms/versions:", "/materials/{id}/reading-progress:",
                      "/learning/continue:", "/learning/summary:", "/learning/trend:", "/learning/history:", "/activity/heatmap:",
-                     "/realtime/v1/channels/{channel}/events:"] {
+                     "/realtime/v1/channels/{channel}/events:", "/account/deletion:"] {
             #expect(text.contains("\n  \(path)\n"), "\(path) is missing")
         }
         let codes: [ErrorCode] = [.unauthenticated, .forbidden, .invalidJSON, .payloadTooLarge, .rateLimited, .serviceUnavailable,
                                   .notFound, .duplicateEvent, .invalidEventID, .invalidEventType, .invalidPosition,
                                   .invalidTimestamp, .invalidActiveSeconds, .invalidTimezone, .invalidField,
                                   .materialAccessDenied, .temporaryMaterialExpired, .sourceDeleted, .fileTooLarge,
-                                  .invalidTags, .redactionInvalid, .quotaExceeded]
+                                  .invalidTags, .redactionInvalid, .quotaExceeded, .accountDeletionPending,
+                                  .accountDeletionStarted]
         for code in codes { #expect(text.contains(code.rawValue), "\(code) is not documented") }
     }
 }

@@ -15,6 +15,10 @@ public struct AnalyticsProjection: Projection {
     /// UTC−12:00 … UTC+14:00, the offsets in use on Earth.
     public static let offsetRange = -720...840
 
+    /// Users whose account was erased: their events are left out (a replay or a rebuild
+    /// brings nobody back).
+    let erasedUsers = ErasedUsers(service: AnalyticsErasure.service)
+
     public init() {}
 
     public func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
@@ -53,8 +57,9 @@ public struct AnalyticsProjection: Projection {
 
     public func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws {
         // One row per event id (the first occurrence): the log's key admits each event once.
+        let erased = try await erasedUsers.erased(among: Set(events.lazy.map(\.event.userId)), in: connection)
         var seen = Set<String>(minimumCapacity: events.count)
-        let unique = events.map(\.event).filter { seen.insert($0.eventId).inserted }
+        let unique = events.map(\.event).filter { !erased.contains($0.userId) && seen.insert($0.eventId).inserted }
         guard !unique.isEmpty else { return }
         let fresh = try await AnalyticsWriter.logEvents(unique, in: connection)
         guard !fresh.isEmpty else { return }

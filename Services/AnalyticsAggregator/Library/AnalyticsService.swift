@@ -38,8 +38,9 @@ public struct AnalyticsService: Sendable {
 
     public func parts() -> ServiceParts {
         let runner = makeRunner()
+        let erasure = UserErasure(service: AnalyticsErasure.service, context: context, step: .sql(AnalyticsErasure.statements)).parts()
         return ServiceParts(router: routes.router(),
-                            background: [ClosureService(name: "analytics-projection") { try await runner.run() }],
-                            readiness: [ReadinessCheck(name: "analytics-consumer") { !runner.isAssignmentStalled }])
+                            background: [ClosureService(name: "analytics-projection") { try await runner.run() }] + erasure.background,
+                            readiness: [ReadinessCheck(name: "analytics-consumer") { !runner.isAssignmentStalled }] + erasure.readiness)
     }
 }

@@ -27,6 +27,10 @@ import ServiceRuntime
 /// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
 /// | `INGEST_EVENT_ID_RETENTION_DAYS` | 30 | how long accepted event ids are remembered |
 /// | `INGEST_RETRY_AFTER_SECONDS` | 2 | `Retry-After` of a 503 |
+/// | `ACCOUNT_DELETION_GRACE_SECONDS` | 604800 | between `POST /account/deletion` and the purge (7 days; cancellable meanwhile) |
+/// | `ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS` | 5000 | how often due deletions are published to `user.deletions.v1` |
+/// | `ACCOUNT_DELETION_SERVICES` | the five services | the services whose confirmations complete a receipt |
+/// | `INGEST_DELETION_RECEIPTS_GROUP_ID` | `ingest-deletion-receipts` | the consumer group following `user.deletions.status.v1` |
 public struct IngestConfiguration: Sendable {
     public var maxBatchEvents: Int
     public var maxBatchBytes: Int
@@ -51,6 +55,14 @@ public struct IngestConfiguration: Sendable {
     /// Where upload-init and the sweep announce versions (`RoomUploadEvent`), and how often.
     public var roomUploadsTopic: String = Topics.roomUploads
     public var uploadOutboxInterval: Duration = .milliseconds(250)
+    /// Account deletion: the grace period, how often due deletions are published, the
+    /// services that must confirm, and the group following their confirmations.
+    public var accountDeletionGracePeriod: Duration = .seconds(7 * 86_400)
+    public var accountDeletionSchedulerInterval: Duration = .seconds(5)
+    public var accountDeletionServices: [String] = IngestConfiguration.defaultDeletionServices
+    public var deletionReceiptsGroupID: String = "ingest-deletion-receipts"
+    public static let defaultDeletionServices = ["ingest", "progress-projector", "analytics-aggregator", "transcode-worker",
+                                                 "realtime-notifier"]
     /// Accepted timestamps: at most this far in the future …
     public var maxClockSkewAhead: TimeInterval
     /// … and at most this far in the past (matches the event-id retention).
@@ -106,6 +118,15 @@ public struct IngestConfiguration: Sendable {
         configuration.uploadOutboxInterval = reader.milliseconds("INGEST_UPLOAD_OUTBOX_INTERVAL_MS", default: .milliseconds(250))
         configuration.roomStatusTopic = reader.string("ROOM_TRANSCODE_STATUS_TOPIC", default: Topics.roomTranscodeStatus)
         configuration.roomStatusGroupID = reader.string("INGEST_ROOM_STATUS_GROUP_ID", default: "ingest-room-status")
+        configuration.accountDeletionGracePeriod = .seconds(reader.int("ACCOUNT_DELETION_GRACE_SECONDS", default: 7 * 86_400,
+                                                                       range: 0...(366 * 86_400)))
+        configuration.accountDeletionSchedulerInterval = reader.milliseconds("ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS",
+                                                                             default: .seconds(5))
+        let services = reader.string("ACCOUNT_DELETION_SERVICES", default: defaultDeletionServices.joined(separator: ","))
+            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if services.isEmpty { reader.fail("ACCOUNT_DELETION_SERVICES must name at least one service") }
+        configuration.accountDeletionServices = services.isEmpty ? defaultDeletionServices : services
+        configuration.deletionReceiptsGroupID = reader.string("INGEST_DELETION_RECEIPTS_GROUP_ID", default: "ingest-deletion-receipts")
         return configuration
     }
 }

@@ -85,5 +85,36 @@ public enum IngestSchema {
                 created_at timestamptz NOT NULL DEFAULT now()
             );
             """),
+        // Account deletion: the requests (a user named by the hex SHA-256 of their id; the id
+        // itself only until ingest's own erasure), each service's confirmation, and the
+        // `user.deletions.v1` records still to be published.
+        PostgresMigration(version: 121, name: "ingest_account_deletions", sql: """
+            CREATE TABLE IF NOT EXISTS account_deletions (
+                request_id   text        PRIMARY KEY,
+                user_hash    text        NOT NULL,
+                user_id      text,
+                status       text        NOT NULL CHECK (status IN ('scheduled', 'purging', 'completed')),
+                requested_at timestamptz NOT NULL,
+                purge_at     timestamptz NOT NULL,
+                published_at timestamptz,
+                completed_at timestamptz
+            );
+            CREATE UNIQUE INDEX IF NOT EXISTS account_deletions_open ON account_deletions (user_hash)
+                WHERE status IN ('scheduled', 'purging');
+            CREATE INDEX IF NOT EXISTS account_deletions_due ON account_deletions (purge_at) WHERE status = 'scheduled';
+            CREATE INDEX IF NOT EXISTS account_deletions_user ON account_deletions (user_hash, requested_at DESC);
+            CREATE TABLE IF NOT EXISTS account_deletion_services (
+                request_id text NOT NULL REFERENCES account_deletions (request_id),
+                service    text NOT NULL,
+                erased_at  timestamptz,
+                PRIMARY KEY (request_id, service)
+            );
+            CREATE TABLE IF NOT EXISTS account_deletion_outbox (
+                id         bigserial   PRIMARY KEY,
+                user_id    text        NOT NULL,
+                value      text        NOT NULL,
+                created_at timestamptz NOT NULL DEFAULT now()
+            );
+            """),
     ]
 }

@@ -1,3 +1,4 @@
+import Auth
 import Contracts
 import Foundation
 import HTTPTypes
@@ -14,6 +15,7 @@ import ServiceRuntime
 /// - `PUT /materials/{id}`, `DELETE /materials/{id}` (service token)
 /// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
+/// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
 ///
 /// Background: a loop that forgets accepted event ids older than the retention window, and
 /// (with an object store) the sweep of abandoned uploads.
@@ -53,17 +55,28 @@ public struct IngestService: Sendable {
             uploads: uploads, objects: objects, limiter: roomLimiter, producer: context.producer,
             authenticator: context.authenticator, metrics: context.metrics, logger: context.logger)
 
+        let deletions = AccountDeletionStore(database: context.database)
+        let pending = RevokedSubjects()
+        let account = AccountDeletionRoutes(store: deletions, pending: pending, grace: configuration.accountDeletionGracePeriod,
+                                            authenticator: context.authenticator, logger: context.logger)
+        func guarded(_ route: @escaping HTTPHandler) -> HTTPHandler {
+            AccountDeletionRoutes.uploadGuard(pending: pending, authenticator: context.authenticator, route)
+        }
+
         var router = Router()
-        router.post("/learning/reading-events/batch") { try await batch.handle($0) }
+        router.post("/learning/reading-events/batch", guarded { try await batch.handle($0) })
         router.put("/materials/:id") { try await materials.put($0) }
         router.delete("/materials/:id") { try await materials.delete($0) }
-        router.post("/rooms/versions") { try await rooms.handle($0) }
-        var background = [purgeLoop()]
+        router.post("/rooms/versions", guarded { try await rooms.handle($0) })
+        router.post("/account/deletion") { try await account.request($0) }
+        router.get("/account/deletion") { try await account.show($0) }
+        router.delete("/account/deletion") { try await account.cancel($0) }
+        var background: [any Service] = [purgeLoop()]
         if let objects {
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,
                                           limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger)
             router.get("/rooms/quota") { try await init_.quota($0) }
-            router.post("/rooms/uploads") { try await init_.initiate($0) }
+            router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
             background.append(sweepLoop(RoomUploadSweeper(uploads: uploads, objects: objects, logger: context.logger)))
             let announcements = OutboxRelay(
                 name: "room-uploads",
@@ -79,8 +92,30 @@ public struct IngestService: Sendable {
                 topics: [configuration.roomStatusTopic]),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         background.append(ClosureService(name: "ingest-room-status") { try await statuses.run() })
-        return ServiceParts(router: router, background: background,
-                            readiness: [ReadinessCheck(name: "room-status-consumer") { !statuses.isAssignmentStalled }])
+        let deletion = accountDeletionLoops(store: deletions, pending: pending)
+        return ServiceParts(router: router, background: background + deletion.background,
+                            readiness: [ReadinessCheck(name: "room-status-consumer") { !statuses.isAssignmentStalled }] + deletion.readiness)
+    }
+
+    /// Account deletion: the scheduler that publishes due requests, the receipt projection
+    /// over the services' confirmations, and ingest's own erasure.
+    func accountDeletionLoops(store: AccountDeletionStore, pending: RevokedSubjects) -> (background: [any Service], readiness: [ReadinessCheck]) {
+        let relay = OutboxRelay(name: "account-deletions",
+                                outbox: AccountDeletionOutbox(database: context.database, producer: context.producer,
+                                                              topic: context.configuration.userDeletionsTopic),
+                                interval: configuration.accountDeletionSchedulerInterval, grace: .zero, logger: context.logger)
+        let scheduler = AccountDeletionScheduler(store: store, relay: relay, pending: pending,
+                                                 services: configuration.accountDeletionServices,
+                                                 interval: configuration.accountDeletionSchedulerInterval, logger: context.logger)
+        let receipts = ProjectionRunner(
+            projection: DeletionReceiptProjection(),
+            configuration: ProjectionRunnerConfiguration(
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.deletionReceiptsGroupID,
+                topics: [context.configuration.userDeletionStatusTopic]),
+            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+        let erasure = UserErasure(service: IngestErasure.service, context: context, step: IngestErasure.step(objects: objects)).parts()
+        return (scheduler.loops() + [ClosureService(name: "ingest-deletion-receipts") { try await receipts.run() }] + erasure.background,
+                [ReadinessCheck(name: "deletion-receipts-consumer") { !receipts.isAssignmentStalled }] + erasure.readiness)
     }
 
     /// The S3 store of `S3_*` (read into `reader`), or nil when `S3_ENDPOINT` is not set.

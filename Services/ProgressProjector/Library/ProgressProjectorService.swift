@@ -61,10 +61,13 @@ public struct ProgressProjectorService: Sendable {
         let relay = OutboxRelay(name: "progress-notifications",
                                 outbox: ProgressNotificationOutbox(projection: projection, database: context.database),
                                 interval: configuration.outboxInterval, logger: context.logger)
-        return ServiceParts(router: router(), background: [
+        let erasure = UserErasure(service: ProgressErasure.service, context: context, step: .sql(ProgressErasure.statements)).parts()
+        let loops: [any Service] = [
             ClosureService(name: "progress-projection") { try await runner.run() },
             ClosureService(name: "progress-outbox-relay") { try await relay.run() },
-        ], readiness: [ReadinessCheck(name: "progress-consumer") { !runner.isAssignmentStalled }])
+        ]
+        return ServiceParts(router: router(), background: loops + erasure.background,
+                            readiness: [ReadinessCheck(name: "progress-consumer") { !runner.isAssignmentStalled }] + erasure.readiness)
     }
 
     var projection: ReadingProgressProjection {

@@ -28,6 +28,9 @@ public struct ReadingProgressProjection: Projection {
     let producer: KafkaProducer
     let database: PostgresClient
     let progressTopic: String
+    /// Users whose account was erased: their events are left out (a replay or a rebuild
+    /// brings nobody back).
+    let erasedUsers = ErasedUsers(service: ProgressErasure.service)
 
     public init(producer: KafkaProducer, database: PostgresClient, progressTopic: String = Topics.readingProgress) {
         self.producer = producer
@@ -56,6 +59,9 @@ public struct ReadingProgressProjection: Projection {
     }
 
     public func apply(_ events: [ProjectedEvent<ReadingEventRecord>], in connection: PostgresConnection) async throws -> [ProgressNotification] {
+        guard !events.isEmpty else { return [] }
+        let erased = try await erasedUsers.erased(among: Set(events.lazy.map(\.event.userId)), in: connection)
+        let events = erased.isEmpty ? events : events.filter { !erased.contains($0.event.userId) }
         guard !events.isEmpty else { return [] }
         let fresh = try await insertIntoLog(events, connection)
         guard !fresh.isEmpty else { return [] }

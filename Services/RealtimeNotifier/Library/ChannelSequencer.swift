@@ -27,6 +27,13 @@ public struct SequencerInput: Sendable, Hashable {
 
     public var drafts: [Draft]
     public var room: RoomFacts?
+
+    /// The users this record is about: the room's owner and the users of `user:` channels.
+    var users: [String] {
+        var users = room.map { [$0.ownerUserID] } ?? []
+        for draft in drafts where draft.channel.name.hasPrefix("user:") { users.append(String(draft.channel.name.dropFirst(5))) }
+        return users
+    }
 }
 
 /// The sequencer: numbers every channel event exactly once.
@@ -42,6 +49,9 @@ public struct ChannelSequencer: Projection {
 
     let configuration: RealtimeConfiguration
     let publisher: SequencedPublisher
+    /// Users whose account was erased: records about them are left out (a replay brings
+    /// no channel history or room of theirs back).
+    let erasedUsers = ErasedUsers(service: RealtimeErasure.service)
 
     public init(configuration: RealtimeConfiguration, publisher: SequencedPublisher) {
         self.configuration = configuration
@@ -119,6 +129,8 @@ public struct ChannelSequencer: Projection {
     }
 
     public func apply(_ events: [ProjectedEvent<SequencerInput>], in connection: PostgresConnection) async throws -> [SequencedChannelEvent] {
+        let erased = try await erasedUsers.erased(among: Set(events.lazy.flatMap(\.event.users)), in: connection)
+        let events = erased.isEmpty ? events : events.filter { $0.event.users.allSatisfy { !erased.contains($0) } }
         try await upsertRooms(events.compactMap(\.event.room), connection)
         let drafts = events.flatMap { item in item.event.drafts.map { (draft: $0, source: item) } }
         guard !drafts.isEmpty else { return [] }

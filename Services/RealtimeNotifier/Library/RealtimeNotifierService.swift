@@ -63,6 +63,7 @@ public struct RealtimeNotifierService: Sendable {
                                      fetchWait: configuration.fetchWaitProperty, hub: environment.hub, logger: context.logger)
         let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, hub: environment.hub,
                                               configuration: configuration, logger: context.logger)
+        let erasure = UserErasure(service: RealtimeErasure.service, context: context, step: .sql(RealtimeErasure.statements)).parts()
         let delegate = self.delegate
         let metrics = context.metrics
         metrics.describe("realtime_connections", type: "gauge", help: "Open WebSocket connections.")
@@ -87,13 +88,13 @@ public struct RealtimeNotifierService: Sendable {
                         metrics.set("realtime_messages_delivered", Double(hub.deliveredCount))
                     }
                 },
-            ],
+            ] + erasure.background,
             onShutdown: { [ownProducer, publisher] in
                 await publisher.flushMarks()
                 await ownProducer?.shutdown()
             },
             httpServer: { router in makeServerService(router: router) },
-            readiness: [ReadinessCheck(name: "sequencer-consumer") { !sequencer.isAssignmentStalled }])
+            readiness: [ReadinessCheck(name: "sequencer-consumer") { !sequencer.isAssignmentStalled }] + erasure.readiness)
     }
 
     public func makeSequencer() -> ProjectionRunner<ChannelSequencer> {

@@ -51,7 +51,12 @@ public struct TranscodeIntake: Projection {
     }
 
     public func apply(_ events: [ProjectedEvent<RoomTranscodeRequest>], in connection: PostgresConnection) async throws -> Int {
-        try await TranscodeJobStore.insert(events.map(\.event), in: connection, at: Date())
+        // The rooms of an erased account are never transcoded again (a replay, a reset).
+        let erased = try await ErasedUsers(service: TranscodeErasure.service)
+            .erased(among: Set(events.lazy.map(\.event.ownerUserId)), in: connection)
+        let requests = events.map(\.event).filter { !erased.contains($0.ownerUserId) }
+        guard !requests.isEmpty else { return 0 }
+        return try await TranscodeJobStore.insert(requests, in: connection, at: Date())
     }
 
     public func afterCommit(_ effects: Int) async throws {

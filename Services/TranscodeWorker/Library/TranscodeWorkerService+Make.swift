@@ -7,10 +7,12 @@ extension TranscodeWorkerService {
     public static func make(context: ServiceContext, env: inout EnvironmentReader) -> TranscodeWorkerService {
         let configuration = TranscodeConfiguration.read(from: &env)
         let store = S3ObjectStore(configuration: S3Configuration.read(from: &env))
-        return TranscodeWorkerService(
+        var service = TranscodeWorkerService(
             context: context, configuration: configuration,
             pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(),
                                              workDirectory: configuration.workDirectory, maxJobBytes: configuration.maxJobBytes),
             links: StoreOutputLinks(store: store, ttl: configuration.linkTTL))
+        service.objects = store
+        return service
     }
 }

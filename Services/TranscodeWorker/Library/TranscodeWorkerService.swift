@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Kafka
 import Logging
+import ObjectStore
 import Postgres
 import Projection
 import ServiceRuntime
@@ -79,6 +80,9 @@ public struct TranscodeWorkerService: Sendable {
     let pipeline: any TranscodePipeline
     let links: any OutputLinks
     let workerID: String
+    /// The store the outputs are in: an erased account's rooms are deleted from it (without
+    /// it, only the tables are erased).
+    public var objects: (any ObjectStore)?
 
     public init(context: ServiceContext, configuration: TranscodeConfiguration, pipeline: any TranscodePipeline,
                 links: any OutputLinks,
@@ -124,7 +128,8 @@ public struct TranscodeWorkerService: Sendable {
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         var router = routes.router()
         router.merge(catalog.router())
-        return ServiceParts(router: router, background: [
+        let erasure = UserErasure(service: TranscodeErasure.service, context: context, step: TranscodeErasure.step(objects: objects)).parts()
+        let loops: [any Service] = [
             ClosureService(name: "transcode-intake") { try await intake.run() },
             ClosureService(name: "room-catalog") { try await catalogRunner.run() },
             ClosureService(name: "transcode-jobs") { try await loop.run() },
@@ -139,6 +144,9 @@ public struct TranscodeWorkerService: Sendable {
                     do { try await statuses.wait(after: seen, upTo: interval) } catch { return }
                 }
             },
-        ], readiness: [ReadinessCheck(name: "transcode-consumers") { !intake.isAssignmentStalled && !catalogRunner.isAssignmentStalled }])
+        ]
+        return ServiceParts(router: router, background: loops + erasure.background,
+                            readiness: [ReadinessCheck(name: "transcode-consumers") { !intake.isAssignmentStalled && !catalogRunner.isAssignmentStalled }]
+                                + erasure.readiness)
     }
 }

@@ -77,7 +77,13 @@ public struct CatalogProjection: Projection {
     }
 
     public func apply(_ events: [ProjectedEvent<Event>], in connection: PostgresConnection) async throws {
-        let deltas = CatalogVersionDelta.fold(events.map(\.event))
+        // Rooms of an erased account stay out of the catalog (a replay, a rebuild).
+        func owner(_ event: Event) -> String {
+            switch event { case .request(let r): r.ownerUserId; case .status(let s): s.ownerUserId }
+        }
+        let erased = try await ErasedUsers(service: TranscodeErasure.service)
+            .erased(among: Set(events.lazy.map { owner($0.event) }), in: connection)
+        let deltas = CatalogVersionDelta.fold(events.map(\.event).filter { !erased.contains(owner($0)) })
         guard !deltas.isEmpty else { return }
         _ = try await connection.execute(CatalogSQL.upsertVersions(tables), CatalogVersionDelta.binds(deltas))
         let rooms = Array(Set(deltas.map(\.roomId))).sorted()

@@ -1,0 +1,42 @@
+import Foundation
+import ObjectStore
+import Postgres
+import Projection
+
+/// What ingest erases of a user (`UserErasure`, service `ingest`): the objects of their rooms
+/// in the store (everything under `rooms/{roomId}/`: sources, and the worker's outputs too),
+/// unfinished multipart uploads, then their rooms, versions, quota usage, accepted event ids,
+/// own materials, and the user id of their deletion request (its hash stays for the receipt).
+enum IngestErasure {
+    static let service = "ingest"
+
+    static func step(objects: (any ObjectStore)?) -> UserErasureStep {
+        UserErasureStep { userID, connection in
+            if let objects {
+                let rooms = try await connection.query("""
+                    SELECT room_id FROM rooms WHERE owner_user_id = $1
+                    UNION SELECT room_id FROM room_versions WHERE owner_user_id = $1
+                    """, [userID]).map { try $0.decode(String.self, "room_id") }
+                for upload in try await connection.query("""
+                    SELECT usdz_key, usdz_upload_id FROM room_versions WHERE owner_user_id = $1 AND usdz_upload_id IS NOT NULL
+                      AND status = 'uploading'
+                    """, [userID]) {
+                    try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "usdz_key"),
+                                                            uploadId: try upload.decode(String.self, "usdz_upload_id"))
+                }
+                for room in rooms { try await objects.deleteAll(under: "rooms/\(room)/") }
+            }
+            for statement in statements { _ = try await connection.execute(statement, [userID]) }
+        }
+    }
+
+    static let statements = [
+        "DELETE FROM room_versions WHERE owner_user_id = $1 OR room_id IN (SELECT room_id FROM rooms WHERE owner_user_id = $1)",
+        "DELETE FROM rooms WHERE owner_user_id = $1",
+        "DELETE FROM room_upload_usage WHERE user_id = $1",
+        "DELETE FROM ingest_accepted_events WHERE user_id = $1",
+        "DELETE FROM materials WHERE owner_user_id = $1",
+        "DELETE FROM account_deletion_outbox WHERE user_id = $1",
+        "UPDATE account_deletions SET user_id = NULL WHERE user_id = $1",
+    ]
+}
