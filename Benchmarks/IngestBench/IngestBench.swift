@@ -1,4 +1,5 @@
 import Auth
+import BenchSupport
 import Contracts
 import DevInfrastructure
 import Dispatch
