@@ -121,6 +121,11 @@ struct PipelineBench {
         print("pipeline-bench: \(options.rates.count) steps of \(Int(options.stepSeconds)) s, \(options.users) users, "
               + "\(options.subscribers) subscribed WebSocket clients, \(options.connections) connections, "
               + "batches of \(eventsPerBatch); load average \(loadAverage())")
+        // Warm-up (not reported): connections, prepared statements, the catalog cache.
+        var warmup = options
+        warmup.stepSeconds = 5
+        _ = try await Step.run(rate: min(1_000, options.rates[0]), options: warmup, stack: stack, tokens: tokens, probe: probe,
+                               watermarks: watermarks, pids: pids, delivered: delivered)
         var steps: [StepResult] = []
         for rate in options.rates {
             let step = try await Step.run(rate: rate, options: options, stack: stack, tokens: tokens, probe: probe,
@@ -487,8 +492,10 @@ enum Step {
         let all = samples.withLock { $0 }
         let during = all.filter { $0.at <= loadEnd }
         var consumers: [ConsumerLag] = []
+        // The consumers of the reading pipeline (the notifier's group also reads the room topics, idle here).
         for key in Set(all.flatMap(\.lag.keys)).sorted() {
             let topic = String(key.split(separator: " ").last ?? "")
+            guard watermarks.topics.contains(topic) else { continue }
             let inputRate = Double((highsAfter[topic] ?? 0) - (highsBefore[topic] ?? 0)) / loadSeconds
             let records = during.map { Double($0.lag[key] ?? 0) }
             let seconds = records.map { inputRate > 0 ? $0 / inputRate : 0 }

@@ -85,7 +85,7 @@ PIDS=()
 
 echo
 echo "ingest alone, same run (IngestBench 2000 8: its own embedded broker and PostgreSQL):"
-.build/release/IngestBench 2000 8 2>/dev/null | grep -v '"level"' | tee "$WORK/ingest.txt"
+env -u DATABASE_URL -u KAFKA_BROKERS .build/release/IngestBench 2000 8 2>/dev/null | { grep -v '"level"' || true; } | tee "$WORK/ingest.txt"
 sustainable="$(sed -n 's/^pipeline-sustainable=//p' "$WORK/pipeline.txt")"
 saturated="$(sed -n 's/^ingest saturated (HTTP→Kafka ack) *\([0-9]*\) events.*/\1/p' "$WORK/ingest.txt")"
 raw="$(sed -n 's/^raw librdkafka produce (floor) *\([0-9]*\) records.*/\1/p' "$WORK/ingest.txt")"
