@@ -98,7 +98,10 @@ let benchmarks: [Target] = [
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),
     .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier", "CEpoll", "DevInfrastructure"], path: "Benchmarks/RealtimeBench",
                       exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
-    .executableTarget(name: "IngestBench", dependencies: ["Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
+    .target(name: "BenchSupport", path: "Benchmarks/Support", swiftSettings: swiftSettings),
+    .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "Logging"],
+                      path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
+    .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
                                                           "HTTPServer", "Auth", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
@@ -179,6 +182,7 @@ let package = Package(
         .executable(name: "rebuild-bench", targets: ["RebuildBench"]),
         .executable(name: "flow-a-bench", targets: ["FlowABench"]),
         .executable(name: "catalog-bench", targets: ["CatalogBench"]),
+        .executable(name: "pipeline-bench", targets: ["PipelineBench"]),
     ],
     targets: cLibraries + sharedModules + services + benchmarks + testTargets
 )

@@ -1,4 +1,5 @@
 import Auth
+import BenchSupport
 import Contracts
 import DevInfrastructure
 import Dispatch
@@ -25,7 +26,10 @@ import Synchronization
 ///    scheduled time), reporting p50/p99;
 /// 4. the dedup ledger alone: the same number of 100-id lookups and inserts
 ///    (`AcceptedEventLedger`, CONNECTIONS at a time, fresh ids), no HTTP and no Kafka — the
-///    PostgreSQL part of every accepted event.
+///    PostgreSQL part of every accepted event — and, alternating with it, the previous
+///    ledger design (`PreviousLedger`) on the same PostgreSQL;
+/// 5. where an accepted event's time goes: the handler's per-stage counters over the
+///    saturated run, per event.
 @main
 struct IngestBench {
     static let eventsPerBatch = 100
@@ -101,8 +105,19 @@ struct IngestBench {
         let rawSeconds = try await Load.onThread { try RawProduceBaseline.run(bootstrapServers: bootstrap, topic: "bench.raw", records: records) }
         let rawRate = Double(records.count) / rawSeconds
 
-        // 2. ingest, saturated.
+        // 2. ingest, saturated; the handler's per-stage counters and this process's CPU around it.
+        let stageNames = ["admit", "parse", "validate", "catalog", "ledger_lookup", "encode", "produce", "ledger_record", "respond"]
+        func stageTotals() -> [Double] {
+            stageNames.map { context.metrics.value("ingest_batch_stage_seconds_total", labels: ["stage": $0]) ?? 0 }
+        }
+        let stagesBefore = stageTotals()
+        let cpuBefore = processCPUSeconds()
         let full = try await Load.run(port: port, requests: saturated.requests, connections: connections, batchesPerSecond: nil)
+        let fullCPU = processCPUSeconds() - cpuBefore
+        let stageLabels = ["token, size, rate limit", "parse (yajl)", "validate, in-batch dedup", "catalog lookup",
+                           "ledger lookup", "Kafka values (JSONWriter)", "produce → Kafka ack (wait)", "ledger record (COPY)",
+                           "response body, counters"]
+        let stageSeconds = Array(zip(stageLabels, zip(stageTotals(), stagesBefore).map { $0 - $1 }))
         let fullRate = Double(full.acceptedEvents) / full.seconds
 
         // 3. ingest at half the saturated rate, for about 10 s.
@@ -111,24 +126,21 @@ struct IngestBench {
         let half = try await Load.run(port: port, requests: paced.requests, connections: connections,
                                       batchesPerSecond: halfBatchesPerSecond)
 
-        // 4. the dedup ledger alone.
+        // 4. the dedup ledger alone, the current one and the previous design (one table, a
+        // unique key and an accepted_at index, INSERT … ON CONFLICT from unnest), alternating.
         let ledger = AcceptedEventLedger(database: database, retentionDays: 30)
-        let keyBatches = (0..<batches).map { _ in (0..<eventsPerBatch).map { _ in UUID().uuidString.lowercased() } }
-        let ledgerStart = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for lane in 0..<connections {
-                group.addTask {
-                    for index in stride(from: lane, to: keyBatches.count, by: connections) {
-                        _ = try await ledger.alreadyAccepted(keyBatches[index])
-                        try await ledger.record(keyBatches[index], userID: "user-\(index % 500)")
-                    }
-                }
-            }
-            try await group.waitForAll()
+        let previous = try await PreviousLedger(database: database)
+        var ledgerRates: [Double] = []
+        var previousRates: [Double] = []
+        for _ in 0..<2 {
+            previousRates.append(try await ledgerAlone(batches: batches, connections: connections,
+                                                       lookup: previous.alreadyAccepted, record: previous.record))
+            ledgerRates.append(try await ledgerAlone(batches: batches, connections: connections,
+                                                     lookup: { try await ledger.alreadyAccepted($0, earliestClientTimestamp: Date().addingTimeInterval(-300)) },
+                                                     record: ledger.record))
         }
-        let ledgerElapsed = ContinuousClock.now - ledgerStart
-        let ledgerSeconds = Double(ledgerElapsed.components.seconds) + Double(ledgerElapsed.components.attoseconds) / 1e18
-        let ledgerRate = Double(batches * eventsPerBatch) / ledgerSeconds
+        let ledgerRate = ledgerRates.max() ?? 0
+        let previousRate = previousRates.max() ?? 0
 
         print("")
         print("batches × events                 \(batches) × \(eventsPerBatch), \(connections) connections, 2 cores, all on this machine")
@@ -140,7 +152,31 @@ struct IngestBench {
         print(String(format: "ingest at half rate (%.0f ev/s) p50 %6.1f ms   p99 %6.1f ms   (%d accepted, %d failed)",
                      Double(half.acceptedEvents) / half.seconds, half.percentile(0.5), half.percentile(0.99),
                      half.acceptedEvents, half.failures))
-        print(String(format: "dedup ledger alone (PostgreSQL) %10.0f events/s   (%.2f s; lookup + insert per 100 ids)", ledgerRate, ledgerSeconds))
+        print(String(format: "dedup ledger alone (PostgreSQL) %10.0f events/s   (best of %@; lookup + COPY per 100 ids, by-day partitions)",
+                     ledgerRate, ledgerRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+        print(String(format: "previous ledger alone           %10.0f events/s   (best of %@; lookup + INSERT … ON CONFLICT, one table)",
+                     previousRate, previousRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+        print(String(format: "ingest / ledger alone            %9.1f %%   (ledger now / previous %.2f×)",
+                     100 * fullRate / ledgerRate, ledgerRate / previousRate))
+        print("")
+        print("where an accepted event's time goes (saturated run; wall-clock per event = per batch / \(eventsPerBatch))")
+        let meanRequestMicros = full.latencies.reduce(0, +) / Double(max(1, full.latencies.count)) * 1000
+        var handlerMicros = 0.0
+        for (stage, seconds) in stageSeconds {
+            let micros = seconds * 1e6 / Double(max(1, full.acceptedEvents))
+            handlerMicros += micros
+            print(String(format: "  %-34@ %8.2f µs  %5.1f %%", stage as NSString, micros,
+                         100 * micros / (meanRequestMicros / Double(eventsPerBatch))))
+        }
+        let restMicros = meanRequestMicros / Double(eventsPerBatch) - handlerMicros
+        print(String(format: "  %-34@ %8.2f µs  %5.1f %%", "HTTP, queueing, client" as NSString, restMicros,
+                     100 * restMicros / (meanRequestMicros / Double(eventsPerBatch))))
+        print(String(format: "  %-34@ %8.2f µs  (mean request %.2f ms / %d events)", "request latency per event" as NSString,
+                     meanRequestMicros / Double(eventsPerBatch), meanRequestMicros / 1000, eventsPerBatch))
+        print(String(format: "  %-34@ %8.2f µs  (1 / saturated rate: 2 cores, %d requests in flight)", "throughput cost per event" as NSString,
+                     1e6 / fullRate, connections))
+        print(String(format: "  %-34@ %8.2f µs  (user+system of this process: ingest, broker, load; PostgreSQL not included)",
+                     "process CPU per event" as NSString, fullCPU * 1e6 / Double(max(1, full.acceptedEvents))))
 
         server.cancel()
         _ = await server.result

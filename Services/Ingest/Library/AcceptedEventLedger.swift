@@ -2,34 +2,61 @@ import Foundation
 import Postgres
 
 /// The event ids Kafka acknowledged, remembered for the dedup window
-/// (`ingest_accepted_events`, keyed by `uuid`). Ids are compared as UUIDs, so `0B7D…` and
-/// `0b7d…` are the same event.
+/// (`ingest_accepted_events`, `uuid` ids, partitioned by UTC day of acceptance). Ids are
+/// compared as UUIDs, so `0B7D…` and `0b7d…` are the same event.
 ///
 /// Lookups and inserts of concurrent requests are coalesced: while one statement runs, the
 /// next requests queue and share the following one. A request still waits for its own ids
-/// to be looked up, and for its accepted ids to be written, before it is answered.
+/// to be looked up, and for its accepted ids to be written, before it is answered. Inserts
+/// are one COPY into today's partition; the window expires by dropping whole days
+/// (`maintainPartitions()`).
+///
+/// A lookup reads only the days an earlier acceptance of these events can be in: an event
+/// is accepted only while its `clientTimestamp` is at most `maxClockSkewAhead` ahead of the
+/// server clock, so a resend of it (same id, same timestamp) was accepted no earlier than
+/// that timestamp minus the skew (minus an hour for the database clock differing from
+/// ingest's). Under normal use that is today's partition and perhaps yesterday's, not all
+/// thirty.
 public struct AcceptedEventLedger: Sendable {
     let database: PostgresClient
     let retentionDays: Int
-    private let lookups: Coalescer<String, Set<String>>
+    let earliestAcceptanceAllowance: TimeInterval
+    private let lookups: Coalescer<(key: String, earliest: Date), Set<String>>
     private let inserts: Coalescer<(key: String, userID: String), Void>
 
-    public init(database: PostgresClient, retentionDays: Int) {
+    /// How many days ahead of today partitions are kept created.
+    public static let daysAhead = 3
+
+    public init(database: PostgresClient, retentionDays: Int, maxClockSkewAhead: TimeInterval = 600) {
         self.database = database
         self.retentionDays = retentionDays
-        lookups = Coalescer { keys in
-            let rows = try await database.query(
-                "SELECT event_id::text FROM ingest_accepted_events WHERE event_id = ANY($1::uuid[])", [keys])
+        earliestAcceptanceAllowance = maxClockSkewAhead + 3600
+        lookups = Coalescer(concurrentRuns: 2) { items in
+            let earliest = items.lazy.map(\.earliest).min() ?? .distantPast
+            // One index probe per id (LATERAL … LIMIT 1): with `= ANY(array)` the planner
+            // switches to a sequential scan of a partition once a coalesced array is large
+            // next to it, which is most of the day.
+            let rows = try await database.query("""
+                SELECT k.id::text AS event_id FROM unnest($1::uuid[]) AS k (id)
+                CROSS JOIN LATERAL (
+                    SELECT 1 FROM ingest_accepted_events e
+                    WHERE e.event_id = k.id AND e.accepted_at >= $2 AND e.accepted_at < now() + interval '1 hour'
+                    LIMIT 1) AS found
+                """, [items.map(\.key), earliest])
             var found: Set<String> = []
             for row in rows { found.insert(try row.decode(String.self, "event_id")) }
             return found
         }
-        inserts = Coalescer { rows in
-            _ = try await database.execute("""
-                INSERT INTO ingest_accepted_events (event_id, user_id, accepted_at)
-                SELECT id, user_id, now() FROM unnest($1::uuid[], $2::text[]) AS t (id, user_id)
-                ON CONFLICT (event_id) DO NOTHING
-                """, [rows.map(\.key), rows.map(\.userID)])
+        inserts = Coalescer(concurrentRuns: 2) { rows in
+            var copy = PostgresCopyRows(reservingBytes: rows.count * 48)
+            for row in rows {
+                copy.append(row.key)
+                copy.append(row.userID)
+                copy.endRow()
+            }
+            _ = try await database.withConnection { connection in
+                try await connection.copy(into: "ingest_accepted_events", columns: ["event_id", "user_id"], rows: copy)
+            }
         }
     }
 
@@ -37,30 +64,27 @@ public struct AcceptedEventLedger: Sendable {
     static func key(_ eventID: String) -> String { eventID.lowercased() }
 
     /// Which of `keys` (from `key(_:)`) were accepted before; may also name ids of other
-    /// requests looked up in the same statement.
-    public func alreadyAccepted(_ keys: [String]) async throws -> Set<String> {
+    /// requests looked up in the same statement. `earliestClientTimestamp` is the earliest
+    /// `clientTimestamp` of those events.
+    public func alreadyAccepted(_ keys: [String], earliestClientTimestamp: Date) async throws -> Set<String> {
         guard !keys.isEmpty else { return [] }
-        return try await lookups.run(keys)
+        let earliest = earliestClientTimestamp.addingTimeInterval(-earliestAcceptanceAllowance)
+        return try await lookups.run(keys.map { ($0, earliest) })
     }
 
-    /// Records ids Kafka acknowledged (already-present ids are left as they are).
+    /// Records ids Kafka acknowledged (an id recorded twice is found all the same).
     public func record(_ keys: [String], userID: String) async throws {
         guard !keys.isEmpty else { return }
         try await inserts.run(keys.map { ($0, userID) })
     }
 
-    /// Forgets ids older than the retention window, in bounded chunks; returns how many.
+    /// Creates the partitions of yesterday to `daysAhead` days ahead and forgets ids past the
+    /// retention window by dropping the days wholly older than it (and deleting such rows of
+    /// the default partition); returns how many days were dropped.
     @discardableResult
-    public func purgeExpired(chunk: Int = 10_000) async throws(PostgresError) -> Int {
-        var total = 0
-        while true {
-            let deleted = try await database.execute("""
-                DELETE FROM ingest_accepted_events WHERE event_id IN (
-                    SELECT event_id FROM ingest_accepted_events
-                    WHERE accepted_at < now() - make_interval(days => $1) LIMIT $2)
-                """, [retentionDays, chunk])
-            total += deleted
-            if deleted < chunk { return total }
-        }
+    public func maintainPartitions() async throws(PostgresError) -> Int {
+        let rows = try await database.query("SELECT ingest_accepted_events_maintain($1, $2) AS dropped",
+                                            [retentionDays, Self.daysAhead])
+        return try rows.first?.decode(Int.self, "dropped") ?? 0
     }
 }

@@ -3,9 +3,10 @@ import Synchronization
 /// Runs one operation for the work of many concurrent callers: a call made while a run is
 /// in flight waits and joins the next run, which takes everything queued by then (up to
 /// `maxItems`). Under load, N requests cost one statement instead of N; alone, a call runs
-/// at once. Every caller of a run gets that run's whole output (or its error).
-final class Coalescer<Item: Sendable, Output: Sendable>: Sendable {
-    typealias Operation = @Sendable ([Item]) async throws -> Output
+/// at once. Every caller of a run gets that run's whole output (or its error). Up to
+/// `concurrentRuns` runs are in flight at a time (each on its own connection).
+public final class Coalescer<Item: Sendable, Output: Sendable>: Sendable {
+    public typealias Operation = @Sendable ([Item]) async throws -> Output
 
     private struct Waiter {
         var items: [Item]
@@ -14,24 +15,27 @@ final class Coalescer<Item: Sendable, Output: Sendable>: Sendable {
 
     private struct State {
         var waiting: [Waiter] = []
-        var running = false
+        var running = 0
     }
 
     private let state = Mutex(State())
     private let maxItems: Int
+    private let concurrentRuns: Int
     private let operation: Operation
 
-    init(maxItems: Int = 5_000, _ operation: @escaping Operation) {
+    public init(maxItems: Int = 5_000, concurrentRuns: Int = 1, _ operation: @escaping Operation) {
         self.maxItems = maxItems
+        self.concurrentRuns = max(1, concurrentRuns)
         self.operation = operation
     }
 
-    func run(_ items: [Item]) async throws -> Output {
+    public func run(_ items: [Item]) async throws -> Output {
         try await withCheckedThrowingContinuation { continuation in
             let start = state.withLock { state in
                 state.waiting.append(Waiter(items: items, continuation: continuation))
-                defer { state.running = true }
-                return !state.running
+                guard state.running < concurrentRuns else { return false }
+                state.running += 1
+                return true
             }
             if start { Task { await drain() } }
         }
@@ -48,11 +52,11 @@ final class Coalescer<Item: Sendable, Output: Sendable>: Sendable {
         }
     }
 
-    /// The waiters of the next run, or nil (and not running) when none are left.
+    /// The waiters of the next run, or nil (and this drainer stopped) when none are left.
     private func next() -> [Waiter]? {
         state.withLock { state in
             guard !state.waiting.isEmpty else {
-                state.running = false
+                state.running -= 1
                 return nil
             }
             var count = 0

@@ -3,7 +3,8 @@ import Postgres
 /// The tables ingest owns (migration versions 100–199).
 ///
 /// - `materials`: the catalog behind the reading-event material rules.
-/// - `ingest_accepted_events`: event ids (`uuid`) Kafka acknowledged, kept for the dedup window.
+/// - `ingest_accepted_events`: event ids (`uuid`) Kafka acknowledged, kept for the dedup window,
+///   partitioned by UTC day of acceptance (`ingest_accepted_events_YYYYMMDD`, plus `_default`).
 /// - `rooms` / `room_versions`: CrowdRoom rooms and their uploaded versions; the realtime
 ///   notifier reads `rooms` (owner, visibility) to authorise `room:{id}` joins.
 /// - `room_upload_usage`: bytes each user uploaded per UTC calendar month (quota), versions
@@ -74,6 +75,64 @@ public enum IngestSchema {
             ALTER TABLE room_versions ADD COLUMN IF NOT EXISTS usdz_upload_id text,
                 ADD COLUMN IF NOT EXISTS upload_expires_at timestamptz;
             CREATE INDEX IF NOT EXISTS room_versions_uploading ON room_versions (upload_expires_at) WHERE status = 'uploading';
+            """),
+        // The dedup ledger partitioned by UTC day of `accepted_at`: the window expires by
+        // dropping whole days (`ingest_accepted_events_maintain`) instead of deleting rows, and
+        // without a unique key or an `accepted_at` index an insert maintains one index on
+        // one small partition, so ids can be written by COPY. A resend is still found by
+        // `event_id` in any partition; an id written twice (two identical batches in flight)
+        // is only a second row for the same answer. Existing rows move into the day they
+        // were accepted; a `default` partition keeps rows of days without one.
+        PostgresMigration(version: 105, name: "ingest_accepted_events_by_day", sql: """
+            ALTER TABLE ingest_accepted_events RENAME TO ingest_accepted_events_unpartitioned;
+            ALTER INDEX IF EXISTS ingest_accepted_events_pkey RENAME TO ingest_accepted_events_unpartitioned_pkey;
+            ALTER INDEX IF EXISTS ingest_accepted_events_accepted_at RENAME TO ingest_accepted_events_unpartitioned_accepted_at;
+            CREATE TABLE ingest_accepted_events (
+                event_id uuid NOT NULL,
+                user_id text NOT NULL,
+                accepted_at timestamptz NOT NULL DEFAULT now()
+            ) PARTITION BY RANGE (accepted_at);
+            CREATE INDEX ingest_accepted_events_event_id ON ingest_accepted_events (event_id);
+            CREATE TABLE ingest_accepted_events_default PARTITION OF ingest_accepted_events DEFAULT;
+            CREATE FUNCTION ingest_accepted_events_add_day(day date) RETURNS void LANGUAGE plpgsql AS $$
+            BEGIN
+                EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF ingest_accepted_events FOR VALUES FROM (%L) TO (%L)',
+                               'ingest_accepted_events_' || to_char(day, 'YYYYMMDD'),
+                               to_char(day, 'YYYY-MM-DD') || ' 00:00:00+00', to_char(day + 1, 'YYYY-MM-DD') || ' 00:00:00+00');
+            END $$;
+            -- Days from today - 1 to today + ahead_days exist; days wholly older than
+            -- retention_days are dropped (rows of the default partition deleted). Returns the
+            -- number of days dropped.
+            CREATE FUNCTION ingest_accepted_events_maintain(retention_days int, ahead_days int) RETURNS int LANGUAGE plpgsql AS $$
+            DECLARE
+                today date := (now() AT TIME ZONE 'UTC')::date;
+                cutoff date := ((now() - make_interval(days => retention_days)) AT TIME ZONE 'UTC')::date;
+                part record;
+                dropped int := 0;
+            BEGIN
+                FOR d IN -1..ahead_days LOOP
+                    PERFORM ingest_accepted_events_add_day(today + d);
+                END LOOP;
+                FOR part IN
+                    SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                    WHERE i.inhparent = 'ingest_accepted_events'::regclass AND c.relname ~ '^ingest_accepted_events_[0-9]{8}$'
+                LOOP
+                    -- A day ending on or before the start of the window: every row in it is older.
+                    IF to_date(right(part.relname, 8), 'YYYYMMDD') + 1 <= cutoff THEN
+                        EXECUTE format('DROP TABLE %I', part.relname);
+                        dropped := dropped + 1;
+                    END IF;
+                END LOOP;
+                DELETE FROM ingest_accepted_events_default WHERE accepted_at < now() - make_interval(days => retention_days);
+                RETURN dropped;
+            END $$;
+            SELECT ingest_accepted_events_add_day(day::date) FROM generate_series(
+                least((SELECT min(accepted_at) AT TIME ZONE 'UTC' FROM ingest_accepted_events_unpartitioned)::date,
+                      (now() AT TIME ZONE 'UTC')::date - 1),
+                (now() AT TIME ZONE 'UTC')::date + 2, interval '1 day') AS day;
+            INSERT INTO ingest_accepted_events (event_id, user_id, accepted_at)
+                SELECT event_id, user_id, accepted_at FROM ingest_accepted_events_unpartitioned;
+            DROP TABLE ingest_accepted_events_unpartitioned;
             """),
         // `room.uploads.v1` records (RoomUploadEvent), written in the transaction of the
         // upload-init or the sweep that they announce, published by the relay in id order.

@@ -36,7 +36,8 @@ public struct IngestService: Sendable {
         self.configuration = configuration
         self.objects = objects
         self.catalog = MaterialCatalog(database: context.database, ttl: configuration.materialCacheTTL)
-        self.ledger = AcceptedEventLedger(database: context.database, retentionDays: configuration.eventIDRetentionDays)
+        self.ledger = AcceptedEventLedger(database: context.database, retentionDays: configuration.eventIDRetentionDays,
+                                          maxClockSkewAhead: configuration.maxClockSkewAhead)
     }
 
     public func parts() -> ServiceParts {
@@ -141,17 +142,18 @@ public struct IngestService: Sendable {
         }
     }
 
-    /// Every hour (and once at start), forgets event ids past the retention window.
+    /// Every hour (and once at start), creates the dedup ledger's coming days and forgets
+    /// event ids past the retention window by dropping the days wholly older than it.
     func purgeLoop(every interval: Duration = .seconds(3600)) -> ClosureService {
         let ledger = self.ledger
         let logger = context.logger
         return ClosureService(name: "ingest-event-id-purge") {
             while !Task.isCancelled {
                 do {
-                    let purged = try await ledger.purgeExpired()
-                    if purged > 0 { logger.info("forgot expired event ids", metadata: ["ingest.purged": String(purged)]) }
+                    let dropped = try await ledger.maintainPartitions()
+                    if dropped > 0 { logger.info("forgot expired event ids", metadata: ["ingest.days_dropped": String(dropped)]) }
                 } catch {
-                    logger.warning("event id purge failed", metadata: ["error": "\(error)"])
+                    logger.warning("event id ledger maintenance failed", metadata: ["error": "\(error)"])
                 }
                 do { try await Task.sleep(for: interval) } catch { return }
             }
@@ -162,6 +164,8 @@ public struct IngestService: Sendable {
         let metrics = context.metrics
         metrics.describe("ingest_events_total", type: "counter", help: "Reading events answered, by result.")
         metrics.describe("ingest_rate_limited_total", type: "counter", help: "Batches refused with 429.")
+        metrics.describe("ingest_batch_stage_seconds_total", type: "counter",
+                          help: "Wall-clock seconds reading-event batches spent in each stage of the handler.")
         metrics.describe("ingest_kafka_failures_total", type: "counter", help: "Batches answered 503 because Kafka did not acknowledge.")
         metrics.describe("ingest_room_versions_total", type: "counter", help: "New room versions queued for transcoding.")
     }

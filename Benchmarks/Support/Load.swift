@@ -3,15 +3,15 @@ import Foundation
 import Synchronization
 
 /// Drives pre-built requests over keep-alive connections, one blocking thread each.
-enum Load {
-    struct Result: Sendable {
-        var acceptedEvents: Int
-        var failures: Int
-        var seconds: Double
+public enum Load {
+    public struct Result: Sendable {
+        public var acceptedEvents: Int
+        public var failures: Int
+        public var seconds: Double
         /// Milliseconds, sorted.
-        var latencies: [Double]
+        public var latencies: [Double]
 
-        func percentile(_ p: Double) -> Double {
+        public func percentile(_ p: Double) -> Double {
             guard !latencies.isEmpty else { return .nan }
             return latencies[min(latencies.count - 1, Int((Double(latencies.count) * p).rounded(.up)) - 1)]
         }
@@ -24,14 +24,20 @@ enum Load {
     }
 
     /// Runs `body` on a dedicated thread (blocking work stays off the cooperative pool).
-    static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    public static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             Thread { continuation.resume(with: Swift.Result { try body() }) }.start()
         }
     }
 
     /// Posts every request; `batchesPerSecond` paces the whole run (open loop), `nil` saturates.
-    static func run(port: Int, requests: [[UInt8]], connections: Int, batchesPerSecond: Double?) async throws -> Result {
+    public static func run(port: Int, requests: [[UInt8]], connections: Int, batchesPerSecond: Double?) async throws -> Result {
+        try await run(port: port, count: requests.count, connections: connections, batchesPerSecond: batchesPerSecond) { requests[$0] }
+    }
+
+    /// Posts `count` requests, the `index`th built by `request(index)` just before it is sent.
+    public static func run(port: Int, count: Int, connections: Int, batchesPerSecond: Double?,
+                           request: @escaping @Sendable (Int) -> [UInt8]) async throws -> Result {
         let totals = Mutex(Totals())
         let group = DispatchGroup()
         let start = ContinuousClock.now
@@ -42,14 +48,14 @@ enum Load {
                 var local = Totals()
                 do {
                     let client = try LoadClient(port: port)
-                    for index in stride(from: connection, to: requests.count, by: connections) {
+                    for index in stride(from: connection, to: count, by: connections) {
                         var begin = ContinuousClock.now
                         if let rate = batchesPerSecond {
                             let scheduled = start + .seconds(Double(index) / rate)
                             if scheduled > begin { Thread.sleep(forTimeInterval: seconds(scheduled - begin)) }
                             begin = scheduled
                         }
-                        let (status, body) = try client.exchange(requests[index])
+                        let (status, body) = try client.exchange(request(index))
                         local.latencies.append(seconds(ContinuousClock.now - begin) * 1000)
                         if status == 200, let count = acceptedCount(body) { local.accepted += count } else { local.failures += 1 }
                     }
@@ -71,11 +77,11 @@ enum Load {
     }
 
     /// `"accepted":N` of a batch response (sorted keys put it first).
-    static func acceptedCount(_ body: [UInt8]) -> Int? {
+    public static func acceptedCount(_ body: [UInt8]) -> Int? {
         let text = String(decoding: body.prefix(64), as: UTF8.self)
         guard let range = text.range(of: "\"accepted\":") else { return nil }
         return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+    public static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
 }

@@ -1,14 +1,15 @@
 import Foundation
 
 /// A minimal blocking HTTP/1.1 keep-alive client over one loopback TCP connection: enough
-/// to post pre-built requests and time their responses without a heavyweight stack.
-final class LoadClient {
-    struct Failure: Error, CustomStringConvertible { let description: String }
+/// to post pre-built requests and time their responses without a heavyweight stack (the
+/// load of `IngestBench` and `pipeline-bench`).
+public final class LoadClient {
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
 
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int) throws {
+    public init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         var one: Int32 = 1
@@ -29,12 +30,17 @@ final class LoadClient {
     deinit { close(fd) }
 
     /// The bytes of `POST path` with a JSON body and a bearer token.
-    static func request(path: String, token: String, body: [UInt8]) -> [UInt8] {
+    public static func request(path: String, token: String, body: [UInt8]) -> [UInt8] {
         Array("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
     }
 
+    /// The bytes of `GET path` with a bearer token.
+    public static func get(path: String, token: String) -> [UInt8] {
+        Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n".utf8)
+    }
+
     /// Sends one request and reads its response: (status, body).
-    func exchange(_ request: [UInt8]) throws -> (status: Int, body: [UInt8]) {
+    public func exchange(_ request: [UInt8]) throws -> (status: Int, body: [UInt8]) {
         var sent = 0
         while sent < request.count {
             let n = request.withUnsafeBytes { send(fd, $0.baseAddress! + sent, request.count - sent, Int32(MSG_NOSIGNAL)) }
