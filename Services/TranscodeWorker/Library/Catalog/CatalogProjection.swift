@@ -79,7 +79,7 @@ public struct CatalogProjection: Projection {
     public func apply(_ events: [ProjectedEvent<Event>], in connection: PostgresConnection) async throws {
         // Rooms of an erased account stay out of the catalog (a replay, a rebuild).
         func owner(_ event: Event) -> String {
-            switch event { case .request(let r): r.ownerUserId; case .status(let s): s.ownerUserId }
+            switch event { case .request(let r): r.ownerUserId; case .status(let s): s.ownerUserId; case .upload(let u): u.ownerUserId }
         }
         let erased = try await ErasedUsers(service: TranscodeErasure.service)
             .erased(among: Set(events.lazy.map { owner($0.event) }), in: connection)
