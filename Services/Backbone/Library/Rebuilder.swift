@@ -8,7 +8,7 @@ import Projection
 
 /// One run of `backbone rebuild`.
 ///
-/// A model is fed by one topic or several (the catalog: requests and statuses); everything
+/// A model is fed by one topic or several (the catalog: uploads, requests, statuses); everything
 /// below is per partition of every one of them, so one topic is simply the smallest case.
 ///
 /// 1. Checks the topics: every partition of each must still hold its records from offset 0

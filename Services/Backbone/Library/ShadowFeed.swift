@@ -1,7 +1,7 @@
 import Foundation
 import Kafka
 
-/// The records of a shadow model's topics (one or several — the catalog reads two): a
+/// The records of a shadow model's topics (one or several — the catalog reads three): a
 /// consumer in a throwaway group of its own (never committing anything, so no live group
 /// notices it), started at the shadow's positions in every partition of every topic. Records
 /// at or beyond a partition's bound — the live consumer's position — are held back until the

@@ -83,7 +83,7 @@ struct CatalogStore: Sendable {
         let orders = weighted || query.order.isEmpty ? [ranked] : query.order
         var orderSQL = orders.map { order in
             let column = order.column == "id" ? "r.room_id" : order.column == "feed_rank" ? "r.feed_rank" : "r.\(order.column)"
-            return "\(column) \(order.descending ? "DESC" : "ASC") NULLS \(order.nullsFirst ? "FIRST" : "LAST")"
+            return "\(column) \(Self.direction(order, nullable: order.column == "quality_grade"))"
         }
         if !orders.contains(where: { $0.column == "id" || $0.column == "feed_rank" }) {
             orderSQL.append("r.room_id \(orders.last!.descending ? "DESC" : "ASC")")
@@ -168,6 +168,14 @@ struct CatalogStore: Sendable {
         filter.op == .in ? "\(column) = ANY(\(sql.bind(filter.values))::text[])" : "\(column) = \(sql.bind(filter.values[0]))"
     }
 
+    /// `ASC`/`DESC`, with the nulls placement only for a column that can be null: on a NOT NULL
+    /// column it changes nothing but would keep PostgreSQL from reading the order off the
+    /// index (`catalog_rooms_feed`, `…_created`: a feed page is an index scan, not a sort of
+    /// every public room).
+    static func direction(_ order: PostgRESTQuery.Order, nullable: Bool) -> String {
+        (order.descending ? "DESC" : "ASC") + (nullable ? " NULLS \(order.nullsFirst ? "FIRST" : "LAST")" : "")
+    }
+
     static func comparison(_ op: PostgRESTQuery.Operator) -> String {
         switch op {
         case .lt: "<"
@@ -193,7 +201,7 @@ struct CatalogStore: Sendable {
         }
         let orders = query.order.isEmpty ? [PostgRESTQuery.Order(column: "created_at", descending: true, nullsFirst: false)] : query.order
         var orderSQL = orders.map { order in
-            "\(order.column == "id" ? "v.version_id" : "v.\(order.column)") \(order.descending ? "DESC" : "ASC") NULLS \(order.nullsFirst ? "FIRST" : "LAST")"
+            "\(order.column == "id" ? "v.version_id" : "v.\(order.column)") \(Self.direction(order, nullable: order.column == "finished_at"))"
         }
         if !orders.contains(where: { $0.column == "id" }) { orderSQL.append("v.version_id \(orders.last!.descending ? "DESC" : "ASC")") }
         let limit = sql.bind(Int64(query.limit ?? 1_000))
