@@ -31,6 +31,9 @@ enum IngestErasure {
     }
 
     static let statements = [
+        // Announcements of the user's uploads not yet relayed (the catalog would leave them out
+        // anyway, as an erased owner's).
+        "DELETE FROM room_upload_outbox WHERE room_id IN (SELECT room_id FROM rooms WHERE owner_user_id = $1)",
         "DELETE FROM room_versions WHERE owner_user_id = $1 OR room_id IN (SELECT room_id FROM rooms WHERE owner_user_id = $1)",
         "DELETE FROM rooms WHERE owner_user_id = $1",
         "DELETE FROM room_upload_usage WHERE user_id = $1",
