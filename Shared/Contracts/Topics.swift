@@ -27,7 +27,7 @@ public enum Topics {
         (deadLetter(for: readingEvents), 1), (deadLetter(for: roomTranscodeRequests), 1),
         (deadLetter(for: roomTranscodeStatus), 1), (deadLetter(for: realtimeBroadcasts), 1),
         (deadLetter(for: readingProgress), 1), (deadLetter(for: roomUploads), 1),
-        (deadLetter(for: userDeletions), 1), (deadLetter(for: userDeletionStatus), 1),
+        (deadLetter(for: userDeletions), 1), (deadLetter(for: userDeletionStatus), 1), (deadLetter(for: realtimeSequenced), 1),
     ]
 
     /// The dead-letter topic of `topic`: `<topic>.dlq`.

@@ -177,11 +177,7 @@ extension ProjectionRunner {
 
     func sendToDeadLetters(_ poison: [(KafkaConsumerRecord, String)]) async throws {
         let records = try poison.map { record, error in
-            let letter = DeadLetterRecord(originalTopic: record.topic, partition: record.partition, offset: record.offset,
-                                          consumerGroup: configuration.groupID, error: error, key: record.key,
-                                          value: record.value, failedAt: Date())
-            return KafkaProducerRecord(topic: Topics.deadLetter(for: record.topic), key: record.key,
-                                       value: try ContractCoding.encode(letter))
+            try KafkaProducerRecord.deadLetter(of: record, group: configuration.groupID, error: error)
         }
         try await withRetries("dead-letter") {
             for result in await self.deadLetters.send(records) { _ = try result.get() }

@@ -21,6 +21,8 @@ struct HostileRecordIntegrationTests {
             (Topics.readingProgress, HostileRecords.shapeless() + (try HostileRecords.absurdField("userId", in: Self.progress))),
             (Topics.realtimeBroadcasts, HostileRecords.shapeless() + (try HostileRecords.absurdField("channel", in: Self.broadcast))
                 + (try HostileRecords.absurdField("payload", in: Self.broadcast).filter { !String(decoding: $0, as: UTF8.self).contains(#""payload":{"#) })),
+            // The internal topic every instance reads in full (the live consumer, not the sequencer).
+            (Topics.realtimeSequenced, HostileRecords.shapeless()),
         ]
         for (topic, values) in poison {
             for value in values {

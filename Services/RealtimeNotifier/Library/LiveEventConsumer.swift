@@ -1,9 +1,14 @@
 import Contracts
 import Kafka
 import Logging
+import Projection
 
 /// Reads `realtime.sequenced.v1` in full (its own consumer group, starting at the end: a
 /// fresh subscription catches up from the history) and hands every event to the hub.
+///
+/// A record that is not a sequenced event (only a hostile producer writes one: the sequencer
+/// encodes every record it publishes) is skipped and set aside in `realtime.sequenced.v1.dlq`
+/// by every instance that reads it, each naming its own group.
 struct LiveEventConsumer: Sendable {
     /// Starts every assigned partition at its end, and tells the hub joins may proceed.
     struct StartAtEnd: KafkaRebalanceListener {
@@ -23,6 +28,8 @@ struct LiveEventConsumer: Sendable {
     /// `fetch.wait.max.ms`.
     let fetchWait: String
     let hub: SubscriptionHub
+    /// Where undecodable records are set aside.
+    let deadLetters: KafkaProducer
     let logger: Logger
 
     func run() async throws {
@@ -40,6 +47,7 @@ struct LiveEventConsumer: Sendable {
                     if records.isEmpty { continue }
                 }
                 var events: [SequencedChannelEvent] = []
+                var poison: [KafkaProducerRecord] = []
                 events.reserveCapacity(records.count)
                 for record in records {
                     do {
@@ -47,9 +55,13 @@ struct LiveEventConsumer: Sendable {
                     } catch {
                         logger.warning("undecodable sequenced event skipped",
                                        metadata: ["kafka.offset": "\(record.offset)", "error": "\(error)"])
+                        if let letter = try? KafkaProducerRecord.deadLetter(of: record, group: groupID, error: "decode failed: \(error)") {
+                            poison.append(letter)
+                        }
                     }
                 }
                 hub.deliver(events)
+                if !poison.isEmpty { setAside(poison) }
             }
         } catch {
             await consumer.close()
@@ -57,5 +69,19 @@ struct LiveEventConsumer: Sendable {
             throw error
         }
         await consumer.close()
+    }
+
+    /// Sends the dead letters without holding up delivery; a failed send is logged (the live
+    /// consumer keeps no stored position to retry from, and the record is skipped either way).
+    func setAside(_ letters: [KafkaProducerRecord]) {
+        let producer = deadLetters
+        let logger = logger
+        Task {
+            for result in await producer.send(letters) {
+                if case .failure(let error) = result {
+                    logger.error("dead-lettering a sequenced record failed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
     }
 }

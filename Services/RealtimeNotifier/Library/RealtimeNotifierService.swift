@@ -60,7 +60,8 @@ public struct RealtimeNotifierService: Sendable {
         let sequencer = makeSequencer()
         let live = LiveEventConsumer(bootstrapServers: context.configuration.kafkaBrokers, topic: configuration.sequencedTopic,
                                      groupID: "realtime-live-\(configuration.instanceID)",
-                                     fetchWait: configuration.fetchWaitProperty, hub: environment.hub, logger: context.logger)
+                                     fetchWait: configuration.fetchWaitProperty, hub: environment.hub,
+                                     deadLetters: context.producer, logger: context.logger)
         let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, hub: environment.hub,
                                               configuration: configuration, logger: context.logger)
         let erasure = UserErasure(service: RealtimeErasure.service, context: context, step: .sql(RealtimeErasure.statements)).parts()
