@@ -120,7 +120,7 @@ struct FaultSuiteTests {
                 for _ in 0..<2 { faults.insert("kill transcode-worker", at: Int(rng.next() % UInt64(faults.count + 1))) }
                 if let order = Self.order { faults = order }
                 for fault in faults {
-                    try await Task.sleep(for: .milliseconds(500 + Int(rng.next() % 2500)))
+                    try await Task.sleep(for: .milliseconds(300 + Int(rng.next() % 1500)))
                     figures.faults.append(fault)
                     switch fault {
                     case "postgres restart -m immediate":

@@ -28,11 +28,12 @@ extension KafkaIntegrationTests {
 
             let consumer = try KafkaConsumer(
                 configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [topic],
-                                     clientID: "joining", sessionTimeout: .seconds(6)),
+                                     clientID: "joining", sessionTimeout: .seconds(4)),
                 rebalanceListener: FixedStartListener(), logger: testLogger)
             // The mock answers a first JoinGroup after 3 s (group.initial.rebalance.delay.ms):
-            // one second in, the member is waiting for that answer.
-            try await Task.sleep(for: .seconds(1))
+            // half a second in, the member is waiting for that answer (a session timeout of
+            // 4 s keeps the mock's later rebalance delays, session timeout − 1 s, short).
+            try await Task.sleep(for: .milliseconds(500))
             // A server started now, as PostgreSQL is by `pg_ctl restart`, outliving the test's bound.
             let server = Task { await ProcessRunner.run("/bin/sleep", ["30"]) }
             try await Task.sleep(for: .milliseconds(200))

@@ -103,7 +103,7 @@ extension KafkaIntegrationTests {
                 let member = GroupMember(name: name, store: store)
                 let consumer = try KafkaConsumer(
                     configuration: .init(bootstrapServers: cluster.bootstrapServers, groupID: group, topics: [topic],
-                                         clientID: name, sessionTimeout: .seconds(6), bufferCapacity: 200,
+                                         clientID: name, sessionTimeout: .seconds(5), bufferCapacity: 200,
                                          extra: ["heartbeat.interval.ms": "300"]),
                     rebalanceListener: member, logger: testLogger)
                 return (member, consumer)

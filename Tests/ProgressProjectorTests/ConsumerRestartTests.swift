@@ -25,7 +25,8 @@ struct ConsumerRestartTests {
         // The positions table is unreachable (a non-retriable error on every claim).
         _ = try await harness.client.execute("ALTER TABLE consumer_offsets RENAME TO consumer_offsets_away")
         let context = harness.context()
-        let runner = ProgressProjectorService(context: context).makeRunner()
+        // The mock waits session timeout − 1 s before it forms the group again for the new consumer.
+        let runner = ProgressProjectorService(context: context, configuration: ProgressConfiguration(sessionTimeout: .seconds(6))).makeRunner()
         let consuming = Task { try await runner.run() }
 
         let restarted = await Integration.eventually(timeout: .seconds(30), every: .milliseconds(200)) {
