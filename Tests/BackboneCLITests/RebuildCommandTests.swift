@@ -73,7 +73,8 @@ struct RebuildCommandTests {
         func caughtUp() async throws -> Bool {
             await Integration.eventually(timeout: .seconds(60)) {
                 guard let rows = try? await self.client.query("""
-                    SELECT group_id, sum(GREATEST(next_offset, 0)) AS n FROM consumer_offsets GROUP BY group_id
+                    SELECT group_id, sum(GREATEST(next_offset, 0)) AS n FROM consumer_offsets
+                    WHERE group_id IN ('progress-projector', 'analytics-aggregator') GROUP BY group_id
                     """) else { return false }
                 let sums = rows.compactMap { try? $0.decode(Int64.self, "n") }
                 return sums.count == 2 && sums.allSatisfy { $0 == Int64(self.produced) }
