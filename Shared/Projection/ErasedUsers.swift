@@ -37,7 +37,7 @@ public struct ErasedUsers: Sendable {
     public func erased<S: Sequence>(among userIDs: S, in connection: PostgresConnection) async throws -> Set<String>
         where S.Element == String {
         var byHash: [String: String] = [:]
-        for user in userIDs where byHash.count < 100_000 { byHash[Self.hash(user)] = user }
+        for user in userIDs { byHash[Self.hash(user)] = user }
         guard !byHash.isEmpty else { return [] }
         _ = try await connection.query("SELECT pg_advisory_xact_lock_shared($1::bigint)", [lockKey])
         let rows = try await connection.query("""

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Logging
+import ObjectStore
 import Metrics
 import Projection
 
@@ -24,6 +25,9 @@ struct TranscodeJobLoop: Sendable {
     let maxBackoff: Duration
     let metrics: MetricsRegistry
     let logger: Logger
+    /// Where the outputs go: a job whose row vanished while it ran (its owner's account was
+    /// erased) has what it wrote deleted.
+    var objects: (any ObjectStore)? = nil
 
     func run() async throws {
         await withTaskGroup(of: Void.self) { group in
@@ -80,11 +84,25 @@ struct TranscodeJobLoop: Sendable {
             }
         } catch let lost as LostClaim {
             logger.warning("transcode job abandoned", metadata: ["error": "\(lost)"])
+            await removeOutputsIfErased(job, logger: logger)
         } catch is CancellationError {
             // Shutting down: the lease runs out and the job is claimed again (here or elsewhere).
             logger.notice("transcode job interrupted by shutdown; it will be taken over")
         } catch {
             await postpone(job, after: error, logger: logger)
+        }
+    }
+
+    /// The job's row is gone (the erasure of its owner deleted it while the job ran): the
+    /// objects it wrote meanwhile under `rooms/{roomId}/{versionId}/` go too.
+    private func removeOutputsIfErased(_ job: TranscodeJob, logger: Logger) async {
+        guard let objects else { return }
+        do {
+            guard try await store.version(job.request.versionId) == nil else { return }
+            let removed = try await objects.deleteAll(under: "rooms/\(job.request.roomId)/\(job.request.versionId)/")
+            logger.notice("outputs of an erased account's job deleted", metadata: ["objects.deleted": "\(removed)"])
+        } catch {
+            logger.warning("could not delete the outputs of an erased account's job", metadata: ["error": "\(error)"])
         }
     }
 

@@ -105,10 +105,12 @@ public struct TranscodeWorkerService: Sendable {
                 topics: [configuration.requestsTopic], maxBatchRecords: 100, maxBatchWait: .milliseconds(20),
                 sessionTimeout: configuration.sessionTimeout),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
-        let loop = TranscodeJobLoop(store: store, pipeline: pipeline, jobs: jobs, statuses: statuses,
+        var jobLoop = TranscodeJobLoop(store: store, pipeline: pipeline, jobs: jobs, statuses: statuses,
                                     concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                                     lease: configuration.lease, maxBackoff: configuration.maxBackoff, metrics: context.metrics,
                                     logger: context.logger)
+        jobLoop.objects = objects
+        let loop = jobLoop
         let relay = OutboxRelay(name: "transcode-status",
                                 outbox: TranscodeStatusOutbox(database: context.database, producer: context.producer,
                                                               topic: configuration.statusTopic),
