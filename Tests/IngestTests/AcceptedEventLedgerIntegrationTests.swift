@@ -23,7 +23,7 @@ struct AcceptedEventLedgerIntegrationTests {
                 """, [recent[0], recent[1], old])
 
             let applied = try await PostgresMigrator(migrations: IngestSchema.migrations, logger: testLogger).migrate(client)
-            #expect(applied == [105])
+            #expect(applied.first == 105, "\(applied)")  // and the later migrations, which are not the ledger's
             let count = try await client.query("SELECT count(*)::int AS n FROM ingest_accepted_events")
             #expect(try count.first?.decode(Int.self, "n") == 3)
             let partitioned = try await client.query("SELECT count(*)::int AS n FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE c.relname = 'ingest_accepted_events'")
