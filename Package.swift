@@ -145,6 +145,7 @@ let testTargets: [Target] = [
     tests("RealtimeNotifierTests", serviceBase + ["RealtimeNotifier", "Projection", "WebSocketServer", "BackboneTestSupport",
                                                    "DevInfrastructure"],
           exclude: ["Clients"]),
+    tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
                           "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"]),
     tests("AnalyticsAggregatorTests", [

@@ -28,7 +28,9 @@ import Synchronization
 ///    (`AcceptedEventLedger`, CONNECTIONS at a time, fresh ids), no HTTP and no Kafka — the
 ///    PostgreSQL part of every accepted event — and, alternating with it, the previous
 ///    ledger design (`PreviousLedger`) on the same PostgreSQL;
-/// 5. where an accepted event's time goes: the handler's per-stage counters over the
+/// 5. the ledger's statements of both designs inside PostgreSQL alone (a PL/pgSQL loop):
+///    what the server spends per id, without the client and its round trips;
+/// 6. where an accepted event's time goes: the handler's per-stage counters over the
 ///    saturated run, per event.
 @main
 struct IngestBench {
@@ -141,6 +143,18 @@ struct IngestBench {
         }
         let ledgerRate = ledgerRates.max() ?? 0
         let previousRate = previousRates.max() ?? 0
+        // 5. the same statements run inside PostgreSQL (one PL/pgSQL loop, no client, no round
+        // trips): 20 inserts and 20 lookups of 5,000 fresh ids (the coalesced size), each design.
+        let serverNew = try await serverSideLedger(database, insert: """
+            INSERT INTO ingest_accepted_events (event_id, user_id) SELECT id, 'user-1' FROM unnest(ids) AS t (id)
+            """, lookup: """
+            SELECT count(*) INTO n FROM unnest(ids) AS k (id) CROSS JOIN LATERAL (SELECT 1 FROM ingest_accepted_events e
+                WHERE e.event_id = k.id AND e.accepted_at >= now() - interval '2 hours' AND e.accepted_at < now() + interval '1 hour' LIMIT 1) AS f
+            """)
+        let serverPrevious = try await serverSideLedger(database, insert: """
+            INSERT INTO bench_previous_ledger (event_id, user_id, accepted_at) SELECT id, 'user-1', now() FROM unnest(ids) AS t (id)
+            ON CONFLICT (event_id) DO NOTHING
+            """, lookup: "SELECT count(*) INTO n FROM bench_previous_ledger WHERE event_id = ANY(ids)")
 
         print("")
         print("batches × events                 \(batches) × \(eventsPerBatch), \(connections) connections, 2 cores, all on this machine")
@@ -158,6 +172,10 @@ struct IngestBench {
                      previousRate, previousRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
         print(String(format: "ingest / ledger alone            %9.1f %%   (ledger now / previous %.2f×)",
                      100 * fullRate / ledgerRate, ledgerRate / previousRate))
+        print(String(format: "ledger SQL inside PostgreSQL     now: insert %.2f + lookup %.2f µs/id = %.0f ids/s; previous: %.2f + %.2f µs/id = %.0f ids/s (%.2f×)",
+                     serverNew.insert, serverNew.lookup, 1e6 / (serverNew.insert + serverNew.lookup),
+                     serverPrevious.insert, serverPrevious.lookup, 1e6 / (serverPrevious.insert + serverPrevious.lookup),
+                     (serverPrevious.insert + serverPrevious.lookup) / (serverNew.insert + serverNew.lookup)))
         print("")
         print("where an accepted event's time goes (saturated run; wall-clock per event = per batch / \(eventsPerBatch))")
         let meanRequestMicros = full.latencies.reduce(0, +) / Double(max(1, full.latencies.count)) * 1000

@@ -93,7 +93,7 @@ struct PipelineBench {
         let logger = Logger(label: "pipeline-bench", level: .warning)
         let stack = Stack(ingest: setting("INGEST_URL"), progress: setting("PROGRESS_URL"), analytics: setting("ANALYTICS_URL"),
                           realtime: setting("REALTIME_URL"), secret: setting("JWT_SECRET"))
-        let pids = Self.pids(env["PIPELINE_PIDS"] ?? "")
+        let pids = Self.pids(env["PIPELINE_PIDS"] ?? "") + [("load generator", getpid())]
         let database = PostgresClient(configuration: PostgresConfiguration(url: setting("DATABASE_URL"), maxConnections: 1), logger: logger)
         _ = try await database.execute("""
             INSERT INTO materials (material_id, reading_target_type, knowledge_base_id)
@@ -131,6 +131,7 @@ struct PipelineBench {
             let step = try await Step.run(rate: rate, options: options, stack: stack, tokens: tokens, probe: probe,
                                           watermarks: watermarks, pids: pids, delivered: delivered)
             step.printSummary()
+            fflush(nil)  // each step's lines as they come, also through a pipe
             steps.append(step)
         }
         Report.print(steps)

@@ -26,6 +26,8 @@ public struct AcceptedEventLedger: Sendable {
 
     /// How many days ahead of today partitions are kept created.
     public static let daysAhead = 3
+    /// SQLSTATE of "no partition of relation … found for row" (check_violation).
+    static let noPartitionForRow = "23514"
 
     public init(database: PostgresClient, retentionDays: Int, maxClockSkewAhead: TimeInterval = 600) {
         self.database = database
@@ -54,8 +56,18 @@ public struct AcceptedEventLedger: Sendable {
                 copy.append(row.userID)
                 copy.endRow()
             }
-            _ = try await database.withConnection { connection in
-                try await connection.copy(into: "ingest_accepted_events", columns: ["event_id", "user_id"], rows: copy)
+            let insert = { @Sendable (copy: PostgresCopyRows) async throws in
+                _ = try await database.withConnection { connection in
+                    try await connection.copy(into: "ingest_accepted_events", columns: ["event_id", "user_id"], rows: copy)
+                }
+            }
+            do {
+                try await insert(copy)
+            } catch let error as PostgresError where error.sqlState == Self.noPartitionForRow {
+                // Today's partition does not exist yet (the hourly maintenance has not run
+                // since midnight): create the days and write again.
+                _ = try await database.query("SELECT ingest_accepted_events_maintain($1, $2)", [retentionDays, Self.daysAhead])
+                try await insert(copy)
             }
         }
     }

@@ -4,7 +4,7 @@ import Postgres
 ///
 /// - `materials`: the catalog behind the reading-event material rules.
 /// - `ingest_accepted_events`: event ids (`uuid`) Kafka acknowledged, kept for the dedup window,
-///   partitioned by UTC day of acceptance (`ingest_accepted_events_YYYYMMDD`, plus `_default`).
+///   partitioned by UTC day of acceptance (`ingest_accepted_events_YYYYMMDD`).
 /// - `rooms` / `room_versions`: CrowdRoom rooms and their uploaded versions; the realtime
 ///   notifier reads `rooms` (owner, visibility) to authorise `room:{id}` joins.
 /// - `room_upload_usage`: bytes each user uploaded per UTC calendar month (quota), versions
@@ -82,7 +82,8 @@ public enum IngestSchema {
         // one small partition, so ids can be written by COPY. A resend is still found by
         // `event_id` in any partition; an id written twice (two identical batches in flight)
         // is only a second row for the same answer. Existing rows move into the day they
-        // were accepted; a `default` partition keeps rows of days without one.
+        // were accepted. No default partition: a lookup would probe it for every id; an
+        // insert for a day not created yet creates the days and is retried (the ledger).
         PostgresMigration(version: 105, name: "ingest_accepted_events_by_day", sql: """
             ALTER TABLE ingest_accepted_events RENAME TO ingest_accepted_events_unpartitioned;
             ALTER INDEX IF EXISTS ingest_accepted_events_pkey RENAME TO ingest_accepted_events_unpartitioned_pkey;
@@ -93,7 +94,6 @@ public enum IngestSchema {
                 accepted_at timestamptz NOT NULL DEFAULT now()
             ) PARTITION BY RANGE (accepted_at);
             CREATE INDEX ingest_accepted_events_event_id ON ingest_accepted_events (event_id);
-            CREATE TABLE ingest_accepted_events_default PARTITION OF ingest_accepted_events DEFAULT;
             CREATE FUNCTION ingest_accepted_events_add_day(day date) RETURNS void LANGUAGE plpgsql AS $$
             BEGIN
                 EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF ingest_accepted_events FOR VALUES FROM (%L) TO (%L)',
@@ -101,8 +101,7 @@ public enum IngestSchema {
                                to_char(day, 'YYYY-MM-DD') || ' 00:00:00+00', to_char(day + 1, 'YYYY-MM-DD') || ' 00:00:00+00');
             END $$;
             -- Days from today - 1 to today + ahead_days exist; days wholly older than
-            -- retention_days are dropped (rows of the default partition deleted). Returns the
-            -- number of days dropped.
+            -- retention_days are dropped. Returns the number of days dropped.
             CREATE FUNCTION ingest_accepted_events_maintain(retention_days int, ahead_days int) RETURNS int LANGUAGE plpgsql AS $$
             DECLARE
                 today date := (now() AT TIME ZONE 'UTC')::date;
@@ -123,7 +122,6 @@ public enum IngestSchema {
                         dropped := dropped + 1;
                     END IF;
                 END LOOP;
-                DELETE FROM ingest_accepted_events_default WHERE accepted_at < now() - make_interval(days => retention_days);
                 RETURN dropped;
             END $$;
             SELECT ingest_accepted_events_add_day(day::date) FROM generate_series(
