@@ -1,4 +1,5 @@
 import BackboneTestSupport
+import Auth
 import Contracts
 import Foundation
 import Postgres
@@ -12,6 +13,48 @@ struct AuthorizationTests {
                                      "ref": ref, "join_ref": ref])
         let frame = try #require(try await socket.frame() as? [String: Any])
         return try #require(frame["payload"] as? [String: Any])
+    }
+
+    @Test("a socket open when its account is erased gets a system error and is closed (1008); the next one is refused")
+    func erasedAccountSocketIsClosed() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let leaver = try await RawSocket(url: harness.socketURL(user: "leaver"))
+            defer { leaver.close() }
+            let stayer = try await RawSocket(url: harness.socketURL(user: "stayer"))
+            defer { stayer.close() }
+            #expect(try await join(leaver, "user:leaver", ref: "1")["status"] as? String == "ok")
+            #expect(try await join(stayer, "user:stayer", ref: "1")["status"] as? String == "ok")
+            // What the notifier's erasure writes in its transaction; every instance reads it.
+            _ = try await harness.database.execute("""
+                INSERT INTO public.erased_users (service, user_hash, request_id, erased_at) VALUES ($1, $2, 'request-1', now())
+                """, [RealtimeErasure.service, RevokedSubjects.hash("leaver")])
+            var sawError = false
+            var closeCode: Int?
+            reading: while true {
+                switch try await leaver.receive(timeout: 15) {
+                case .frame(let frame):
+                    if let object = frame as? [String: Any], object["event"] as? String == "system",
+                       (object["payload"] as? [String: Any])?["status"] as? String == "error" { sawError = true }
+                case .closed(let code, _):
+                    closeCode = code
+                    break reading
+                case .timeout:
+                    break reading
+                }
+            }
+            #expect(sawError)
+            #expect(closeCode == 1008)
+            // Another user's socket stays, and the erased user's token opens no new one.
+            try await harness.broadcast("user:stayer", "note", ["text": .string("still here")])
+            let frame = try #require(try await stayer.frame(timeout: 15) as? [String: Any])
+            #expect(frame["event"] as? String == "broadcast")
+            #expect(try await RawSocket.refusal(url: harness.socketURL(user: "leaver"))?.status == 401)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
     }
 
     @Test("another user's channel and a private room are refused; a public room and one's own private room are allowed")

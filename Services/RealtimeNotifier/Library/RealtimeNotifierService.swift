@@ -84,6 +84,7 @@ public struct RealtimeNotifierService: Sendable {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .seconds(1))
                         delegate.closeIdle()
+                        delegate.closeErased()
                         metrics.set("realtime_connections", Double(delegate.sessionCount))
                         metrics.set("realtime_subscriptions", Double(hub.subscriptionCount))
                         metrics.set("realtime_messages_delivered", Double(hub.deliveredCount))

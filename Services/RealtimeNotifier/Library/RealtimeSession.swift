@@ -43,6 +43,9 @@ final class RealtimeSession: Sendable {
     /// Milliseconds since the client last sent anything.
     var idleMilliseconds: Int64 { Self.now() - lastSeen.load(ordering: .relaxed) }
 
+    /// The users this socket acts for: its own token's and each joined channel's.
+    var subjects: [String] { [socketClaims.sub] + joined.withLock { $0.values.map(\.claims.sub) } }
+
     /// Called on the service thread: queue and return.
     func received(_ text: String) {
         lastSeen.store(Self.now(), ordering: .relaxed)

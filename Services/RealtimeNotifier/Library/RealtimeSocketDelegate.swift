@@ -55,6 +55,17 @@ final class RealtimeSocketDelegate: WebSocketServerDelegate {
     }
 
     /// Closes sockets that sent nothing (not even a heartbeat) for the idle timeout.
+    /// Closes the sockets of erased accounts (their tokens are refused from then on, so a
+    /// socket opened before the erasure must not go on receiving): an error frame, then 1008.
+    func closeErased() {
+        let revoked = environment.authorizer.codec.revoked
+        for session in sessions.withLock({ Array($0.values) }) where session.subjects.contains(where: revoked.contains) {
+            session.connection.close(after: PhoenixMessage.system(topic: "phoenix", channel: "", status: "error",
+                                                                  message: "the account was deleted").encode(session.serializer),
+                                     code: 1008, reason: "account deleted")
+        }
+    }
+
     func closeIdle() {
         let limit = environment.configuration.idleTimeout.components.seconds * 1000
         for session in sessions.withLock({ Array($0.values) }) where session.idleMilliseconds > limit {
