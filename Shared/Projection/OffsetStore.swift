@@ -64,13 +64,15 @@ struct OffsetStore: Sendable {
     }
 
     /// Stores a checked position and the cluster it now belongs to, fenced by the claim's
-    /// generation.
-    func rebind(_ tp: KafkaTopicPartition, generation: Int64, nextOffset: Int64, clusterID: String?,
+    /// generation. `historyLost`: the model applied records this partition no longer holds
+    /// (recorded in `history_lost_at`, which `backbone rebuild` checks).
+    func rebind(_ tp: KafkaTopicPartition, generation: Int64, nextOffset: Int64, clusterID: String?, historyLost: Bool,
                 client: PostgresClient) async throws {
         _ = try await client.execute("""
-            UPDATE consumer_offsets SET next_offset = $5, cluster_id = $6, updated_at = now()
+            UPDATE consumer_offsets SET next_offset = $5, cluster_id = $6, updated_at = now(),
+                history_lost_at = CASE WHEN $7::boolean THEN now() ELSE history_lost_at END
             WHERE group_id = $1 AND topic = $2 AND partition = $3 AND generation = $4
-            """, [groupID, tp.topic, Int(tp.partition), generation, nextOffset, clusterID])
+            """, [groupID, tp.topic, Int(tp.partition), generation, nextOffset, clusterID, historyLost])
     }
 
     /// Moves each partition from its `claim.nextOffset` to its new offset, in one statement,

@@ -313,8 +313,10 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             let checked = OffsetStore.check(stored: entry, currentCluster: cluster, low: marks.low, high: marks.high)
             var claim = entry.claim
             if checked.nextOffset != claim.nextOffset || entry.clusterID != cluster {
+                // Records were applied from a partition that no longer has them.
+                let historyLost = entry.claim.nextOffset > 0 && (checked.reset == .otherCluster || checked.reset == .beyondHighWatermark)
                 try await offsets.rebind(tp, generation: claim.generation, nextOffset: checked.nextOffset, clusterID: cluster,
-                                         client: database)
+                                         historyLost: historyLost, client: database)
                 claim.nextOffset = checked.nextOffset
             }
             if let reset = checked.reset {

@@ -58,5 +58,12 @@ public enum ProjectionSchema {
                 created_at timestamptz NOT NULL DEFAULT now()
             );
             """),
+        // When a stored position was not trusted because the partition no longer holds what
+        // the model applied (another cluster, or beyond the high watermark: an embedded broker
+        // of `backbone dev` started empty, a topic recreated): the model then holds records its
+        // topic cannot replay, which `backbone rebuild` must not silently drop.
+        PostgresMigration(version: 230, name: "projection_consumer_offsets_history_lost", sql: """
+            ALTER TABLE consumer_offsets ADD COLUMN IF NOT EXISTS history_lost_at timestamptz;
+            """),
     ]
 }

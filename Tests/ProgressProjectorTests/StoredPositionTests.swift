@@ -117,6 +117,12 @@ struct StoredPositionTests {
         let bound = try await client.query("SELECT DISTINCT cluster_id FROM consumer_offsets WHERE group_id = 'g-restart'")
             .map { try $0.decode(String?.self, "cluster_id") }
         #expect(bound == [third.cluster], "positions are bound to the cluster they were stored against")
+        // … and the partitions say the model holds records their topic no longer has (what
+        // `backbone rebuild` refuses to drop without --allow-gaps).
+        let lost = try await client.query("""
+            SELECT count(*)::bigint AS n FROM consumer_offsets WHERE group_id = 'g-restart' AND history_lost_at IS NOT NULL
+            """).first?.decode(Int64.self, "n")
+        #expect(lost.map { $0 > 0 } == true, "history_lost_at is set on the re-read partitions")
         await client.close()
         await database.drop()
     }

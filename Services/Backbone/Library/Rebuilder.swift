@@ -157,6 +157,7 @@ final class Rebuilder: @unchecked Sendable {
     /// Resumes or creates the shadow, after the retention check.
     func prepare(_ model: ShadowModel, cluster: String?, marks: Watermarks) async throws -> [KafkaTopicPartition: ShadowModel.Position] {
         try await model.dropRetired()  // left by a crash right after an earlier swap committed
+        try checkHistory(try await model.livePositions(in: model.connection))
         if let existing = try await model.load() {
             if existing.clusterID == cluster, Set(existing.positions.keys) == Set(marks.keys) {
                 try checkRetention(marks, from: existing.positions.mapValues(\.next))
@@ -179,6 +180,28 @@ final class Rebuilder: @unchecked Sendable {
                                     ("schema", .string(target.shadowSchema))],
                         text: "rebuilding \(target.name) from \(target.topicList) (\(marks.count) partitions) into schema \(target.shadowSchema)")
         return starts.mapValues { ShadowModel.Position(start: $0, next: $0) }
+    }
+
+    /// Refuses when the live model holds records its topics no longer have — the live consumer
+    /// re-read a partition from the start because its stored position belonged to another
+    /// cluster or lay beyond the high watermark (an embedded broker of `backbone dev` started
+    /// empty, a topic recreated) — naming the partitions, unless `--allow-gaps`. A dry run
+    /// says so and goes on: its difference is then what a rebuild would drop.
+    func checkHistory(_ live: [KafkaTopicPartition: ShadowModel.LivePosition]) throws {
+        let lost = live.filter { $0.value.historyLostAt != nil }.sorted { $0.key < $1.key }
+        guard !lost.isEmpty, !options.allowGaps else { return }
+        let list = lost.map { "\($0.key.topic) partition \($0.key.partition) (since \($0.value.historyLostAt!))" }
+        let message = "the live model holds records its topics no longer have: \(target.groupID) re-read "
+            + "\(list.joined(separator: ", ")) from the start, because its stored positions belonged to another Kafka cluster "
+            + "or lay beyond the partition's end (an embedded broker of `backbone dev` starts empty; a topic recreated)"
+        if options.dryRun {
+            progress.report("history-lost", [("model", .string(target.name)), ("partitions", .int(lost.count))],
+                            text: message + "; the differences below include what a rebuild would drop")
+            return
+        }
+        throw CommandError(code: .retentionGap,
+                           message: message + "; a rebuild would drop them. Run again with --allow-gaps to rebuild from what the "
+                               + "topics hold", context: target.topicList)
     }
 
     /// Refuses when retention removed records the shadow still needs, naming the partitions
@@ -357,6 +380,8 @@ final class Rebuilder: @unchecked Sendable {
                                           marks: marks, positions: inner.positions)
                 try await catchUp(model, source: source, in: connection, state: &inner)
                 try await model.swap(in: connection)
+                // The model is now what the topics hold: nothing in it is beyond their reach.
+                try await model.clearHistoryLost(in: connection)
                 return inner
             }
         } catch {

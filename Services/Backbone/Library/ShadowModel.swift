@@ -25,6 +25,9 @@ final class ShadowModel {
     struct LivePosition: Sendable {
         var next: Int64
         var clusterID: String?
+        /// When the live consumer re-read the partition from the start, the records it had
+        /// applied being gone from it (`consumer_offsets.history_lost_at`).
+        var historyLostAt: Date? = nil
     }
 
     let target: RebuildTarget
@@ -182,13 +185,22 @@ final class ShadowModel {
     func livePositions(in connection: PostgresConnection, forUpdate: Bool = false) async throws -> [KafkaTopicPartition: LivePosition] {
         var positions: [KafkaTopicPartition: LivePosition] = [:]
         for row in try await connection.query("""
-            SELECT topic, partition, next_offset, cluster_id FROM \(Self.quote(offsetsSchema)).consumer_offsets
+            SELECT topic, partition, next_offset, cluster_id, history_lost_at FROM \(Self.quote(offsetsSchema)).consumer_offsets
             WHERE group_id = $1 AND topic = ANY($2::text[]) ORDER BY topic, partition \(forUpdate ? "FOR UPDATE" : "")
             """, [target.groupID, target.topics]) {
             let tp = KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: Int32(try row.decode(Int64.self, "partition")))
-            positions[tp] = LivePosition(next: try row.decode(Int64.self, "next_offset"), clusterID: try row.decode(String?.self, "cluster_id"))
+            positions[tp] = LivePosition(next: try row.decode(Int64.self, "next_offset"), clusterID: try row.decode(String?.self, "cluster_id"),
+                                         historyLostAt: try row.decode(Date?.self, "history_lost_at"))
         }
         return positions
+    }
+
+    /// Clears the live group's `history_lost_at` on the target's topics (in the swap).
+    func clearHistoryLost(in connection: PostgresConnection) async throws {
+        try await connection.execute("""
+            UPDATE \(Self.quote(offsetsSchema)).consumer_offsets SET history_lost_at = NULL
+            WHERE group_id = $1 AND topic = ANY($2::text[]) AND history_lost_at IS NOT NULL
+            """, [target.groupID, target.topics])
     }
 
     /// Blocks the live projection's writes (not its readers) until the transaction ends,
