@@ -20,4 +20,22 @@ struct DevSettingsTests {
             #expect(Set(error.problems).count == error.problems.count, "each problem once")
         }
     }
+    @Test("a shell that sourced the previous run's dev.env: the settings naming that run's own servers are left out, given ones kept")
+    func previousRunLeftOut() {
+        let previous = ["DATABASE_URL": "postgres://postgres@127.0.0.1:41495/backbone", "S3_ENDPOINT": "http://127.0.0.1:8333",
+                        "S3_BUCKET": "rooms", "KAFKA_BROKERS": "127.0.0.1:45743", DevEnvironment.madeHereKey: "postgres,s3"]
+        // Sourced as it was written: both private servers are made again.
+        let (sourced, ignored) = DevEnvironment.withoutPreviousRun(previous.merging(["HOME": "/root"]) { $1 }, previous: previous)
+        #expect(sourced["DATABASE_URL"] == nil && sourced["S3_ENDPOINT"] == nil && sourced["S3_BUCKET"] == nil)
+        #expect(sourced["HOME"] == "/root")
+        #expect(Set(ignored) == ["DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET"])
+        // Another database given now, or one the previous run was given itself: kept.
+        let other = DevEnvironment.withoutPreviousRun(["DATABASE_URL": "postgres://db.example/backbone"], previous: previous)
+        #expect(other.0["DATABASE_URL"] == "postgres://db.example/backbone" && other.1.isEmpty)
+        let given = previous.merging([DevEnvironment.madeHereKey: "s3"]) { $1 }
+        #expect(DevEnvironment.withoutPreviousRun(given, previous: given).0["DATABASE_URL"] == given["DATABASE_URL"])
+        // No previous run: nothing left out.
+        #expect(DevEnvironment.withoutPreviousRun(previous, previous: [:]).1.isEmpty)
+    }
 }
+

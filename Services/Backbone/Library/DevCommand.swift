@@ -24,7 +24,14 @@ enum DevCommand {
         try ServiceCatalog.validateSettings()
         let home = DevEnvironment.directory
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let environment = ProcessInfo.processInfo.environment
+        // A shell that sourced the previous run's dev.env carries its DATABASE_URL and S3_*,
+        // which name that run's private servers: they are made again, not connected to.
+        let (environment, ignored) = DevEnvironment.withoutPreviousRun(ProcessInfo.processInfo.environment,
+                                                                      previous: DevEnvironment.read())
+        if !ignored.isEmpty {
+            logger.notice("settings left out: they are the previous run's, from \(DevEnvironment.path)",
+                          metadata: ["settings": "\(ignored.joined(separator: ","))"])
+        }
 
         // Kafka: the embedded broker, with every topic created.
         let cluster = try EmbeddedKafkaCluster(brokers: try args.int("brokers") ?? 1, logger: logger)
@@ -60,6 +67,7 @@ enum DevCommand {
         }
         // The services read their S3_* settings from the environment, as they do when run alone.
         for (key, value) in storage.environment { setenv(key, value, 1) }
+        setenv("DATABASE_URL", databaseURL, 1)
 
         let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
         let metrics = MetricsRegistry()
@@ -72,6 +80,8 @@ enum DevCommand {
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
+        values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))
         var services: [any Service] = []
         var parts: [ServiceParts] = []
         for entry in entries {

@@ -39,6 +39,35 @@ struct DevEnvironment {
         return values
     }
 
+    /// The key listing which of the written settings the stack made itself (its private
+    /// PostgreSQL, its private SeaweedFS), as opposed to ones it was given.
+    static let madeHereKey = "BACKBONE_DEV_MADE"
+
+    /// The settings `backbone dev` made itself, grouped as it writes them.
+    static let madeGroups: [String: [String]] = [
+        "postgres": ["DATABASE_URL"],
+        "s3": ["S3_ENDPOINT", "S3_PUBLIC_ENDPOINT", "S3_REGION", "S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"],
+    ]
+
+    /// `environment` without what a shell took from a previous run's dev.env (`previous`):
+    /// a setting the previous stack made itself and that still has the value it wrote there
+    /// names a server of that stack, which is gone — the new stack makes its own again.
+    /// Returns the environment to use and the settings left out.
+    static func withoutPreviousRun(_ environment: [String: String], previous: [String: String]) -> ([String: String], [String]) {
+        let made = (previous[madeHereKey] ?? "").split(separator: ",").map(String.init)
+        var result = environment
+        var ignored: [String] = []
+        for group in made {
+            guard let keys = madeGroups[group], let first = keys.first,
+                  let value = environment[first], value == previous[first] else { continue }
+            for key in keys where result[key] != nil && result[key] == previous[key] {
+                result[key] = nil
+                ignored.append(key)
+            }
+        }
+        return (result, ignored)
+    }
+
     static func shellQuote(_ value: String) -> String {
         "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
