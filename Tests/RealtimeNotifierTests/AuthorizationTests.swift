@@ -29,20 +29,7 @@ struct AuthorizationTests {
             _ = try await harness.database.execute("""
                 INSERT INTO public.erased_users (service, user_hash, request_id, erased_at) VALUES ($1, $2, 'request-1', now())
                 """, [RealtimeErasure.service, RevokedSubjects.hash("leaver")])
-            var sawError = false
-            var closeCode: Int?
-            reading: while true {
-                switch try await leaver.receive(timeout: 15) {
-                case .frame(let frame):
-                    if let object = frame as? [String: Any], object["event"] as? String == "system",
-                       (object["payload"] as? [String: Any])?["status"] as? String == "error" { sawError = true }
-                case .closed(let code, _):
-                    closeCode = code
-                    break reading
-                case .timeout:
-                    break reading
-                }
-            }
+            let (sawError, closeCode) = try await leaver.untilClosed(timeout: 15)
             #expect(sawError)
             #expect(closeCode == 1008)
             // Another user's socket stays, and the erased user's token opens no new one.

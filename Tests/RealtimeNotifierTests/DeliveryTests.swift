@@ -182,20 +182,7 @@ struct DeliveryTests {
             #expect(received.events.map(\.seq) == (1...total).map(Int64.init))
             #expect(received.system.isEmpty)
             // The slow reader: whatever it had, then a system error, then the close.
-            var sawSystemError = false
-            var closeCode: Int?
-            reading: while true {
-                switch try await slow.receive(timeout: 10) {
-                case .frame(let frame):
-                    if let object = frame as? [String: Any], object["event"] as? String == "system",
-                       (object["payload"] as? [String: Any])?["status"] as? String == "error" { sawSystemError = true }
-                case .closed(let code, _):
-                    closeCode = code
-                    break reading
-                case .timeout:
-                    break reading
-                }
-            }
+            let (sawSystemError, closeCode) = try await slow.untilClosed(timeout: 10)
             #expect(sawSystemError)
             #expect(closeCode == 1013)
         } catch {

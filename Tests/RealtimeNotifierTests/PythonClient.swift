@@ -171,6 +171,23 @@ final class RawSocket: Sendable {
         }
     }
 
+    /// Reads until the server closes the socket (or `timeout` passes without a frame):
+    /// whether a `system` error frame came first, and the close code.
+    func untilClosed(timeout: Double = 10) async throws -> (sawSystemError: Bool, closeCode: Int?) {
+        var sawSystemError = false
+        while true {
+            switch try await receive(timeout: timeout) {
+            case .frame(let frame):
+                if let object = frame as? [String: Any], object["event"] as? String == "system",
+                   (object["payload"] as? [String: Any])?["status"] as? String == "error" { sawSystemError = true }
+            case .closed(let code, _):
+                return (sawSystemError, code)
+            case .timeout:
+                return (sawSystemError, nil)
+            }
+        }
+    }
+
     func close() {
         try? client.write(["close": true])
         client.terminate()
