@@ -22,14 +22,7 @@ public struct ErasedUsers: Sendable {
     public static func hash(_ userID: String) -> String { RevokedSubjects.hash(userID) }
 
     /// The advisory lock of this service's erasures (FNV-1a of the service name).
-    var lockKey: Int64 {
-        var h: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in ("user-erasure:" + service).utf8 {
-            h ^= UInt64(byte)
-            h = h &* 0x0100_0000_01b3
-        }
-        return Int64(bitPattern: h)
-    }
+    var lockKey: Int64 { AdvisoryLockKey.named("user-erasure:" + service) }
 
     /// Of `userIDs`, those this service erased; waits for an erasure of this service that is
     /// running. Schema-qualified (`public.erased_users`) so that a rebuild's shadow schema on

@@ -1,22 +1,28 @@
 import Kafka
 import Postgres
 
-/// An outbox table of ready-made Kafka records — `(id bigserial, room_id text, value text,
-/// created_at timestamptz)`, the key in `room_id` — for the shared ``OutboxRelay``: the
-/// entries go to `topic` in id order and are deleted once the broker acknowledged them. One
-/// publisher at a time across every instance (a transaction advisory lock on `lockKey`), so
-/// the records of one key are never published out of order.
+/// An outbox table of ready-made Kafka records — `(id bigserial, <key> text, value text,
+/// created_at timestamptz)`, the record key in `keyColumn` (`room_id` by default) — for the
+/// shared ``OutboxRelay``: the entries go to `topic` in id order and are deleted once the
+/// broker acknowledged them. `scope` limits it to the rows of one owner in a shared table
+/// (`service = 'ingest'`). One publisher at a time across every instance (a transaction
+/// advisory lock on `lockKey`), so the records of one key are never published out of order.
 public struct KeyedRecordOutbox: Outbox {
     let database: PostgresClient
     let producer: KafkaProducer
     let table: String
+    let keyColumn: String
+    let scope: (column: String, value: String)?
     let topic: String
     let lockKey: Int64
 
-    public init(database: PostgresClient, producer: KafkaProducer, table: String, topic: String, lockKey: Int64) {
+    public init(database: PostgresClient, producer: KafkaProducer, table: String, keyColumn: String = "room_id",
+                scope: (column: String, value: String)? = nil, topic: String, lockKey: Int64) {
         self.database = database
         self.producer = producer
         self.table = table
+        self.keyColumn = keyColumn
+        self.scope = scope
         self.topic = topic
         self.lockKey = lockKey
     }
@@ -24,21 +30,24 @@ public struct KeyedRecordOutbox: Outbox {
     public func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
         let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
         let producer = self.producer
-        let (table, topic, lockKey) = (self.table, self.topic, self.lockKey)
+        let (table, keyColumn, topic, lockKey) = (self.table, self.keyColumn, self.topic, self.lockKey)
+        let scope = self.scope
         return try await database.withTransaction { connection in
             let lock = try await connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [lockKey])
             guard try lock.first?.decode(Bool.self, "locked") == true else { return 0 }
+            var binds: [any PostgresBindable] = [seconds, Int64(limit)]
+            if let scope { binds.append(scope.value) }
             let rows = try await connection.query("""
-                SELECT id, room_id, value FROM \(table)
-                WHERE created_at <= now() - make_interval(secs => $1::double precision)
+                SELECT id, \(keyColumn) AS record_key, value FROM \(table)
+                WHERE \(scope.map { "\($0.column) = $3 AND " } ?? "")created_at <= now() - make_interval(secs => $1::double precision)
                 ORDER BY id LIMIT $2::bigint
-                """, [seconds, Int64(limit)])
+                """, binds)
             guard !rows.isEmpty else { return 0 }
             var ids: [Int64] = []
             var records: [KafkaProducerRecord] = []
             for row in rows {
                 ids.append(try row.decode(Int64.self, "id"))
-                records.append(KafkaProducerRecord(topic: topic, key: Array(try row.decode(String.self, "room_id").utf8),
+                records.append(KafkaProducerRecord(topic: topic, key: Array(try row.decode(String.self, "record_key").utf8),
                                                    value: Array(try row.decode(String.self, "value").utf8)))
             }
             for result in await producer.send(records) { _ = try result.get() }

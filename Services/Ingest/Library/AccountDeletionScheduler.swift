@@ -9,35 +9,18 @@ import ServiceRuntime
 
 /// `account_deletion_outbox` for the shared `OutboxRelay`: the `user.deletions.v1` records
 /// (key: the user id) of requests whose purge started, deleted once the broker acknowledged
-/// them. Rows are taken with `FOR UPDATE SKIP LOCKED` (several ingest instances); a record
-/// sent twice is harmless, every service's erasure being a no-op the second time.
+/// them (a ``KeyedRecordOutbox``, one publisher at a time across the ingest instances; a
+/// record sent twice is harmless, every service's erasure being a no-op the second time).
 struct AccountDeletionOutbox: Outbox {
-    let database: PostgresClient
-    let producer: KafkaProducer
-    let topic: String
+    let outbox: KeyedRecordOutbox
+
+    init(database: PostgresClient, producer: KafkaProducer, topic: String) {
+        outbox = KeyedRecordOutbox(database: database, producer: producer, table: "account_deletion_outbox", keyColumn: "user_id",
+                                   topic: topic, lockKey: AdvisoryLockKey.named("account-deletion-outbox"))
+    }
 
     func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
-        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
-        let producer = self.producer
-        let topic = self.topic
-        return try await database.withTransaction { connection in
-            let rows = try await connection.query("""
-                SELECT id, user_id, value FROM account_deletion_outbox
-                WHERE created_at <= now() - make_interval(secs => $1::double precision)
-                ORDER BY id LIMIT $2::bigint FOR UPDATE SKIP LOCKED
-                """, [seconds, Int64(limit)])
-            guard !rows.isEmpty else { return 0 }
-            var ids: [Int64] = []
-            var records: [KafkaProducerRecord] = []
-            for row in rows {
-                ids.append(try row.decode(Int64.self, "id"))
-                records.append(KafkaProducerRecord(topic: topic, key: Array(try row.decode(String.self, "user_id").utf8),
-                                                   value: Array(try row.decode(String.self, "value").utf8)))
-            }
-            for result in await producer.send(records) { _ = try result.get() }
-            _ = try await connection.execute("DELETE FROM account_deletion_outbox WHERE id = ANY($1::bigint[])", [ids])
-            return ids.count
-        }
+        try await outbox.publishPending(olderThan: grace, limit: limit)
     }
 }
 
