@@ -196,18 +196,7 @@ struct RebuildCatalogTests {
             let mineBefore = try await http.send("GET", service: "catalog", url: mine, token: alice).text
             #expect(feedBefore.contains("tampered") && mineBefore.contains("ghost"))
             let stop = RebuildCommandTests.StopFlag()
-            let readers = Task {
-                let http = DemoHTTPClient()
-                var answers: [(Int, String, String)] = []
-                // Paced, so the bound (at most 200 s) outlasts a slow machine's rebuilds.
-                for round in 0..<40_000 where !stop.isSet {
-                    let (url, token) = round % 2 == 0 ? (feed, bob) : (mine, alice)
-                    let response = try await http.send("GET", service: "reader", url: url, token: token)
-                    answers.append((response.status, url, response.text))
-                    try await Task.sleep(for: .milliseconds(5))
-                }
-                return answers
-            }
+            let readers = RebuildCommandTests.readers(until: stop, (feed, bob), (mine, alice))
             let writers = Task {
                 for round in 0..<15 where !stop.isSet {
                     // Private rooms of another user: neither reader sees them.

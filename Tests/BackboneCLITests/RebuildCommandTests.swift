@@ -140,6 +140,23 @@ struct RebuildCommandTests {
         func set() { flag.store(true, ordering: .relaxed) }
     }
 
+    /// GETs `first` and `second` in turn until `stop` is set, each answer kept as (status, url,
+    /// body). Paced, so the bound (at most 200 s) outlasts a slow machine's rebuilds.
+    static func readers(until stop: StopFlag, _ first: (url: String, token: String),
+                        _ second: (url: String, token: String)) -> Task<[(Int, String, String)], any Error> {
+        Task {
+            let http = DemoHTTPClient()
+            var answers: [(Int, String, String)] = []
+            for round in 0..<40_000 where !stop.isSet {
+                let (url, token) = round % 2 == 0 ? first : second
+                let response = try await http.send("GET", service: "reader", url: url, token: token)
+                answers.append((response.status, url, response.text))
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            return answers
+        }
+    }
+
     static let users = ["user-0", "user-1", "user-2", "user-3", "user-4"]
 
     /// Hand-made damage: a changed row, a missing row and a row the topic never produced, in
@@ -218,18 +235,7 @@ struct RebuildCommandTests {
             let progressBefore = try await http.send("GET", service: "progress", url: progressPath, token: token1).text
             let historyBefore = try await http.send("GET", service: "analytics", url: historyPath, token: token2).text
             let stop = StopFlag()
-            let readers = Task {
-                let http = DemoHTTPClient()
-                var answers: [(Int, String, String)] = []
-                // Paced, so the bound (at most 200 s) outlasts a slow machine's rebuilds.
-                for round in 0..<40_000 where !stop.isSet {
-                    let (url, token) = round % 2 == 0 ? (progressPath, token1) : (historyPath, token2)
-                    let response = try await http.send("GET", service: "reader", url: url, token: token)
-                    answers.append((response.status, url, response.text))
-                    try await Task.sleep(for: .milliseconds(5))
-                }
-                return answers
-            }
+            let readers = Self.readers(until: stop, (progressPath, token1), (historyPath, token2))
             let late = ["late-0", "late-1"]
             let writers = Task {
                 for round in 0..<20 where !stop.isSet {
