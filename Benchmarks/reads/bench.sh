@@ -5,9 +5,10 @@
 # at a closed port: the consumers idle, the read path is what is measured). Seeds USERS users with
 # MATERIALS reading_progress rows each, then per endpoint `wrk` with CONNECTIONS keep-alive
 # connections for DURATION seconds (one token, one user), then pgbench (prepared, 16 clients) of
-# the reading-progress point query. Prints req/s, p50/p99 and errors. Then each GET endpoint with
-# 1,000 keep-alive connections paced (wrk's per-request delay) to half the rate it saturated at,
-# p50/p99 of that; then every endpoint with 5,000 connections (errors).
+# each endpoint's own statements, and the ceiling the two together give on these shared cores
+# (1 / (1/healthz + 1/pgbench)). Prints req/s, p50/p99 and errors. Then each GET endpoint with
+# 1,000 keep-alive connections paced (wrk's per-request delay, random around the mean) to half the
+# rate it saturated at, p50/p99 of that; then every endpoint with 5,000 connections (errors).
 # Needs: wrk (apt-get install -y wrk; in deploy/lib/common.sh), PostgreSQL with pgbench, python3.
 # Usage: Benchmarks/reads/bench.sh [DURATION] [CONNECTIONS]   (defaults 10, 100; SKIP_MANY=1 skips the
 # 1,000- and 5,000-connection runs, SKIP_BUILD=1 the build, BENCH_BIN=dir runs the binaries in dir)
@@ -129,23 +130,69 @@ for entry in "${ENDPOINTS[@]}"; do
         "$(( rps * 100 / (HEALTHZ > 0 ? HEALTHZ : 1) ))"
 done
 
-cat >"$WORK/point.sql" <<'SQL'
+# Each endpoint's own statements through pgbench (prepared, 16 clients), same run: what PostgreSQL
+# and a client that does nothing but those statements reach on these cores. A read costs at least
+# the HTTP layer's work (/healthz) plus its statements' work, and here both share the same two
+# cores, so 1 / (1/healthz + 1/pgbench) bounds the endpoint's rate: the "ceiling" column.
+mkdir -p "$WORK/sql/learning" "$WORK/sql/activity"
+cat >"$WORK/sql/reading-progress.sql" <<'SQL'
 \set u random(1, 1000)
 SELECT material_id, status, last_position, progress_percent, total_active_seconds, first_read_at, last_read_at,
        completed_at, last_session_id, reading_target_type, knowledge_base_id
 FROM reading_progress WHERE user_id = 'user-' || :u AND material_id = 'material-8';
 SQL
-TPS=$("$PGBENCH" -n -M prepared -c 16 -j 2 -T "$DURATION" -f "$WORK/point.sql" "$DATABASE_URL" 2>/dev/null \
-    | awk '/^tps/ { printf "%.0f", $3 }')
-printf '%-20s %10s   (pgbench -M prepared -c 16, the reading-progress point query)\n' "pgbench" "$TPS"
+cat >"$WORK/sql/learning/continue.sql" <<'SQL'
+\set u random(1, 1000)
+SELECT material_id, last_position, progress_percent, last_read_at, reading_target_type, knowledge_base_id
+FROM reading_progress WHERE user_id = 'user-' || :u AND status = 'in_progress'
+ORDER BY last_read_at DESC, material_id LIMIT 1;
+SQL
+cat >"$WORK/sql/learning/summary.sql" <<'SQL'
+\set u random(1, 100)
+SELECT tz_offset_minutes FROM analytics_users WHERE user_id = 'user-' || :u;
+SELECT day - DATE '1970-01-01' AS n, active_seconds FROM analytics_daily
+WHERE user_id = 'user-' || :u AND day BETWEEN DATE '1970-01-01' + -1000000 AND DATE '1970-01-01' + 1000000 ORDER BY day;
+SELECT (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = current_date) AS read,
+       (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed;
+SQL
+for window in trend:6 heatmap:364; do
+    name=${window%%:*}; span=${window#*:}
+    [[ $name == trend ]] && file="$WORK/sql/learning/trend.sql" || file="$WORK/sql/activity/heatmap.sql"
+    cat >"$file" <<SQL
+\\set u random(1, 100)
+SELECT tz_offset_minutes FROM analytics_users WHERE user_id = 'user-' || :u;
+SELECT day - DATE '1970-01-01' AS n, active_seconds FROM analytics_daily
+WHERE user_id = 'user-' || :u AND day BETWEEN current_date - $span AND current_date ORDER BY day;
+SQL
+done
+cat >"$WORK/sql/learning/history.sql" <<'SQL'
+\set u random(1, 100)
+SELECT client_session_id, material_id, active_seconds, completed,
+       (extract(epoch FROM started_at) * 1000)::bigint AS started_ms,
+       (extract(epoch FROM COALESCE(closed_at, last_event_at)) * 1000)::bigint AS ended_ms
+FROM analytics_sessions WHERE user_id = 'user-' || :u ORDER BY started_at DESC, client_session_id DESC LIMIT 21;
+SQL
+printf '\n%-20s %10s %10s %10s %8s   (pgbench -M prepared -c 16 of the endpoint statements; ceiling = 1/(1/healthz + 1/pgbench))\n' \
+    endpoint "req/s" "pgbench" "ceiling" "of ceil"
+for entry in "${ENDPOINTS[@]:1}"; do
+    name=${entry%%|*}
+    tps=$("$PGBENCH" -n -M prepared -c 16 -j 2 -T "$DURATION" -f "$WORK/sql/$name.sql" "$DATABASE_URL" 2>/dev/null \
+        | awk '/^tps/ { printf "%.0f", $3 }')
+    ceiling=$(awk -v h="$HEALTHZ" -v t="${tps:-0}" 'BEGIN { if (h > 0 && t > 0) printf "%.0f", 1 / (1 / h + 1 / t); else print 0 }')
+    printf '%-20s %10s %10s %10s %7s%%\n' "$name" "${SATURATED[$name]}" "${tps:-?}" "$ceiling" \
+        "$(( SATURATED[$name] * 100 / (ceiling > 0 ? ceiling : 1) ))"
+done
 
 if [[ -z "${SKIP_MANY:-}" ]]; then
     printf '\n%-20s %10s %9s %9s %8s %8s   (1,000 connections paced to half the saturated rate, %s s)\n' \
         endpoint "req/s" "p50 ms" "p99 ms" "sockerr" "non-2xx" "$DURATION"
     for entry in "${ENDPOINTS[@]:1}"; do
-        # Each connection waits between its requests so that 1,000 of them offer half the rate.
+        # Each connection waits between its requests so that 1,000 of them offer half the rate. The
+        # pause is drawn uniformly from [0, 2 × mean] before every request, the first included: with
+        # one fixed pause all 1,000 connections send their first request at once and, answered
+        # together, send together again — waves of 1,000 requests instead of independent clients.
         pause=$(( 2000 * 1000 / (SATURATED[${entry%%|*}] > 0 ? SATURATED[${entry%%|*}] : 1) ))
-        { cat "$WORK/report.lua"; echo "delay = function() return $pause end"; } >"$WORK/paced.lua"
+        { cat "$WORK/report.lua"; echo "delay = function() return math.random(0, 2 * $pause) end"; } >"$WORK/paced.lua"
         read -r rps p50 p99 socket status < <(measure "${entry#*|}" 1000 "$DURATION" "$WORK/paced.lua")
         printf '%-20s %10s %9s %9s %8s %8s\n' "${entry%%|*}" "$rps" "$p50" "$p99" "$socket" "$status"
     done

@@ -76,3 +76,43 @@ extension ActivityHeatmapResponse {
         return w.bytes
     }
 }
+
+extension LearningSummaryResponse {
+    public var json: [UInt8] {
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.key("currentStreakDays"); w.int(currentStreakDays)
+        w.string("lastActiveDay", lastActiveDay)
+        w.key("longestStreakDays"); w.int(longestStreakDays)
+        w.key("materialsCompleted"); w.int(materialsCompleted)
+        w.key("materialsReadToday"); w.int(materialsReadToday)
+        w.key("today"); w.string(today)
+        w.key("todayActiveSeconds"); w.int(todayActiveSeconds)
+        w.key("weekActiveSeconds"); w.int(weekActiveSeconds)
+        w.endObject()
+        return w.bytes
+    }
+}
+
+extension LearningHistoryResponse {
+    public var json: [UInt8] {
+        var w = JSONWriter(capacity: 32 + sessions.count * 192)
+        w.beginObject()
+        w.string("nextCursor", nextCursor)
+        w.key("sessions")
+        w.beginArray()
+        for session in sessions {
+            w.beginObject()
+            w.key("activeSeconds"); w.int(session.activeSeconds)
+            w.key("clientSessionId"); w.string(session.clientSessionId)
+            w.key("completed"); w.bool(session.completed)
+            w.key("endedAt"); w.timestamp(session.endedAt)
+            w.key("materialId"); w.string(session.materialId)
+            w.key("startedAt"); w.timestamp(session.startedAt)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return w.bytes
+    }
+}

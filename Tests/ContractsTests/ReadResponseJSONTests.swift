@@ -44,4 +44,29 @@ struct ReadResponseJSONTests {
         try same(heatmap, heatmap.json)
         try same(ActivityHeatmapResponse(days: []), ActivityHeatmapResponse(days: []).json)
     }
+
+    @Test("summary, active and never active")
+    func summary() throws {
+        let active = LearningSummaryResponse(todayActiveSeconds: 600, weekActiveSeconds: 3_600, materialsReadToday: 2, materialsCompleted: 17,
+                                             currentStreakDays: 3, longestStreakDays: 40, lastActiveDay: "2026-12-01", today: "2026-12-02")
+        try same(active, active.json)
+        let never = LearningSummaryResponse(todayActiveSeconds: 0, weekActiveSeconds: 0, materialsReadToday: 0, materialsCompleted: 0,
+                                            currentStreakDays: 0, longestStreakDays: 0, lastActiveDay: nil, today: "2026-12-02")
+        try same(never, never.json)
+    }
+
+    @Test("history, a page with a cursor, the last page and no sessions")
+    func history() throws {
+        let sessions = (0..<20).map { index in
+            LearningHistoryResponse.Session(clientSessionId: index == 0 ? Self.tricky : "s-\(index)", materialId: "m/\(index)",
+                                            startedAt: Self.date.addingTimeInterval(Double(-index) * 3_600.25),
+                                            endedAt: Self.date.addingTimeInterval(Double(-index) * 3_600.25 + 1_200.5),
+                                            activeSeconds: index * 60, completed: index % 3 == 0)
+        }
+        let page = LearningHistoryResponse(sessions: sessions, nextCursor: "eyJ0IjoxfQ")
+        try same(page, page.json)
+        let last = LearningHistoryResponse(sessions: Array(sessions.prefix(2)), nextCursor: nil)
+        try same(last, last.json)
+        try same(LearningHistoryResponse(sessions: [], nextCursor: nil), LearningHistoryResponse(sessions: [], nextCursor: nil).json)
+    }
 }

@@ -38,7 +38,7 @@ public struct AnalyticsRoutes: Sendable {
         let figures = LearningFigures.summary(try await days, today: today, thresholdSeconds: configuration.streakThresholdSeconds,
                                               materialsReadToday: try await counts.readOnDay,
                                               materialsCompleted: try await counts.completed)
-        return .json(figures, encoder: ContractCoding.encoder)
+        return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: figures.json)
     }
 
     func trend(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -68,7 +68,7 @@ public struct AnalyticsRoutes: Sendable {
             cursor = decoded
         }
         let page = try await readModel.sessions(user: user, limit: limit, after: cursor)
-        return .json(page, encoder: ContractCoding.encoder)
+        return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: page.json)
     }
 
     func today(for user: String, _ request: HTTPRequest) async throws -> LocalDay {
