@@ -100,7 +100,7 @@ struct PipelineBench {
             VALUES ('bench-lesson', 'knowledgeSource', 'kb-bench'), ('bench-probe', 'knowledgeSource', 'kb-bench')
             ON CONFLICT (material_id) DO NOTHING
             """)
-        await database.close()
+        let stageCPU = StageCPU(database: database, pids: pids)
         let admin = try KafkaAdmin(bootstrapServers: setting("KAFKA_BROKERS"), logger: logger)
         let watermarks = Watermarks(admin: admin, topics: [Topics.readingEvents, Topics.readingProgress])
         try await watermarks.load()
@@ -125,11 +125,11 @@ struct PipelineBench {
         var warmup = options
         warmup.stepSeconds = 5
         _ = try await Step.run(rate: min(1_000, options.rates[0]), options: warmup, stack: stack, tokens: tokens, probe: probe,
-                               watermarks: watermarks, pids: pids, delivered: delivered)
+                               watermarks: watermarks, cpu: stageCPU, delivered: delivered)
         var steps: [StepResult] = []
         for rate in options.rates {
             let step = try await Step.run(rate: rate, options: options, stack: stack, tokens: tokens, probe: probe,
-                                          watermarks: watermarks, pids: pids, delivered: delivered)
+                                          watermarks: watermarks, cpu: stageCPU, delivered: delivered)
             step.printSummary()
             fflush(nil)  // each step's lines as they come, also through a pipe
             steps.append(step)
@@ -137,6 +137,7 @@ struct PipelineBench {
         Report.print(steps)
         for client in subscribers { await client.close() }
         await probe.close()
+        await database.close()
     }
 
     static func pids(_ text: String) -> [(name: String, pid: Int32)] {
@@ -359,27 +360,6 @@ func scrapeLag(_ ports: [Int]) -> [String: Int64] {
     return lag
 }
 
-/// CPU seconds (user + system) of a process so far, from /proc; with `children`, plus those
-/// of its live child processes (PostgreSQL's backends under the postmaster).
-func cpuSeconds(_ pid: Int32, children: Bool = false) -> Double? {
-    func stat(_ pid: Int32) -> (ppid: Int32, seconds: Double)? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // Fields after the name: state [0], ppid [1], utime [11], stime [12] (man 5 proc: 4, 14, 15).
-        guard fields.count > 12, let ppid = Int32(fields[1]), let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (ppid, (user + system) / Double(sysconf(Int32(_SC_CLK_TCK))))
-    }
-    guard var total = stat(pid)?.seconds else { return nil }
-    if children, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") {
-        for entry in entries {
-            guard let child = Int32(entry), let s = stat(child), s.ppid == pid else { continue }
-            total += s.seconds
-        }
-    }
-    return total
-}
-
 func percentile(_ values: [Double], _ p: Double) -> Double? {
     guard !values.isEmpty else { return nil }
     let sorted = values.sorted()
@@ -406,12 +386,21 @@ struct StepResult: Sendable {
     var websocket: [Double]
     var probes: Int
     var cpu: [(name: String, cores: Double)]
+    /// CPU of each stage per accepted event (µs), its PostgreSQL backends included.
+    var perEvent: [(name: String, micros: Double)]
     var deliveredPerSecond: Double
     var loadAverage: String
 
     var sustainable: Bool {
         !consumers.isEmpty && consumers.allSatisfy { $0.seconds.p99 < 1 && $0.drainedAfter != nil } && failedRequests == 0
     }
+
+    /// CPU of the whole machine's share of the pipeline (every stage, PostgreSQL, the broker and
+    /// the load generator) per accepted event.
+    var totalMicros: Double { perEvent.map(\.micros).reduce(0, +) }
+    /// The rate at which the pipeline, at this step's cost per event, would use every core.
+    var ceiling: Double { totalMicros > 0 ? Double(Self.cores) * 1e6 / totalMicros : 0 }
+    static var cores: Int { ProcessInfo.processInfo.activeProcessorCount }
 
     static func ms(_ v: Double?) -> String { v.map { String(format: "%.0f", $0 * 1000) } ?? "–" }
 
@@ -428,13 +417,16 @@ struct StepResult: Sendable {
               + "POST→progress_updated p50 \(Self.ms(percentile(websocket, 0.5))) p99 \(Self.ms(percentile(websocket, 0.99))) ms (\(websocket.count))")
         print("  CPU (cores) " + cpu.map { String(format: "%@ %.2f", $0.name, $0.cores) }.joined(separator: ", ")
               + String(format: "; WebSocket messages delivered %.0f/s", deliveredPerSecond))
+        print("  CPU per accepted event (µs; each service with its PostgreSQL backends) "
+              + perEvent.map { String(format: "%@ %.0f", $0.name, $0.micros) }.joined(separator: ", ")
+              + String(format: "; total %.0f µs → at most %.0f events/s on %d cores", totalMicros, ceiling, Self.cores))
         print("  sustainable: \(sustainable ? "yes" : "no")")
     }
 }
 
 enum Step {
     static func run(rate: Int, options: PipelineBench.Options, stack: Stack, tokens: [String], probe: Probe,
-                    watermarks: Watermarks, pids: [(name: String, pid: Int32)], delivered: Counter) async throws -> StepResult {
+                    watermarks: Watermarks, cpu: StageCPU, delivered: Counter) async throws -> StepResult {
         let now = Date()
         let templates = try (0..<50).map { try BatchTemplate(session: $0, now: now) }
         let batchesPerSecond = Double(rate) / Double(PipelineBench.eventsPerBatch)
@@ -442,7 +434,7 @@ enum Step {
         let ports = [Stack.port(stack.progress), Stack.port(stack.analytics), Stack.port(stack.realtime)]
 
         let highsBefore = await watermarks.highs()
-        let cpuBefore = pids.map { cpuSeconds($0.pid, children: $0.name == "postgres") ?? 0 }
+        let cpuBefore = await cpu.read()
         let deliveredBefore = delivered.value.load(ordering: .relaxed)
         let samples = Mutex<[LagSample]>([])
         let stop = Atomic<Bool>(false)
@@ -471,7 +463,7 @@ enum Step {
             LoadClient.request(path: "/learning/reading-events/batch", token: tokens[(index * 7) % users], body: templates[index % templates.count].batch())
         }
         let loadEnd = ContinuousClock.now
-        let cpuAfter = pids.map { cpuSeconds($0.pid, children: $0.name == "postgres") ?? 0 }
+        let cpuAfter = await cpu.read()
         let deliveredAfter = delivered.value.load(ordering: .relaxed)
         let highsAfter = await watermarks.highs()
         let loadSeconds = Load.seconds(loadEnd - start)
@@ -506,13 +498,16 @@ enum Step {
                 seconds: (percentile(seconds, 0.5) ?? 0, percentile(seconds, 0.99) ?? 0, seconds.max() ?? 0),
                 drainedAfter: drainedAt[key].map { max(0, Load.seconds($0 - loadEnd)) }))
         }
-        let cpuSecondsUsed = zip(cpuBefore, cpuAfter).map { $1 - $0 }
+        let processSeconds = cpu.pids.map { ($0.name, (cpuAfter.processes[$0.name] ?? 0) - (cpuBefore.processes[$0.name] ?? 0)) }
+        let stageSeconds = cpu.used(from: cpuBefore, to: cpuAfter)
+        let events = Double(max(1, load.acceptedEvents))
         return StepResult(
             rate: rate, acceptedPerSecond: Double(load.acceptedEvents) / loadSeconds, failedRequests: load.failures,
             postP50: load.percentile(0.5), postP99: load.percentile(0.99), consumers: consumers,
             get: timings.compactMap(\.get), summary: timings.compactMap(\.summary), websocket: timings.compactMap(\.websocket),
             probes: timings.count,
-            cpu: zip(pids, cpuSecondsUsed).map { (name: $0.name, cores: $1 / loadSeconds) },
+            cpu: processSeconds.map { (name: $0.0, cores: $0.1 / loadSeconds) },
+            perEvent: stageSeconds.map { (name: $0.name, micros: $0.seconds / events * 1e6) },
             deliveredPerSecond: Double(deliveredAfter - deliveredBefore) / loadSeconds,
             loadAverage: PipelineBench.loadAverage())
     }
@@ -541,5 +536,18 @@ enum Report {
         Swift.print("")
         Swift.print("pipeline sustainable rate: \(sustainable.map { "\($0) events/s" } ?? "none of the steps")")
         Swift.print("pipeline-sustainable=\(sustainable ?? 0)")
+        // What the cores allow: at the cost per event of the highest sustainable step (the batches
+        // of a faster step are larger and cheaper per event, so this is the step closest to the knee).
+        if let step = steps.filter(\.sustainable).max(by: { $0.rate < $1.rate }) {
+            Swift.print("")
+            Swift.print("CPU per accepted event at \(step.rate) events/s (µs), each service with its PostgreSQL backends:")
+            for stage in step.perEvent {
+                let name = stage.name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                Swift.print(String(format: "  %@ %6.0f µs  (%5.1f %%)  alone on %d cores: %8.0f events/s", name, stage.micros,
+                                   100 * stage.micros / step.totalMicros, StepResult.cores, stage.micros > 0 ? Double(StepResult.cores) * 1e6 / stage.micros : 0))
+            }
+            Swift.print(String(format: "  total                  %6.0f µs: on %d cores the pipeline cannot pass %.0f events/s", step.totalMicros, StepResult.cores, step.ceiling))
+            Swift.print(String(format: "pipeline-cpu-ceiling=%.0f", step.ceiling))
+        }
     }
 }
