@@ -96,12 +96,12 @@ public struct RawReadingEvent: Sendable {
 
     /// The events of a `{"events":[…]}` upload body.
     public static func parseBatch(_ bytes: [UInt8]) throws(ReadingEventJSON.Error) -> [RawReadingEvent] {
-        try ReadingEventJSON.parse(bytes, batch: true)
+        try ReadingEventJSON.parse(bytes, shape: .batch)
     }
 
     /// One event object (a Kafka record value).
     public static func parse(_ bytes: [UInt8]) throws(ReadingEventJSON.Error) -> RawReadingEvent {
-        try ReadingEventJSON.parse(bytes, batch: false)[0]
+        try ReadingEventJSON.parse(bytes, shape: .record)[0]
     }
 
     /// The same event from a `JSONValue` (tests, tools).
@@ -139,14 +139,8 @@ extension ReadingEventRecord {
             guard let value = T(rawValue: text) else { throw .init("\(name): unknown value \"\(text)\"") }
             return value
         }
-        var position: ReadingPosition?
-        if let p = try optional(raw.position, "position") {
-            position = ReadingPosition(
-                page: try optional(p.page, "position.page"), totalPages: try optional(p.totalPages, "position.totalPages"),
-                progress: try optional(p.progress, "position.progress"),
-                scrollOffset: try optional(p.scrollOffset, "position.scrollOffset"),
-                contentLength: try optional(p.contentLength, "position.contentLength"),
-                anchor: try optional(p.anchor, "position.anchor"))
+        let position = try optional(raw.position, "position").map { (p) throws(ReadingEventJSON.Error) in
+            try ReadingPosition(p, field: "position")
         }
         let item = ReadingEventUploadItem(
             eventId: try required(raw.eventId, "eventId"), clientSessionId: try required(raw.clientSessionId, "clientSessionId"),
@@ -200,6 +194,28 @@ extension ReadingEventRecord {
 }
 
 extension ReadingPosition {
+    /// Decodes a position object (a stored `last_position`): the same rules as its
+    /// `Decodable` conformance with `JSONDecoder` (members optional, `null` as absent, a
+    /// member of the wrong type an error, unknown keys ignored), without Foundation.
+    public init(json bytes: [UInt8]) throws(ReadingEventJSON.Error) {
+        guard case .value(let raw) = try ReadingEventJSON.parse(bytes, shape: .position)[0].position else {
+            throw ReadingEventJSON.Error("a position must be a JSON object")
+        }
+        try self.init(raw, field: nil)
+    }
+
+    /// The position of a parsed object; a member of the wrong type is an error naming it
+    /// (`field.member`).
+    init(_ raw: RawReadingEvent.RawPosition, field: String?) throws(ReadingEventJSON.Error) {
+        func optional<T>(_ value: RawReadingEvent.Field<T>, _ name: String) throws(ReadingEventJSON.Error) -> T? {
+            if case .invalid = value { throw .init("\(field.map { "\($0)." } ?? "")\(name): value of the wrong type") }
+            return value.value
+        }
+        self.init(page: try optional(raw.page, "page"), totalPages: try optional(raw.totalPages, "totalPages"),
+                  progress: try optional(raw.progress, "progress"), scrollOffset: try optional(raw.scrollOffset, "scrollOffset"),
+                  contentLength: try optional(raw.contentLength, "contentLength"), anchor: try optional(raw.anchor, "anchor"))
+    }
+
     /// As `ContractCoding.encoder` writes it (keys sorted, nil members left out).
     public func write(to w: inout JSONWriter) {
         w.beginObject()

@@ -1,9 +1,9 @@
 import CYAJL
 import Foundation
 
-/// The streaming reader behind `RawReadingEvent.parseBatch` and `RawReadingEvent.parse`:
-/// yajl's event parser (UTF-8 validated, whole input consumed) fills `RawReadingEvent`s
-/// field by field as the tokens arrive; values of unknown keys are skipped.
+/// The streaming reader behind `RawReadingEvent.parseBatch`, `RawReadingEvent.parse` and
+/// `ReadingPosition(json:)`: yajl's event parser (UTF-8 validated, whole input consumed)
+/// fills `RawReadingEvent`s field by field as the tokens arrive; values of unknown keys are skipped.
 public enum ReadingEventJSON {
     /// The bytes are not JSON, or not of the expected shape (`{"events":[…]}` for a batch,
     /// an object for a record).
@@ -12,8 +12,18 @@ public enum ReadingEventJSON {
         init(_ description: String) { self.description = description }
     }
 
-    static func parse(_ bytes: [UInt8], batch: Bool) throws(Error) -> [RawReadingEvent] {
-        let reader = Reader(batch: batch)
+    /// What the top-level value is.
+    enum Shape {
+        /// `{"events":[…]}`: an upload body.
+        case batch
+        /// One event object: a Kafka record value.
+        case record
+        /// One position object (a stored `last_position`): read into the `position` of the one event returned.
+        case position
+    }
+
+    static func parse(_ bytes: [UInt8], shape: Shape) throws(Error) -> [RawReadingEvent] {
+        let reader = Reader(shape: shape)
         let context = Unmanaged.passUnretained(reader).toOpaque()
         let status: yajl_status = withUnsafePointer(to: callbacks) { callbacks in
             guard let handle = yajl_alloc(callbacks, nil, context) else { return yajl_status_error }
@@ -29,7 +39,7 @@ public enum ReadingEventJSON {
         }
         if let failure = reader.failure { throw Error(failure) }
         guard status == yajl_status_ok else { throw Error("malformed JSON") }
-        if batch, !reader.sawEvents { throw Error("the body must be an object with an \"events\" array") }
+        if shape == .batch, !reader.sawEvents { throw Error("the body must be an object with an \"events\" array") }
         return reader.events
     }
 
@@ -97,7 +107,7 @@ private func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8]
 private final class Reader {
     enum Container { case top, events, event, position }
 
-    let batch: Bool
+    let shape: ReadingEventJSON.Shape
     var events: [RawReadingEvent] = []
     var sawEvents = false
     var failure: String?
@@ -110,8 +120,8 @@ private final class Reader {
     private var positionKey: PositionKey?
     private var position = RawReadingEvent.RawPosition()
 
-    init(batch: Bool) {
-        self.batch = batch
+    init(shape: ReadingEventJSON.Shape) {
+        self.shape = shape
         stack.reserveCapacity(4)
     }
 
@@ -123,12 +133,23 @@ private final class Reader {
         }
         switch stack.last {
         case nil:
-            guard case .startObject = token else { return fail(batch ? "the body must be a JSON object" : "a record must be a JSON object") }
-            if batch {
+            guard case .startObject = token else {
+                switch shape {
+                case .batch: return fail("the body must be a JSON object")
+                case .record: return fail("a record must be a JSON object")
+                case .position: return fail("a position must be a JSON object")
+                }
+            }
+            switch shape {
+            case .batch:
                 stack.append(.top)
-            } else {
+            case .record:
                 events.append(RawReadingEvent())
                 stack.append(.event)
+            case .position:
+                events.append(RawReadingEvent())
+                position = RawReadingEvent.RawPosition()
+                stack.append(.position)
             }
         case .top:
             if topKeyIsEvents {

@@ -3,7 +3,14 @@ import Logging
 import Synchronization
 
 /// The bounded pool behind `PostgresClient`: a state machine in a `Mutex`. Transitions
-/// return what to do; connecting, closing and resuming waiters happen outside the lock.
+/// return what to do; connecting, closing, resuming waiters and arming the timer happen
+/// outside the lock.
+///
+/// Waiters time out through one timer per pool, not one per waiter: all wait the same
+/// `acquireTimeout` and queue in arrival order, so the first waiter's deadline is the
+/// earliest. The timer is armed for it when the queue gets its first waiter, fails every
+/// waiter whose deadline has passed when it fires, and re-arms for the new first one while
+/// any wait.
 final class ConnectionPool: Sendable {
     /// What an acquirer gets: a pooled connection, or a reserved slot to open one in.
     enum Lease: Sendable {
@@ -17,7 +24,10 @@ final class ConnectionPool: Sendable {
         var idle: [PostgresConnection] = []
         /// Open connections plus reserved slots being connected.
         var open = 0
-        var waiters: [(id: UInt64, continuation: Waiter)] = []
+        /// In arrival order, so also in deadline order.
+        var waiters: [(id: UInt64, continuation: Waiter, deadline: DispatchTime)] = []
+        /// Whether the timeout timer is armed (it fires once; at most one is outstanding).
+        var timerArmed = false
         var cancelledWaiters: Set<UInt64> = []
         var nextWaiterID: UInt64 = 0
         var closed = false
@@ -26,10 +36,18 @@ final class ConnectionPool: Sendable {
     let configuration: PostgresConfiguration
     let logger: Logger
     private let state = Mutex(State())
+    private let acquireTimeout: DispatchTimeInterval
+    private let timeoutError: PostgresError
 
     init(configuration: PostgresConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        let components = configuration.acquireTimeout.components
+        let nanoseconds = max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
+        self.acquireTimeout = .nanoseconds(Int(nanoseconds))
+        self.timeoutError = PostgresError(
+            code: .poolTimeout,
+            message: "no connection became free within \(configuration.acquireTimeout) (maxConnections \(configuration.maxConnections))")
     }
 
     /// Number of open connections (in use, idle, or connecting).
@@ -102,21 +120,28 @@ final class ConnectionPool: Sendable {
         }
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
-                let immediate: Result<Lease, PostgresError>? = state.withLock { state in
-                    if state.closed { return .failure(.closed()) }
-                    if state.cancelledWaiters.remove(id) != nil { return .failure(Self.cancelled) }
-                    if let connection = state.idle.popLast() { return .success(.connection(connection)) }
+                enum Admission {
+                    case immediate(Result<Lease, PostgresError>)
+                    case waiting(armTimerAt: DispatchTime?)
+                }
+                let admission: Admission = state.withLock { state in
+                    if state.closed { return .immediate(.failure(.closed())) }
+                    if state.cancelledWaiters.remove(id) != nil { return .immediate(.failure(Self.cancelled)) }
+                    if let connection = state.idle.popLast() { return .immediate(.success(.connection(connection))) }
                     if state.open < configuration.maxConnections {
                         state.open += 1
-                        return .success(.slot)
+                        return .immediate(.success(.slot))
                     }
-                    state.waiters.append((id, continuation))
-                    return nil
+                    // Taken under the lock, so deadlines never decrease along the queue.
+                    let deadline = DispatchTime.now() + acquireTimeout
+                    state.waiters.append((id, continuation, deadline))
+                    if state.timerArmed { return .waiting(armTimerAt: nil) }
+                    state.timerArmed = true
+                    return .waiting(armTimerAt: deadline)
                 }
-                if let immediate {
-                    continuation.resume(returning: immediate)
-                } else {
-                    scheduleTimeout(for: id)
+                switch admission {
+                case .immediate(let result): continuation.resume(returning: result)
+                case .waiting(let deadline): if let deadline { armTimer(at: deadline) }
                 }
             }
         } onCancel: {
@@ -127,15 +152,29 @@ final class ConnectionPool: Sendable {
         return try result.get()
     }
 
-    private func scheduleTimeout(for id: UInt64) {
-        let components = configuration.acquireTimeout.components
-        let nanoseconds = max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
-        let timeout = PostgresError(
-            code: .poolTimeout,
-            message: "no connection became free within \(configuration.acquireTimeout) (maxConnections \(configuration.maxConnections))")
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
-            self?.fail(waiter: id, with: timeout, rememberIfAbsent: false)
+    private func armTimer(at deadline: DispatchTime) {
+        DispatchQueue.global().asyncAfter(deadline: deadline) { [weak self] in self?.timerFired() }
+    }
+
+    /// Fails the waiters whose deadline has passed; re-arms for the first one left.
+    private func timerFired() {
+        let (expired, next): ([Waiter], DispatchTime?) = state.withLock { state in
+            let now = DispatchTime.now()
+            var expired: [Waiter] = []
+            var count = 0
+            while count < state.waiters.count, state.waiters[count].deadline <= now {
+                expired.append(state.waiters[count].continuation)
+                count += 1
+            }
+            state.waiters.removeFirst(count)
+            guard let first = state.waiters.first else {
+                state.timerArmed = false
+                return (expired, nil)
+            }
+            return (expired, first.deadline)
         }
+        for waiter in expired { waiter.resume(returning: .failure(timeoutError)) }
+        if let next { armTimer(at: next) }
     }
 
     private func fail(waiter id: UInt64, with error: PostgresError, rememberIfAbsent: Bool) {

@@ -18,6 +18,18 @@ struct LocalDayTests {
         }
     }
 
+    @Test("every day of years 0…9999 prints as the zero-padded civil date")
+    func formattingMatchesCivilDate() {
+        var mismatches = 0
+        for number in LocalDay(0, 1, 1).number...LocalDay(9999, 12, 31).number {
+            let day = LocalDay(number: number)
+            let (y, m, d) = day.civil
+            if day.description != String(format: "%04d-%02d-%02d", y, m, d) { mismatches += 1 }
+        }
+        #expect(mismatches == 0)
+        #expect(LocalDay(10_000, 1, 1).description == "10000-01-01")
+    }
+
     @Test("an event at 23:59 local and one at 00:01 the next morning land on different days")
     func midnight() {
         for offset in [0, 480, -300, 840, -720, 345] {

@@ -66,6 +66,41 @@ struct ReadModelIntegrationTests {
         #expect(shifted.todayActiveSeconds == 100)
     }
 
+    @Test("the statement's today is LocalDay(instant:offsetMinutes:) around midnight, before 1970 and at negative offsets")
+    func todayInSQL() async throws {
+        let db = try await ScratchDatabase.create("today")
+        defer { Task { await db.drop() } }
+        let model = AnalyticsReadModel(database: db.client)
+        let offsets = [-720, -721, -300, -1, 0, 1, 345, 840]
+        for offset in offsets {
+            try await db.client.execute("""
+                INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes) VALUES ($1, now(), $2)
+                """, ["tz\(offset)", offset])
+        }
+        var checked = 0
+        for midnight in [LocalDay(2026, 3, 10), LocalDay(1970, 1, 1), LocalDay(1969, 12, 31), LocalDay(1900, 3, 1)] {
+            for offset in offsets {
+                // the instants around the user's local midnight, fractions of a second included
+                let local = Double(midnight.number * 86_400 - offset * 60)
+                for delta in [-86_400.5, -1, -0.25, 0, 0.25, 0.999, 1, 59, 86_399.75] {
+                    let now = Date(timeIntervalSince1970: local + delta)
+                    let expected = LocalDay(instant: now, offsetMinutes: offset)
+                    let given = try await model.window(user: "nobody", count: 1, now: now, offsetMinutes: offset).today
+                    let stored = try await model.window(user: "tz\(offset)", count: 1, now: now, offsetMinutes: nil).today
+                    let summary = try await model.summary(user: "tz\(offset)", now: now, offsetMinutes: nil).today
+                    #expect(given == expected, "offset \(offset), \(now)")
+                    #expect(stored == expected, "stored offset \(offset), \(now)")
+                    #expect(summary == expected, "summary, stored offset \(offset), \(now)")
+                    checked += 1
+                }
+            }
+        }
+        // no tz and no event yet: UTC
+        let utc = Date(timeIntervalSince1970: Double(LocalDay(2026, 3, 10).number * 86_400) - 0.5)
+        #expect(try await model.window(user: "nobody", count: 1, now: utc, offsetMinutes: nil).today == LocalDay(2026, 3, 9))
+        #expect(checked == 4 * offsets.count * 9)
+    }
+
     @Test("duplicates and any arrival order leave every figure identical")
     func duplicatesAndOrder() async throws {
         let events = Self.history(users: 4, days: 12)

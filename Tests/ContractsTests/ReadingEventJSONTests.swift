@@ -60,6 +60,41 @@ struct ReadingEventJSONTests {
         #expect(try ReadingEventRecord(json: bytes) == ContractCoding.decode(ReadingEventRecord.self, from: bytes))
     }
 
+    @Test("a stored position decodes to what JSONDecoder decodes, every field set or not")
+    func positionsMatchCodable() throws {
+        var g = SplitMix64(state: 7)
+        for _ in 0..<2_000 {
+            var position = Self.position(&g) ?? ReadingPosition()
+            if Bool.random(using: &g) {  // every field, as odd as the contract allows
+                position = ReadingPosition(page: Int.random(in: Int.min...Int.max, using: &g), totalPages: Int.random(in: 1...1_000_000, using: &g),
+                                           progress: Double.random(in: -1e300...1e300, using: &g), scrollOffset: 1e20,
+                                           contentLength: 123_456_789_012_345_680, anchor: Self.string(&g))
+            }
+            let bytes = try ContractCoding.encode(position)
+            let fast = try ReadingPosition(json: bytes)
+            #expect(fast == (try JSONDecoder().decode(ReadingPosition.self, from: Data(bytes))), "\(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+
+    @Test("an odd stored position decodes, or fails, as it does with JSONDecoder", arguments: [
+        // what jsonb gives back: keys ordered by length, normalised numbers
+        #"{"page": 3, "anchor": "§2", "totalPages": 40}"#, #"{"progress": 1.0}"#, #"{"progress": 0}"#, #"{"page": 3.0, "totalPages": 4}"#,
+        #"{"page": 100, "totalPages": 1000000}"#, #"{"progress": -0.0}"#, #"{"progress": 1.5e-7}"#, #"{"scrollOffset": 1E+20, "contentLength": 5e3}"#,
+        // unknown keys, nested or not, and nulls are ignored
+        #"{"page": 1, "zoom": 2.5, "extra": {"a": [1, {"b": null}]}, "totalPages": 2}"#, #"{"page": null, "anchor": null}"#, #"{}"#,
+        #"{"future": [], "progress": 0.5, "anchor": "x"}"#,
+        // wrong types and values out of range fail
+        #"{"page": "3"}"#, #"{"page": 3.5}"#, #"{"page": 1e400}"#, #"{"progress": 1e400}"#, #"{"page": 9223372036854775808}"#,
+        #"{"page": -9223372036854775808}"#, #"{"anchor": 5}"#, #"{"anchor": {"x": 1}}"#, #"{"progress": [0.5]}"#, #"{"page": true}"#,
+        // not an object
+        "null", "[]", "3", #""page""#, "", "{", #"{"page": 1} {}"#,
+    ])
+    func oddPositions(_ text: String) {
+        let reference = try? JSONDecoder().decode(ReadingPosition.self, from: Data(text.utf8))
+        let fast = try? ReadingPosition(json: Array(text.utf8))
+        #expect(fast == reference, "\(text): \(String(describing: fast)) vs \(String(describing: reference))")
+    }
+
     @Test("batch responses encode byte for byte as JSONEncoder does")
     func batchResponse() throws {
         let response = ReadingEventBatchResponse(results: [

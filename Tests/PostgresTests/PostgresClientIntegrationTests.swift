@@ -227,6 +227,50 @@ struct PostgresClientIntegrationTests {
         await #expect(throws: PostgresError.self) { try await client.query("SELECT 1") }
     }
 
+    @Test("waiters arriving one after another each time out acquireTimeout after their own arrival; a served one does not")
+    func staggeredAcquireTimeouts() async throws {
+        let client = Integration.client(maxConnections: 1, acquireTimeout: .milliseconds(400))
+        let clock = ContinuousClock()
+        /// How long a query waited, and how it ended.
+        @Sendable func timedQuery() async -> (waited: Duration, code: PostgresError.Code?) {
+            let start = clock.now
+            do throws(PostgresError) {
+                _ = try await client.query("SELECT 1")
+                return (clock.now - start, nil)
+            } catch {
+                return (clock.now - start, error.code)
+            }
+        }
+        try await client.withConnection { _ in
+            let first = Task { await timedQuery() }
+            try await Task.sleep(for: .milliseconds(200))
+            let second = Task { await timedQuery() }
+            let (firstWaited, firstCode) = await first.value
+            #expect(firstCode == .poolTimeout)
+            #expect(firstWaited >= .milliseconds(350))
+            // The second waiter is still waiting when the first one's deadline passes.
+            let (secondWaited, secondCode) = await second.value
+            #expect(secondCode == .poolTimeout)
+            #expect(secondWaited >= .milliseconds(350), "timed out at the first waiter's deadline")
+            #expect(secondWaited < .seconds(3))
+            // With the queue empty again, a new waiter still times out (the timer re-arms).
+            let (lateWaited, lateCode) = await timedQuery()
+            #expect(lateCode == .poolTimeout && lateWaited >= .milliseconds(350))
+        }
+        // A waiter served before its deadline gets the connection, and the timer that fires
+        // later fails only waiters whose own deadline passed.
+        let holder = Task { try await client.withConnection { _ in try await Task.sleep(for: .milliseconds(250)) } }
+        try await Task.sleep(for: .milliseconds(50))
+        let served = Task { await timedQuery() }
+        try await Task.sleep(for: .milliseconds(250))
+        let afterwards = Task { await timedQuery() }
+        #expect(await served.value.code == nil)
+        #expect(await afterwards.value.code == nil)
+        try await holder.value
+        #expect(client.openConnections == 1)
+        await client.close()
+    }
+
     @Test("cancelling the awaiting task cancels a long statement on the server and keeps the connection usable")
     func cancellation() async throws {
         let client = Integration.client(maxConnections: 1)

@@ -8,37 +8,74 @@ public struct AnalyticsReadModel: Sendable {
 
     public init(database: PostgresClient) { self.database = database }
 
-    /// The offset (minutes east of UTC) of the user's latest event, if they have any.
-    public func latestOffsetMinutes(user: String) async throws -> Int? {
-        let rows = try await database.queryPrepared("SELECT tz_offset_minutes FROM analytics_users WHERE user_id = $1", [user])
-        return try rows.first?.decode(Int.self, "tz_offset_minutes")
+    /// What the summary is computed from: the user's today, every active day, and the
+    /// material counts of today.
+    public struct SummaryRows: Sendable {
+        public var today: LocalDay
+        public var days: [DailyActivity]
+        public var materialsReadToday: Int
+        public var materialsCompleted: Int
     }
 
-    /// Active seconds per local day with any event, oldest first, optionally within a window.
-    public func dailyActivity(user: String, in window: ClosedRange<LocalDay>? = nil) async throws -> [DailyActivity] {
+    /// The user's local today at `now`, and the active seconds of the `count` local days
+    /// ending today that have any event, oldest first: one statement.
+    ///
+    /// "Today" is `LocalDay(instant: now, offsetMinutes:)` for `offsetMinutes`, or when that is
+    /// `nil` for the offset of the user's latest event (UTC when they have none).
+    public func window(user: String, count: Int, now: Date, offsetMinutes: Int?) async throws -> (today: LocalDay, days: [DailyActivity]) {
         let sql = """
-            SELECT day - DATE '1970-01-01' AS n, active_seconds FROM analytics_daily
-            WHERE user_id = $1 AND day BETWEEN DATE '1970-01-01' + $2::int AND DATE '1970-01-01' + $3::int
-            ORDER BY day
+            WITH t AS MATERIALIZED (SELECT \(Self.today) AS today)
+            SELECT t.today, d.day - DATE '1970-01-01' AS n, d.active_seconds
+            FROM t LEFT JOIN analytics_daily d
+              ON d.user_id = $1 AND d.day BETWEEN DATE '1970-01-01' + (t.today - $4::int + 1) AND DATE '1970-01-01' + t.today
+            ORDER BY d.day
             """
-        let rows = try await database.queryPrepared(sql, [user, window?.lowerBound.number ?? -1_000_000, window?.upperBound.number ?? 1_000_000])
+        let rows = try await database.queryPrepared(sql, [user, LocalDay.epochSeconds(now), offsetMinutes, max(1, count)])
+        return (try Self.today(rows), try Self.days(rows, dayColumn: 1))
+    }
+
+    /// The rows of `GET /learning/summary` (today as in `window`): one statement.
+    public func summary(user: String, now: Date, offsetMinutes: Int?) async throws -> SummaryRows {
+        let sql = """
+            WITH t AS MATERIALIZED (
+                SELECT today,
+                       (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = DATE '1970-01-01' + today) AS read,
+                       (SELECT count(*) FROM analytics_completions WHERE user_id = $1) AS completed
+                FROM (SELECT \(Self.today) AS today) AS now)
+            SELECT t.today, t.read, t.completed, d.day - DATE '1970-01-01' AS n, d.active_seconds
+            FROM t LEFT JOIN analytics_daily d
+              ON d.user_id = $1 AND d.day BETWEEN DATE '1970-01-01' - 1000000 AND DATE '1970-01-01' + 1000000
+            ORDER BY d.day
+            """
+        let rows = try await database.queryPrepared(sql, [user, LocalDay.epochSeconds(now), offsetMinutes])
+        return SummaryRows(today: try Self.today(rows), days: try Self.days(rows, dayColumn: 3),
+                           materialsReadToday: try rows.first?.decode(Int.self, 1) ?? 0,
+                           materialsCompleted: try rows.first?.decode(Int.self, 2) ?? 0)
+    }
+
+    /// The local day number of `$2` (epoch seconds) for `$3` minutes east of UTC, else the
+    /// offset of user `$1`'s latest event, else 0: `LocalDay(instant:offsetMinutes:)` in SQL
+    /// (floor division, so days before 1970 and negative offsets round down as there).
+    static let today = """
+        floor(($2::bigint + 60 * COALESCE($3::int, (SELECT tz_offset_minutes FROM analytics_users WHERE user_id = $1), 0)) / 86400.0)::int
+        """
+
+    private static func today(_ rows: PostgresRows) throws -> LocalDay {
+        guard let row = rows.first else {
+            throw PostgresError(code: .decoding, message: "the statement returned no row for today", context: ["pg.column": "today"])
+        }
+        return LocalDay(number: try row.decode(Int.self, 0))
+    }
+
+    /// The days of a `t LEFT JOIN analytics_daily` result: none when its one row has no day.
+    private static func days(_ rows: PostgresRows, dayColumn: Int) throws -> [DailyActivity] {
         var days: [DailyActivity] = []
         days.reserveCapacity(rows.count)
         for row in rows {
-            days.append(DailyActivity(day: LocalDay(number: try row.decode(Int.self, "n")),
-                                      activeSeconds: try row.decode(Int.self, "active_seconds")))
+            guard let number = try row.decode(Int?.self, dayColumn) else { continue }
+            days.append(DailyActivity(day: LocalDay(number: number), activeSeconds: try row.decode(Int.self, dayColumn + 1)))
         }
         return days
-    }
-
-    /// Distinct materials read on `day`, and distinct materials ever completed.
-    public func materialCounts(user: String, day: LocalDay) async throws -> (readOnDay: Int, completed: Int) {
-        let rows = try await database.queryPrepared("""
-            SELECT (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = DATE '1970-01-01' + $2::int) AS read,
-                   (SELECT count(*) FROM analytics_completions WHERE user_id = $1) AS completed
-            """, [user, day.number])
-        guard let row = rows.first else { return (0, 0) }
-        return (try row.decode(Int.self, "read"), try row.decode(Int.self, "completed"))
     }
 
     /// Up to `limit` sessions, newest start first, after `cursor`; plus the cursor of the

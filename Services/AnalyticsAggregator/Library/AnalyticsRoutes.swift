@@ -32,31 +32,26 @@ public struct AnalyticsRoutes: Sendable {
 
     func summary(_ request: HTTPRequest) async throws -> HTTPResponse {
         let user = try authenticator.userID(request)
-        let today = try await self.today(for: user, request)
-        async let days = readModel.dailyActivity(user: user)
-        async let counts = readModel.materialCounts(user: user, day: today)
-        let figures = LearningFigures.summary(try await days, today: today, thresholdSeconds: configuration.streakThresholdSeconds,
-                                              materialsReadToday: try await counts.readOnDay,
-                                              materialsCompleted: try await counts.completed)
+        let rows = try await readModel.summary(user: user, now: clock(), offsetMinutes: try offsetMinutes(request))
+        let figures = LearningFigures.summary(rows.days, today: rows.today, thresholdSeconds: configuration.streakThresholdSeconds,
+                                              materialsReadToday: rows.materialsReadToday, materialsCompleted: rows.materialsCompleted)
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: figures.json)
     }
 
     func trend(_ request: HTTPRequest) async throws -> HTTPResponse {
         let user = try authenticator.userID(request)
         let count = try QueryParameters.int(request, "days", default: 7, range: 1...90)
-        let today = try await self.today(for: user, request)
-        let days = try await readModel.dailyActivity(user: user, in: LearningFigures.window(endingAt: today, count: count))
+        let window = try await readModel.window(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
-                            body: LearningFigures.trend(days, today: today, count: count).json)
+                            body: LearningFigures.trend(window.days, today: window.today, count: count).json)
     }
 
     func heatmap(_ request: HTTPRequest) async throws -> HTTPResponse {
         let user = try authenticator.userID(request)
         let count = try QueryParameters.int(request, "days", default: 365, range: 1...366)
-        let today = try await self.today(for: user, request)
-        let days = try await readModel.dailyActivity(user: user, in: LearningFigures.window(endingAt: today, count: count))
+        let window = try await readModel.window(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
-                            body: LearningFigures.heatmap(days, today: today, count: count).json)
+                            body: LearningFigures.heatmap(window.days, today: window.today, count: count).json)
     }
 
     func history(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -71,13 +66,10 @@ public struct AnalyticsRoutes: Sendable {
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: page.json)
     }
 
-    func today(for user: String, _ request: HTTPRequest) async throws -> LocalDay {
-        let offset: Int
-        if request.query["tz"] != nil {
-            offset = try QueryParameters.int(request, "tz", default: 0, range: AnalyticsProjection.offsetRange)
-        } else {
-            offset = try await readModel.latestOffsetMinutes(user: user) ?? 0
-        }
-        return LocalDay(instant: clock(), offsetMinutes: offset)
+    /// The `tz` parameter (minutes east of UTC), `nil` when absent: the read model then
+    /// takes the offset of the user's latest event, else UTC.
+    func offsetMinutes(_ request: HTTPRequest) throws(HTTPError) -> Int? {
+        guard request.query["tz"] != nil else { return nil }
+        return try QueryParameters.int(request, "tz", default: 0, range: AnalyticsProjection.offsetRange)
     }
 }

@@ -13,9 +13,12 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     /// The local day of `instant` for a user `offsetMinutes` east of UTC.
     public init(instant: Date, offsetMinutes: Int) {
-        let seconds = Int((instant.timeIntervalSince1970).rounded(.down)) + offsetMinutes * 60
-        self.number = Self.floorDivide(seconds, 86_400)
+        self.number = Self.floorDivide(Self.epochSeconds(instant) + offsetMinutes * 60, 86_400)
     }
+
+    /// Whole seconds since 1970 of `instant`, rounded down (what the day of an instant is
+    /// computed from, here and in the read model's SQL).
+    public static func epochSeconds(_ instant: Date) -> Int { Int((instant.timeIntervalSince1970).rounded(.down)) }
 
     /// Parses `YYYY-MM-DD`.
     public init?(_ text: String) {
@@ -28,10 +31,26 @@ public struct LocalDay: Hashable, Comparable, Sendable, CustomStringConvertible 
 
     public init(year: Int, month: Int, day: Int) { self.number = Self.days(year: year, month: month, day: day) }
 
-    /// `YYYY-MM-DD`.
+    /// `YYYY-MM-DD` (years outside 0…9999 as many digits as they take, `-` first if negative).
     public var description: String {
         let (year, month, day) = civil
-        return Self.pad(year, 4) + "-" + Self.pad(month, 2) + "-" + Self.pad(day, 2)
+        guard (0...9999).contains(year) else { return Self.pad(year, 4) + "-" + Self.pad(month, 2) + "-" + Self.pad(day, 2) }
+        // The common case without intermediate strings: ten ASCII digits and dashes, which
+        // a native string holds inline.
+        return String(unsafeUninitializedCapacity: 10) { text in
+            let zero = UInt8(ascii: "0")
+            text[0] = zero + UInt8(year / 1000)
+            text[1] = zero + UInt8(year / 100 % 10)
+            text[2] = zero + UInt8(year / 10 % 10)
+            text[3] = zero + UInt8(year % 10)
+            text[4] = UInt8(ascii: "-")
+            text[5] = zero + UInt8(month / 10)
+            text[6] = zero + UInt8(month % 10)
+            text[7] = UInt8(ascii: "-")
+            text[8] = zero + UInt8(day / 10)
+            text[9] = zero + UInt8(day % 10)
+            return 10
+        }
     }
 
     /// 0 for Monday … 6 for Sunday (1970-01-01 was a Thursday).

@@ -119,7 +119,7 @@ public struct ProgressProjectorService: Sendable {
     }
 
     static func position(_ row: PostgresRow) throws -> ReadingPosition? {
-        try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+        try ProgressNotification.lastPosition(row)
     }
 
     static func progress(_ row: PostgresRow) throws -> ReadingProgressResponse {

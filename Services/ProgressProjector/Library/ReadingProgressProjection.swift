@@ -143,6 +143,11 @@ public struct ProgressNotification: Sendable {
     public var change: ReadingProgressChanged
     public var version: Int64
 
+    /// The row's `last_position` (jsonb), read with the contract's yajl reader.
+    static func lastPosition(_ row: PostgresRow) throws -> ReadingPosition? {
+        try row.text("last_position").map { try ReadingPosition(json: Array($0.utf8)) }
+    }
+
     /// From a row with the `reading_progress` columns of the notification and `version`.
     public init(row: PostgresRow) throws { try self.init(row: row, ownPosition: nil) }
 
@@ -154,7 +159,7 @@ public struct ProgressNotification: Sendable {
         if let ownPosition, let own = ownPosition(userID, materialID, try row.decode(String?.self, "position_event_id")) {
             position = own
         } else {
-            position = try row.decode(PostgresJSON?.self, "last_position").map { try $0.decode(ReadingPosition.self) }
+            position = try Self.lastPosition(row)
         }
         change = ReadingProgressChanged(
             userId: userID, materialId: materialID,
