@@ -18,6 +18,8 @@ final class ConsumerCore: RdKafkaCallbackContext {
         let id: UInt64
         let wanted: Int
         let continuation: CheckedContinuation<Batch, Never>
+        /// Past its wait with nothing buffered: served by the first record that arrives.
+        var due = false
     }
 
     enum BackpressureAction { case none, pause, resume }
@@ -64,7 +66,7 @@ final class ConsumerCore: RdKafkaCallbackContext {
         /// Serves waiters in order while the buffer satisfies them.
         mutating func serve() -> [(CheckedContinuation<Batch, Never>, Batch)] {
             var ready: [(CheckedContinuation<Batch, Never>, Batch)] = []
-            while let first = waiters.first, count >= first.wanted {
+            while let first = waiters.first, count >= first.wanted || (first.due && count > 0) {
                 waiters.removeFirst()
                 ready.append((first.continuation, .success(take(first.wanted))))
             }
@@ -166,7 +168,10 @@ final class ConsumerCore: RdKafkaCallbackContext {
     // MARK: Caller side
 
     /// Waits for `wanted` records, or until `maxWait` (if any) elapsed, returning what arrived.
-    func records(wanted: Int, maxWait: Duration?) async -> Batch {
+    /// With `idleWait` (longer than `maxWait`), a wait that ends with nothing buffered goes on
+    /// until the first record arrives (returned at once) or `idleWait` elapsed in all, so an
+    /// idle caller wakes every `idleWait` instead of every `maxWait`.
+    func records(wanted: Int, maxWait: Duration?, idleWait: Duration? = nil) async -> Batch {
         let wanted = max(1, min(wanted, capacity))
         let id = state.withLock { state in
             state.nextWaiterID += 1
@@ -186,14 +191,30 @@ final class ConsumerCore: RdKafkaCallbackContext {
                 if let immediate {
                     continuation.resume(returning: immediate)
                 } else if let maxWait {
-                    let nanoseconds = Int(clamping: maxWait.milliseconds * 1_000_000 + 999_999)
-                    DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [self] in
-                        expire(id, rememberIfMissing: false)
+                    let idleRest = idleWait.map { $0 - maxWait }.flatMap { $0 > .zero ? $0 : nil }
+                    after(maxWait) { [self] in
+                        guard let idleRest, markDueIfEmpty(id) else { return expire(id, rememberIfMissing: false) }
+                        after(idleRest) { [self] in expire(id, rememberIfMissing: false) }
                     }
                 }
             }
         } onCancel: {
             expire(id, rememberIfMissing: true)
+        }
+    }
+
+    private func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
+        let nanoseconds = Int(clamping: delay.milliseconds * 1_000_000 + 999_999)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: work)
+    }
+
+    /// Marks a waiting caller due when nothing is buffered (the next record serves it);
+    /// false when it is gone or records wait (then it is ended with them).
+    private func markDueIfEmpty(_ id: UInt64) -> Bool {
+        state.withLock { state in
+            guard state.count == 0, let index = state.waiters.firstIndex(where: { $0.id == id }) else { return false }
+            state.waiters[index].due = true
+            return true
         }
     }
 

@@ -67,9 +67,12 @@ public final class KafkaConsumer: Sendable {
 
     /// Returns up to `maxRecords` records, waiting at most `maxWait` for that many to arrive
     /// (possibly returning fewer, or none). Records of one partition come in offset order.
+    /// With `idleWait`, a wait that found nothing by `maxWait` returns with the first record
+    /// that arrives after it, or empty once `idleWait` passed in all: an idle caller wakes
+    /// every `idleWait`, a busy one still gets its batch after `maxWait`.
     /// - Throws: `.shutdown` after `close()`, `.rebalanceFailed` or `.fatal` if the consumer failed.
-    public func nextBatch(maxRecords: Int, maxWait: Duration) async throws(KafkaError) -> [KafkaConsumerRecord] {
-        try await core.records(wanted: maxRecords, maxWait: maxWait).get()
+    public func nextBatch(maxRecords: Int, maxWait: Duration, idleWait: Duration? = nil) async throws(KafkaError) -> [KafkaConsumerRecord] {
+        try await core.records(wanted: maxRecords, maxWait: maxWait, idleWait: idleWait).get()
     }
 
     /// The records one at a time, as an async sequence that ends when the consumer closes.

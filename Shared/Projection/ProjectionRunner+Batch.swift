@@ -32,7 +32,8 @@ extension ProjectionRunner {
     /// is written until the batch is applied.
     func fetch(_ consumer: KafkaConsumer) async throws -> FetchedBatch {
         let records = try await timed("fetch") {
-            try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait)
+            try await consumer.nextBatch(maxRecords: configuration.maxBatchRecords, maxWait: configuration.maxBatchWait,
+                                      idleWait: configuration.idleBatchWait)
         }
         let generations = ownership.generations()
         guard !records.isEmpty else { return FetchedBatch(items: [], generations: generations, poison: [:]) }

@@ -35,6 +35,11 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// How often the runner looks for positions an operator moved (`backbone offsets reset`)
     /// in its partitions, and re-reads them from there.
     public var movedPositionsCheckInterval: Duration = .seconds(1)
+    /// How long a fetch that found nothing by `maxBatchWait` goes on waiting for the first
+    /// record (returned as soon as it arrives): an idle projection wakes at this pace, not
+    /// every `maxBatchWait`. The between-batch checks (lag, moved positions, assignment) run
+    /// at least this often.
+    public var idleBatchWait: Duration = .milliseconds(500)
     /// How long a member may hold no partition while records of its topics wait that no
     /// member of the group is processing (no stored position of the group moved), before
     /// readiness says so and the consumer is replaced (`projection_assignment_stalls_total`).

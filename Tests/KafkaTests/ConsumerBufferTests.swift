@@ -57,6 +57,37 @@ struct ConsumerBufferTests {
         #expect(ContinuousClock.now - started < .seconds(120))
     }
 
+    @Test("an idle wait goes on past maxWait and returns with the first record that arrives")
+    func idleWaitServedByFirstRecord() async throws {
+        let core = ConsumerCore(logger: .disabled, listener: nil, capacity: 100)
+        core.assigned([p0: 0])
+        let started = ContinuousClock.now
+        async let batch = core.records(wanted: 10, maxWait: .milliseconds(20), idleWait: .seconds(600))
+        // Well past maxWait: a plain wait would have returned empty by now.
+        try await Task.sleep(for: .milliseconds(200))
+        core.append([record(p0, 0)], generation: core.generation)
+        let result = try await batch.get()
+        #expect(result.map(\.offset) == [0])
+        #expect(ContinuousClock.now - started >= .milliseconds(190))
+        #expect(ContinuousClock.now - started < .seconds(120))
+    }
+
+    @Test("an idle wait with nothing arriving returns empty after idleWait, not maxWait")
+    func idleWaitElapses() async throws {
+        let core = ConsumerCore(logger: .disabled, listener: nil, capacity: 100)
+        core.assigned([p0: 0])
+        let started = ContinuousClock.now
+        let empty = try await core.records(wanted: 10, maxWait: .milliseconds(10), idleWait: .milliseconds(300)).get()
+        #expect(empty.isEmpty)
+        #expect(ContinuousClock.now - started >= .milliseconds(290))
+        // Records already waiting at maxWait are returned then, as without an idle wait.
+        core.append([record(p0, 0), record(p0, 1)], generation: core.generation)
+        let again = ContinuousClock.now
+        let partial = try await core.records(wanted: 10, maxWait: .milliseconds(50), idleWait: .seconds(600)).get()
+        #expect(partial.map(\.offset) == [0, 1])
+        #expect(ContinuousClock.now - again < .seconds(120))
+    }
+
     @Test("a full buffer stops polling until it has drained to half")
     func backpressure() async throws {
         let core = ConsumerCore(logger: .disabled, listener: nil, capacity: 4)
