@@ -147,22 +147,31 @@ SELECT material_id, last_position, progress_percent, last_read_at, reading_targe
 FROM reading_progress WHERE user_id = 'user-' || :u AND status = 'in_progress'
 ORDER BY last_read_at DESC, material_id LIMIT 1;
 SQL
-cat >"$WORK/sql/learning/summary.sql" <<'SQL'
-\set u random(1, 100)
-SELECT tz_offset_minutes FROM analytics_users WHERE user_id = 'user-' || :u;
-SELECT day - DATE '1970-01-01' AS n, active_seconds FROM analytics_daily
-WHERE user_id = 'user-' || :u AND day BETWEEN DATE '1970-01-01' + -1000000 AND DATE '1970-01-01' + 1000000 ORDER BY day;
-SELECT (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = current_date) AS read,
-       (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed;
+# The analytics reads' own statements (AnalyticsReadModel.summary / .window): one each, "today"
+# from the clock and the user's stored offset.
+TODAY="floor((extract(epoch FROM now())::bigint + 60 * COALESCE(NULL::int, (SELECT tz_offset_minutes FROM analytics_users WHERE user_id = 'user-' || :u), 0)) / 86400.0)::int"
+cat >"$WORK/sql/learning/summary.sql" <<SQL
+\\set u random(1, 100)
+WITH t AS MATERIALIZED (
+    SELECT today,
+           (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) AS read,
+           (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed
+    FROM (SELECT $TODAY AS today) AS now)
+SELECT t.today, t.read, t.completed, d.day - DATE '1970-01-01' AS n, d.active_seconds
+FROM t LEFT JOIN analytics_daily d
+  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' - 1000000 AND DATE '1970-01-01' + 1000000
+ORDER BY d.day;
 SQL
-for window in trend:6 heatmap:364; do
+for window in trend:7 heatmap:365; do
     name=${window%%:*}; span=${window#*:}
     [[ $name == trend ]] && file="$WORK/sql/learning/trend.sql" || file="$WORK/sql/activity/heatmap.sql"
     cat >"$file" <<SQL
 \\set u random(1, 100)
-SELECT tz_offset_minutes FROM analytics_users WHERE user_id = 'user-' || :u;
-SELECT day - DATE '1970-01-01' AS n, active_seconds FROM analytics_daily
-WHERE user_id = 'user-' || :u AND day BETWEEN current_date - $span AND current_date ORDER BY day;
+WITH t AS MATERIALIZED (SELECT $TODAY AS today)
+SELECT t.today, d.day - DATE '1970-01-01' AS n, d.active_seconds
+FROM t LEFT JOIN analytics_daily d
+  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - $span + 1) AND DATE '1970-01-01' + t.today
+ORDER BY d.day;
 SQL
 done
 cat >"$WORK/sql/learning/history.sql" <<'SQL'
