@@ -117,6 +117,11 @@ final class MicroHTTPDaemon: @unchecked Sendable {
 
     private static let log: MHD_LogCallback = { cls, format, arguments in
         guard let cls, let format, let arguments else { return }
+        // libmicrohttpd logs a failed bind and then returns; the caller reads errno after
+        // that, so logging must leave it as it was (a log write had turned EADDRINUSE
+        // into "No such file or directory").
+        let failure = errno
+        defer { errno = failure }
         var buffer = [CChar](repeating: 0, count: 512)
         _ = vsnprintf(&buffer, buffer.count, format, arguments)
         let message = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

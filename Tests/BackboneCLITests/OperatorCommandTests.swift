@@ -53,8 +53,9 @@ struct OperatorCommandTests {
 
     @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary, and the room's stages and ready arriving over the WebSocket")
     func demoAgainstDevStack() async throws {
-        let port = Integration.freePort()
-        let dev = try await DevStack.start(["--port-offset", String(port - 8080)])
+        // The services' ports (8080–8084) and the object store's (8333), moved together.
+        let offset = Integration.freePortOffset(for: [8080, 8081, 8082, 8083, 8084, 8333])
+        let dev = try await DevStack.start(["--port-offset", String(offset)])
         defer { dev.cleanUp() }
         let outcome = try await CLIProcess.run(["demo"], environment: ["BACKBONE_HOME": dev.home])
         #expect(outcome.status == 0, "\(outcome.stderr)\n\(dev.log)")

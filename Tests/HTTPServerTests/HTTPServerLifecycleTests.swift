@@ -86,19 +86,23 @@ struct HTTPServerLifecycleTests {
         #expect(throws: HTTPServerError.self) { try server.start() }
     }
 
-    @Test("binding a port that is in use fails with a bind error naming the port")
+    @Test("binding a port that is in use fails with a bind error naming the port and the cause, whether or not libmicrohttpd's message is logged")
     func bindFailure() async throws {
         let (first, port) = try makeServer()
         defer { Task { await first.shutdown(gracePeriod: .seconds(1)) } }
-        let second = HTTPServer(configuration: .init(host: "127.0.0.1", port: port), router: Router(), logger: .disabled)
-        do {
-            try second.start()
-            Issue.record("second bind on \(port) succeeded")
-        } catch {
-            #expect(error.code == .bindFailed)
-            #expect(error.port == port)
-            #expect(error.errno == EADDRINUSE)
-            #expect(error.isRetriable)
+        // Logged to standard error as a service does: the write is what changed errno.
+        for logger in [Logger.disabled, Logger(label: "http", level: .warning, sink: .standardError)] {
+            let second = HTTPServer(configuration: .init(host: "127.0.0.1", port: port), router: Router(), logger: logger)
+            do {
+                try second.start()
+                Issue.record("second bind on \(port) succeeded")
+            } catch {
+                #expect(error.code == .bindFailed)
+                #expect(error.port == port)
+                #expect(error.errno == EADDRINUSE)
+                #expect(error.message.contains(String(cString: strerror(EADDRINUSE))), "\(error.message)")
+                #expect(error.isRetriable)
+            }
         }
     }
 
