@@ -40,20 +40,7 @@ struct PostgresBinaries: Sendable {
 /// Asks the kernel for a free TCP port on 127.0.0.1.
 enum FreePort {
     static func find() throws(PostgresError) -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard descriptor >= 0 else { throw PostgresError(code: .clusterFailed, message: "cannot open a socket") }
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                bind(descriptor, socketAddress, length) == 0 && getsockname(descriptor, socketAddress, &length) == 0
-            }
-        }
-        guard bound else { throw PostgresError(code: .clusterFailed, message: "cannot find a free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard let port = LoopbackPort.free() else { throw PostgresError(code: .clusterFailed, message: "cannot find a free port") }
+        return port
     }
 }

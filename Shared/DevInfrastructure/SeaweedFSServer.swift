@@ -54,9 +54,15 @@ public final class SeaweedFSServer: Sendable {
         let data = directory + "/data"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         let (accessKey, secretKey) = try credentials()
-        let s3Port = requestedPort ?? Self.freePort()
+        await stopLeftover(data: data)
+        let s3Port = requestedPort ?? (LoopbackPort.free() ?? 0)
+        // Checked before spawning: another server on the port would answer the readiness
+        // check below in this one's place while this one exits.
+        guard LoopbackPort.isFree(s3Port) else {
+            throw Failure(description: "port \(s3Port) for the S3 gateway is in use on 127.0.0.1: stop what listens there, or move this stack's ports (`backbone dev --port-offset N`)")
+        }
         var ports: [Int] = []
-        for _ in 0..<9 { ports.append(Self.freePort()) }
+        for _ in 0..<9 { ports.append(LoopbackPort.free() ?? 0) }
         let arguments = [
             "mini", "-dir=\(data)", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             "-s3", "-s3.port=\(s3Port)", "-s3.config=\(directory)/s3-identities.json", "-bucket=\(bucket)",
@@ -68,6 +74,7 @@ public final class SeaweedFSServer: Sendable {
         ]
         let pid = try Self.spawn(weed, arguments, log: directory + "/weed.log")
         state.withLock { $0 = pid }
+        try? "\(pid)\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
         logger.info("SeaweedFS starting", metadata: ["s3.port": "\(s3Port)", "s3.directory": directory])
 
         let configuration = S3Configuration(endpoint: "http://127.0.0.1:\(s3Port)", region: region, bucket: bucket,
@@ -96,6 +103,7 @@ public final class SeaweedFSServer: Sendable {
     /// SIGTERM, then SIGKILL after 10 s; waits for the process off the cooperative pool.
     public func stop() async {
         guard let pid = state.withLock({ current -> pid_t? in defer { current = nil }; return current }) else { return }
+        defer { try? FileManager.default.removeItem(atPath: pidFile) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global().async {
                 kill(pid, SIGTERM)
@@ -159,16 +167,36 @@ public final class SeaweedFSServer: Sendable {
         return pid
     }
 
-    /// A free TCP port on loopback.
-    static func freePort() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+    /// Where the running server's process id is kept, for the next start in this folder.
+    private var pidFile: String { directory + "/weed.pid" }
+
+    /// Stops a `weed` that an earlier run in this folder started and could not stop (it was
+    /// killed): left running it holds the S3 port, so the new server would exit at once while
+    /// the old one answered in its place, owned by nobody. Only a live process whose command
+    /// line is `weed` on this data directory is stopped (SIGTERM, SIGKILL after 10 s).
+    private func stopLeftover(data: String) async {
+        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+              let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return }
+        defer { try? FileManager.default.removeItem(atPath: pidFile) }
+        guard let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return }
+        let arguments = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard arguments.first?.hasSuffix("weed") == true, arguments.contains("-dir=\(data)") else { return }
+        logger.warning("stopping the SeaweedFS an earlier run in this folder left running", metadata: ["s3.pid": "\(pid)"])
+        kill(pid, SIGTERM)
+        for _ in 0..<100 {
+            if !Self.isAlive(pid) { return }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        kill(pid, SIGKILL)
+        for _ in 0..<50 where Self.isAlive(pid) { try? await Task.sleep(for: .milliseconds(100)) }
+    }
+
+    /// Whether a process that is not our child still runs: signal 0 reaches it and it is not
+    /// a zombie waiting for its parent to reap it.
+    private static func isAlive(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let end = stat.lastIndex(of: ")") else { return true }
+        return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 }

@@ -1,6 +1,7 @@
 import Auth
 import BackboneTestSupport
 import Foundation
+import ObjectStore
 import Synchronization
 import Testing
 
@@ -33,7 +34,8 @@ struct OperatorCommandTests {
 
     @Test("dev --infra-only brings up Kafka with the system topics and a migrated PostgreSQL, and stops cleanly on Ctrl-C")
     func devInfraOnly() async throws {
-        let dev = try await DevStack.start(["--infra-only"])
+        let offset = Integration.freePortOffset(for: DevStack.ports)
+        let dev = try await DevStack.start(["--infra-only", "--port-offset", String(offset)])
         defer { dev.cleanUp() }
         let brokers = try #require(dev.value("KAFKA_BROKERS"))
         let database = try #require(dev.value("DATABASE_URL"))
@@ -51,10 +53,46 @@ struct OperatorCommandTests {
         #expect(status == 0, "dev exit: \(String(describing: status))\n\(dev.log)")
     }
 
+    @Test("dev killed with SIGKILL and started again in the same folder stops the SeaweedFS it left and starts its own; an S3 port in use is a clear error")
+    func devRestartAfterKill() async throws {
+        let offset = Integration.freePortOffset(for: DevStack.ports)
+        let arguments = ["--infra-only", "--port-offset", String(offset)]
+        let first = try await DevStack.start(arguments)
+        defer { first.cleanUp() }
+        let pidFile = first.home + "/seaweedfs/weed.pid"
+        let leftover = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        kill(first.process.processIdentifier, SIGKILL)
+        _ = await first.exited.wait(timeout: .seconds(10))
+        #expect(kill(leftover, 0) == 0, "the killed stack's SeaweedFS still runs, holding its port")
+
+        let second = try await DevStack.start(arguments, home: first.home)
+        defer { second.cleanUp() }
+        let replacement = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(replacement != leftover)
+        #expect(second.log.contains("left running"), "\(second.log)")
+        let endpoint = try #require(second.value("S3_ENDPOINT"))
+        #expect(endpoint.hasSuffix(":\(8333 + offset)"))
+        let store = S3ObjectStore(configuration: S3Configuration(
+            endpoint: endpoint, region: try #require(second.value("S3_REGION")), bucket: try #require(second.value("S3_BUCKET")),
+            accessKeyId: try #require(second.value("S3_ACCESS_KEY_ID")), secretAccessKey: try #require(second.value("S3_SECRET_ACCESS_KEY"))))
+        _ = try await store.list(prefix: "")
+        #expect(await Integration.eventually(timeout: .seconds(15), every: .milliseconds(100)) { kill(leftover, 0) != 0 },
+                "the leftover SeaweedFS was stopped")
+
+        // Another stack on the same ports: refused, naming the port, instead of borrowing this one's store.
+        let other = CLIProcess.emptyHome()
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        let refused = try await CLIProcess.run(["dev"] + arguments, environment: ["BACKBONE_HOME": other])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("port \(8333 + offset)") && refused.stderr.contains("in use"), "\(refused.stderr)")
+
+        #expect(await second.interrupt() == 0, "\(second.log)")
+        #expect(kill(replacement, 0) != 0, "Ctrl-C stops its SeaweedFS")
+    }
+
     @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary, and the room's stages and ready arriving over the WebSocket")
     func demoAgainstDevStack() async throws {
-        // The services' ports (8080–8084) and the object store's (8333), moved together.
-        let offset = Integration.freePortOffset(for: [8080, 8081, 8082, 8083, 8084, 8333])
+        let offset = Integration.freePortOffset(for: DevStack.ports)
         let dev = try await DevStack.start(["--port-offset", String(offset)])
         defer { dev.cleanUp() }
         let outcome = try await CLIProcess.run(["demo"], environment: ["BACKBONE_HOME": dev.home])
@@ -114,20 +152,29 @@ final class DevStack {
         self.values = values
     }
 
-    static func start(_ arguments: [String]) async throws -> DevStack {
-        let home = CLIProcess.emptyHome()
+    /// The ports `backbone dev` listens on before `--port-offset`: the services' (8080–8084)
+    /// and the object store's (8333).
+    static let ports = [8080, 8081, 8082, 8083, 8084, 8333]
+
+    /// Starts `backbone dev` with `arguments` in `home` (a new empty folder when nil).
+    static func start(_ arguments: [String], home: String? = nil) async throws -> DevStack {
+        let home = home ?? CLIProcess.emptyHome()
+        let envPath = home + "/dev.env"
+        try? FileManager.default.removeItem(atPath: envPath)  // an earlier run's: up once this one writes it
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Integration.executable("backbone"))
         process.arguments = ["dev"] + arguments
         process.environment = CLIProcess.environment(["BACKBONE_HOME": home, "LOG_LEVEL": "warning"])
         let log = home + "-dev.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardOutput = FileHandle(forWritingAtPath: log)
-        process.standardError = FileHandle(forWritingAtPath: log)
+        // One handle for both, so the banner (stdout) and the log lines (stderr) share an offset
+        // instead of overwriting each other.
+        let output = FileHandle(forWritingAtPath: log)
+        process.standardOutput = output
+        process.standardError = output
         let exited = ExitWatch()
         process.terminationHandler = { exited.finish($0.terminationStatus) }
         try process.run()
-        let envPath = home + "/dev.env"
         let ready = await Integration.eventually(timeout: .seconds(90), every: .milliseconds(250)) {
             FileManager.default.fileExists(atPath: envPath) || exited.code != nil
         }
@@ -149,8 +196,14 @@ final class DevStack {
         return await exited.wait(timeout: .seconds(30))
     }
 
+    /// Stops the stack as Ctrl-C does (so its PostgreSQL and SeaweedFS stop with it), killing
+    /// it only when that takes over 30 s, and removes its folder.
     func cleanUp() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGINT)
+            for _ in 0..<300 where process.isRunning { usleep(100_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
         try? FileManager.default.removeItem(atPath: logPath)
         try? FileManager.default.removeItem(atPath: home)
     }

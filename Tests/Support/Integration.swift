@@ -1,3 +1,4 @@
+import DevInfrastructure
 import Foundation
 import Logging
 import Postgres
@@ -34,7 +35,7 @@ public enum Integration {
     }
 
     /// A free TCP port on loopback.
-    public static func freePort() -> Int { bound(port: 0) ?? 0 }
+    public static func freePort() -> Int { LoopbackPort.free() ?? 0 }
 
     /// An offset that moves every one of `ports` to a port free on loopback, all of them below
     /// the ephemeral range: `freePort()` and every outgoing connection draw from that range, so
@@ -44,24 +45,9 @@ public enum Integration {
         let lowest = ports.min() ?? 0, span = (ports.max() ?? 0) - lowest
         for _ in 0..<200 {
             let base = Int.random(in: 10_000..<(30_000 - span))
-            if ports.allSatisfy({ bound(port: base + $0 - lowest) != nil }) { return base - lowest }
+            if ports.allSatisfy({ LoopbackPort.isFree(base + $0 - lowest) }) { return base - lowest }
         }
         return freePort() - lowest
-    }
-
-    /// Binds a socket on loopback to `port` (0: any) and closes it: the port bound, or nil.
-    private static func bound(port: Int) -> Int? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let status = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        guard status == 0 else { return nil }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Runs a program to completion (looked up on the PATH unless absolute, in `directory` when
