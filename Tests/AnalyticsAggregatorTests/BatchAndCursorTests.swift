@@ -62,11 +62,15 @@ struct BatchAndCursorTests {
     @Test("configuration reads its keys and reports every bad one")
     func configuration() throws {
         var good = EnvironmentReader(["ANALYTICS_STREAK_THRESHOLD_SECONDS": "120", "ANALYTICS_BATCH_SIZE": "50",
-                                                     "ANALYTICS_BATCH_WAIT_MS": "20", "READING_EVENTS_TOPIC": "t"])
+                                                     "ANALYTICS_BATCH_WAIT_MS": "20", "READING_EVENTS_TOPIC": "t",
+                                      "KAFKA_SESSION_TIMEOUT_MS": "6000"])
         let c = AnalyticsConfiguration.read(from: &good)
         try good.validate()
         #expect(c.streakThresholdSeconds == 120 && c.batchSize == 50 && c.batchWait == .milliseconds(20) && c.topic == "t")
         #expect(c.groupID == "analytics-aggregator")
+        #expect(c.sessionTimeout == .seconds(6))
+        var empty = EnvironmentReader([:])
+        #expect(AnalyticsConfiguration.read(from: &empty).sessionTimeout == .seconds(10))
         var bad = EnvironmentReader(["ANALYTICS_STREAK_THRESHOLD_SECONDS": "0", "ANALYTICS_BATCH_SIZE": "x"])
         _ = AnalyticsConfiguration.read(from: &bad)
         #expect(bad.problems.count == 2)

@@ -32,7 +32,8 @@ public struct AnalyticsService: Sendable {
             projection: AnalyticsProjection(),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
-                topics: [configuration.topic], maxBatchRecords: configuration.batchSize, maxBatchWait: configuration.batchWait),
+                topics: [configuration.topic], maxBatchRecords: configuration.batchSize, maxBatchWait: configuration.batchWait,
+                sessionTimeout: configuration.sessionTimeout),
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
     }
 
