@@ -69,8 +69,11 @@ public struct DeadLetterRecord: Sendable, Hashable, Codable {
     public var offset: Int64
     public var consumerGroup: String
     public var error: String
-    /// The original key and value as UTF-8 text when they are, else base64 (`valueEncoding`).
+    /// The original key and value as UTF-8 text when they are, else base64 (`keyEncoding`,
+    /// `valueEncoding`: "base64"); `keyOriginal`/`valueOriginal` give the bytes back.
     public var key: String?
+    /// "base64" when the key was not UTF-8; absent otherwise (and in records written before it).
+    public var keyEncoding: String?
     public var value: String
     public var valueEncoding: String
     public var failedAt: Date
@@ -83,14 +86,27 @@ public struct DeadLetterRecord: Sendable, Hashable, Codable {
         self.offset = offset
         self.consumerGroup = consumerGroup
         self.error = error
-        self.key = key.map { String(decoding: $0, as: UTF8.self) }
-        if let text = String(validating: value, as: UTF8.self) {
-            self.value = text
-            self.valueEncoding = "utf8"
-        } else {
-            self.value = Data(value).base64EncodedString()
-            self.valueEncoding = "base64"
+        if let key {
+            let (text, encoding) = Self.text(of: key)
+            self.key = text
+            self.keyEncoding = encoding == "base64" ? encoding : nil
         }
+        (self.value, self.valueEncoding) = Self.text(of: value)
         self.failedAt = failedAt
+    }
+
+    /// The original key's bytes (nil without a key, or when its base64 does not decode).
+    public var keyOriginal: [UInt8]? { key.flatMap { Self.bytes(of: $0, encoding: keyEncoding) } }
+
+    /// The original value's bytes (nil when its base64 does not decode).
+    public var valueOriginal: [UInt8]? { Self.bytes(of: value, encoding: valueEncoding) }
+
+    private static func text(of bytes: [UInt8]) -> (String, String) {
+        if let text = String(validating: bytes, as: UTF8.self) { return (text, "utf8") }
+        return (Data(bytes).base64EncodedString(), "base64")
+    }
+
+    private static func bytes(of text: String, encoding: String?) -> [UInt8]? {
+        encoding == "base64" ? Data(base64Encoded: text).map(Array.init) : Array(text.utf8)
     }
 }

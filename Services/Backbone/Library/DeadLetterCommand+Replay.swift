@@ -59,8 +59,8 @@ extension DeadLetterCommand {
             let done = try await replayed(topics: [topic], cluster: cluster, client: client)
             let letters = try await read([topic], settings: settings, label: "reading \(topic)")
             let matching = letters.filter { $0.matches(filter) }
-            let unreadable = matching.filter { $0.record == nil || $0.value == nil }.count
-            let pending = matching.filter { $0.record != nil && $0.value != nil && !done.contains(ReplayKey($0)) }
+            let unreadable = matching.filter { !$0.isReplayable }.count
+            let pending = matching.filter { $0.isReplayable && !done.contains(ReplayKey($0)) }
             var summary = Summary(dlq: topic, replayed: 0, alreadyReplayed: matching.count - unreadable - pending.count,
                                   notMatching: letters.count - matching.count, unreadable: unreadable, dryRun: args.flag("dry-run"),
                                   topics: Set(pending.compactMap { $0.record?.originalTopic }).sorted())
@@ -119,7 +119,7 @@ extension DeadLetterCommand {
             for start in stride(from: 0, to: letters.count, by: 500) {
                 let chunk = Array(letters[start..<min(start + 500, letters.count)])
                 let records = chunk.map { letter in
-                    KafkaProducerRecord(topic: letter.record!.originalTopic, key: letter.record!.key.map { Array($0.utf8) }, value: letter.value!)
+                    KafkaProducerRecord(topic: letter.record!.originalTopic, key: letter.record!.keyOriginal, value: letter.value!)
                 }
                 for (letter, result) in zip(chunk, await producer.send(records)) {
                     if case .failure(let error) = result {

@@ -53,10 +53,12 @@ enum DeadLetterCommand {
         var error: String { record?.error ?? "(not a dead-letter record)" }
 
         /// The original value's bytes.
-        var value: [UInt8]? {
-            guard let record else { return nil }
-            if record.valueEncoding == "base64" { return Data(base64Encoded: record.value).map(Array.init) }
-            return Array(record.value.utf8)
+        var value: [UInt8]? { record?.valueOriginal }
+
+        /// A dead-letter record whose original value (and key, if any) decode.
+        var isReplayable: Bool {
+            guard let record, record.valueOriginal != nil else { return false }
+            return record.key == nil || record.keyOriginal != nil
         }
 
         func matches(_ filter: String?) -> Bool {
@@ -184,7 +186,7 @@ enum DeadLetterCommand {
         if let record = letter.record {
             text += ",\"failedAt\":\"\(ContractCoding.formatTimestamp(record.failedAt))\",\"consumerGroup\":\(JSONString.quote(record.consumerGroup))"
             text += ",\"origin\":{\"topic\":\(JSONString.quote(record.originalTopic)),\"partition\":\(record.partition),\"offset\":\(record.offset)}"
-            text += ",\"key\":\(record.key.map(JSONString.quote) ?? "null")"
+            text += ",\"key\":\(record.key.map(JSONString.quote) ?? "null")" + (record.keyEncoding == "base64" ? ",\"keyEncoding\":\"base64\"" : "")
             if let value = letter.value, RecordLine.isInlinableJSON(value) {
                 text += ",\"value\":" + String(decoding: value, as: UTF8.self)
             } else {
