@@ -38,6 +38,41 @@ struct MaintenanceTests {
         await harness.shutdown()
     }
 
+    @Test("a room status delivered twice is numbered once on the room's and the owner's channel, also when the repeat comes after newer ones; the same stage reported again later is new")
+    func repeatedStatusNumberedOnce() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let at = Date(timeIntervalSince1970: 1_790_000_000)
+            func status(_ status: RoomVersionStatus, version: String = "v1", stage: String? = nil, at: Date) -> RoomTranscodeStatus {
+                RoomTranscodeStatus(roomId: "repeat-room", versionId: version, ownerUserId: "repeat-owner", status: status,
+                                    stage: stage, manifestKey: status == .ready ? "rooms/repeat-room/\(version)/manifest.json" : nil, at: at)
+            }
+            let parsing = status(.transcoding, stage: "parsing", at: at)
+            let parsingRetried = status(.transcoding, stage: "parsing", at: at + 5)
+            let ready = status(.ready, at: at + 9)
+            // In one partition (keyed by room), so in this order: the outbox's repeats, in a batch
+            // and after newer statuses, then a status of another version as the end marker.
+            for record in [parsing, parsing, parsingRetried, ready, ready, parsing, ready, status(.ready, version: "v2", at: at + 20)] {
+                try await harness.transcodeStatus(record)
+            }
+            try await harness.waitForSequence("room:repeat-room", atLeast: 4)
+            try await harness.waitForSequence("user:repeat-owner", atLeast: 4)
+            try await Task.sleep(for: .milliseconds(500))
+            for channel in ["room:repeat-room", "user:repeat-owner"] {
+                let rows = try await harness.database.query("""
+                    SELECT event, payload->>'stage' AS stage, payload->>'version_id' AS version FROM realtime_history
+                    WHERE channel = $1 ORDER BY seq
+                    """, [channel])
+                let events = try rows.map { "\(try $0.decode(String.self, "event")) \(try $0.decode(String?.self, "stage") ?? "-") \(try $0.decode(String.self, "version"))" }
+                #expect(events == ["transcode_progress parsing v1", "transcode_progress parsing v1", "ready - v1", "ready - v2"], "\(channel)")
+            }
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
     @Test("events older than the history age are trimmed; a replay since before them is told the history no longer reaches back")
     func ageTrimming() async throws {
         let harness = try await RealtimeHarness { $0.historyMaxAge = .seconds(1) }

@@ -132,7 +132,8 @@ public struct ChannelSequencer: Projection {
         let erased = try await erasedUsers.erased(among: Set(events.lazy.flatMap(\.event.users)), in: connection)
         let events = erased.isEmpty ? events : events.filter { $0.event.users.allSatisfy { !erased.contains($0) } }
         try await upsertRooms(events.compactMap(\.event.room), connection)
-        let drafts = events.flatMap { item in item.event.drafts.map { (draft: $0, source: item) } }
+        let drafts = try await withoutRepeatedStatuses(events.flatMap { item in item.event.drafts.map { (draft: $0, source: item) } },
+                                                       connection)
         guard !drafts.isEmpty else { return [] }
 
         // Reserve sequences per channel, in first-appearance order (one row lock per channel).
@@ -168,6 +169,27 @@ public struct ChannelSequencer: Projection {
         ])
         _ = try await connection.execute(RealtimeSQL.trimByCount, [order, Int64(configuration.historyMaxEvents)])
         return sequenced
+    }
+
+    /// A room status delivered twice (the transcode worker's status outbox publishes at least
+    /// once, and a replay of the status topic delivers every status again) is numbered once: a
+    /// status draft whose channel's history already holds the same event with the same payload
+    /// is left out, as is a repeat within the batch. The payload carries the status's `at`, so a
+    /// stage the worker really reports again (a retried job) is a new event.
+    func withoutRepeatedStatuses(_ drafts: [(draft: SequencerInput.Draft, source: ProjectedEvent<SequencerInput>)],
+                                 _ connection: PostgresConnection) async throws -> [(draft: SequencerInput.Draft, source: ProjectedEvent<SequencerInput>)] {
+        let statuses = drafts.indices.filter { drafts[$0].source.topic == configuration.transcodeStatusTopic }
+        guard !statuses.isEmpty else { return drafts }
+        var repeated = Set<Int>()
+        var seen = Set<SequencerInput.Draft>()
+        for index in statuses where !seen.insert(drafts[index].draft).inserted { repeated.insert(index) }
+        let rows = try await connection.query(RealtimeSQL.sequencedAlready, [
+            statuses.map { drafts[$0].draft.channel.name }, statuses.map { drafts[$0].draft.event },
+            statuses.map { PhoenixMessage.json(drafts[$0].draft.payload) },
+        ])
+        for row in rows { repeated.insert(statuses[Int(try row.decode(Int64.self, "i")) - 1]) }
+        guard !repeated.isEmpty else { return drafts }
+        return drafts.indices.filter { !repeated.contains($0) }.map { drafts[$0] }
     }
 
     public func afterCommit(_ effects: [SequencedChannelEvent]) async throws {

@@ -8,6 +8,13 @@ enum RealtimeSQL {
         RETURNING channel, last_seq
         """
 
+    /// Which of the drafts (`$1` channels, `$2` events, `$3` payloads) the channels' history
+    /// already holds: their 1-based positions.
+    static let sequencedAlready = """
+        SELECT d.i FROM unnest($1::text[], $2::text[], $3::jsonb[]) WITH ORDINALITY AS d(channel, event, payload, i)
+        WHERE EXISTS (SELECT 1 FROM realtime_history h WHERE h.channel = d.channel AND h.event = d.event AND h.payload = d.payload)
+        """
+
     static let insertHistory = """
         INSERT INTO realtime_history (channel, seq, event, payload, created_at, source_topic, source_partition, source_offset)
         SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::jsonb[], $5::timestamptz[], $6::text[], $7::int[], $8::bigint[])
