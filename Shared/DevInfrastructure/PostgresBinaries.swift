@@ -36,11 +36,3 @@ struct PostgresBinaries: Sendable {
         return binaries
     }
 }
-
-/// Asks the kernel for a free TCP port on 127.0.0.1.
-enum FreePort {
-    static func find() throws(PostgresError) -> Int {
-        guard let port = LoopbackPort.free() else { throw PostgresError(code: .clusterFailed, message: "cannot find a free port") }
-        return port
-    }
-}

@@ -139,7 +139,9 @@ public final class PrivatePostgresCluster: Sendable {
                 try? FileManager.default.removeItem(atPath: pidFile)
             }
         }
-        let port = try requestedPort ?? FreePort.find()
+        guard let port = requestedPort ?? LoopbackPort.free() else {
+            throw PostgresError(code: .clusterFailed, message: "cannot find a free port on 127.0.0.1")
+        }
         let socket = dataDirectory + "/.s.PGSQL.\(port)"
         // Unix socket paths are limited to 107 bytes; a deeper directory gets TCP only.
         let socketDirectory = socket.utf8.count < 100 ? dataDirectory : ""

@@ -59,15 +59,18 @@ struct OperatorCommandTests {
         let arguments = ["--infra-only", "--port-offset", String(offset)]
         let first = try await DevStack.start(arguments)
         defer { first.cleanUp() }
-        let pidFile = first.home + "/seaweedfs/weed.pid"
-        let leftover = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        func weedPID() throws -> pid_t? {
+            pid_t(try String(contentsOfFile: first.home + "/seaweedfs/weed.pid", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let leftover = try #require(try weedPID())
         kill(first.process.processIdentifier, SIGKILL)
         _ = await first.exited.wait(timeout: .seconds(10))
         #expect(kill(leftover, 0) == 0, "the killed stack's SeaweedFS still runs, holding its port")
 
         let second = try await DevStack.start(arguments, home: first.home)
         defer { second.cleanUp() }
-        let replacement = try #require(pid_t(String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let replacement = try #require(try weedPID())
         #expect(replacement != leftover)
         #expect(second.log.contains("left running"), "\(second.log)")
         let endpoint = try #require(second.value("S3_ENDPOINT"))
