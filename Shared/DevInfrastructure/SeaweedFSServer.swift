@@ -54,12 +54,19 @@ public final class SeaweedFSServer: Sendable {
         let data = directory + "/data"
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         let (accessKey, secretKey) = try credentials()
-        await stopLeftover(data: data)
-        let s3Port = requestedPort ?? (LoopbackPort.free() ?? 0)
+        let stoppedLeftover = await stopLeftover(data: data)
         // Checked before spawning: another server on the port would answer the readiness
-        // check below in this one's place while this one exits.
-        guard LoopbackPort.isFree(s3Port) else {
-            throw Failure(description: "port \(s3Port) for the S3 gateway is in use on 127.0.0.1: stop what listens there, or move this stack's ports (`backbone dev --port-offset N`)")
+        // check below in this one's place while this one exits. A leftover just stopped can
+        // hold its port for a moment after it is gone (seen: up to a second).
+        var probed = LoopbackPort.probe(requestedPort ?? 0)
+        if stoppedLeftover {
+            for _ in 0..<50 where probed == nil {
+                try await Task.sleep(for: .milliseconds(100))
+                probed = LoopbackPort.probe(requestedPort ?? 0)
+            }
+        }
+        guard let s3Port = probed else {
+            throw Failure(description: "port \(requestedPort ?? 0) for the S3 gateway is in use on 127.0.0.1: stop what listens there, or move this stack's ports (`backbone dev --port-offset N`)")
         }
         var ports: [Int] = []
         for _ in 0..<9 { ports.append(LoopbackPort.free() ?? 0) }
@@ -174,21 +181,23 @@ public final class SeaweedFSServer: Sendable {
     /// killed): left running it holds the S3 port, so the new server would exit at once while
     /// the old one answered in its place, owned by nobody. Only a live process whose command
     /// line is `weed` on this data directory is stopped (SIGTERM, SIGKILL after 10 s).
-    private func stopLeftover(data: String) async {
+    /// - Returns: whether there was one.
+    private func stopLeftover(data: String) async -> Bool {
         guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-              let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return }
+              let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return false }
         defer { try? FileManager.default.removeItem(atPath: pidFile) }
-        guard let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return }
+        guard let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
         let arguments = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        guard arguments.first?.hasSuffix("weed") == true, arguments.contains("-dir=\(data)") else { return }
+        guard arguments.first?.hasSuffix("weed") == true, arguments.contains("-dir=\(data)") else { return false }
         logger.warning("stopping the SeaweedFS an earlier run in this folder left running", metadata: ["s3.pid": "\(pid)"])
         kill(pid, SIGTERM)
         for _ in 0..<100 {
-            if !Self.isAlive(pid) { return }
+            if !Self.isAlive(pid) { return true }
             try? await Task.sleep(for: .milliseconds(100))
         }
         kill(pid, SIGKILL)
         for _ in 0..<50 where Self.isAlive(pid) { try? await Task.sleep(for: .milliseconds(100)) }
+        return true
     }
 
     /// Whether a process that is not our child still runs: signal 0 reaches it and it is not
