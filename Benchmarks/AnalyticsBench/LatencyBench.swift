@@ -24,7 +24,7 @@ struct LatencyBench {
         let now = Date()
         try await fillYear(user: user, endingAt: now)
         let router = AnalyticsRoutes(readModel: AnalyticsReadModel(database: database), authenticator: RequestAuthenticator(secret: secret),
-                                     configuration: AnalyticsConfiguration(), clock: { now }).router()
+                                     clock: { now }).router()
         let token = JWTCodec(secret: secret).issue(userID: user, ttl: 86_400)
         var lines: [String] = []
 

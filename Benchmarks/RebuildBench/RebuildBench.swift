@@ -43,7 +43,7 @@ struct RebuildBench {
         let database = PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: 8), logger: logger)
         for table in ["reading_progress", "progress_event_log", "progress_notify_outbox", "consumer_offsets", "schema_migrations",
                       "analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions", "analytics_completions",
-                      "analytics_sessions", "analytics_users"] {
+                      "analytics_sessions", "analytics_users", "analytics_streak_runs", "analytics_streak_settings"] {
             _ = try await database.execute("DROP TABLE IF EXISTS \(table) CASCADE")
         }
         _ = try await database.execute("DROP SCHEMA IF EXISTS rebuild_\(model) CASCADE")

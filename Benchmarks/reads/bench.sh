@@ -77,8 +77,13 @@ INSERT INTO analytics_sessions (user_id, client_session_id, material_id, started
 SELECT 'user-' || u, 'session-' || s, 'material-' || (s % 20), now() - (s || ' hours')::interval,
        now() - (s || ' hours')::interval + interval '20 minutes', 1200, s % 7 = 0, 40
 FROM generate_series(1, 100) u, generate_series(1, 200) s;
-ANALYZE;
+DELETE FROM analytics_streak_settings;
 SQL
+# The aggregator computes the seeded users' streak runs when it starts and finds no stored threshold.
+kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
+start analytics-aggregator "$ANALYTICS_PORT"
+[[ $("$PSQL" -Atq "$DATABASE_URL" -c "SELECT count(*) > 0 FROM analytics_streak_runs") == t ]] || { echo "no streak runs" >&2; exit 1; }
+"$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
 
 TOKEN=$(python3 - "$JWT_SECRET" <<'PY'
 import base64, hashlib, hmac, json, sys, time
@@ -155,11 +160,17 @@ cat >"$WORK/sql/learning/summary.sql" <<SQL
 WITH t AS MATERIALIZED (
     SELECT today,
            (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) AS read,
-           (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed
+           (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed,
+           (SELECT max(day) - DATE '1970-01-01' FROM analytics_daily WHERE user_id = 'user-' || :u AND active_seconds > 0) AS last_active,
+           (SELECT CASE WHEN end_day >= DATE '1970-01-01' + (today - 1) THEN LEAST(end_day, DATE '1970-01-01' + today) - start_day + 1 ELSE 0 END
+            FROM analytics_streak_runs WHERE user_id = 'user-' || :u AND start_day <= DATE '1970-01-01' + today
+            ORDER BY start_day DESC LIMIT 1) AS current,
+           (SELECT max(end_day - start_day) + 1 FROM analytics_streak_runs WHERE user_id = 'user-' || :u) AS longest
     FROM (SELECT $TODAY AS today) AS now)
-SELECT t.today, t.read, t.completed, d.day - DATE '1970-01-01' AS n, d.active_seconds
+SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), COALESCE(t.longest, 0),
+       d.day - DATE '1970-01-01' AS n, d.active_seconds
 FROM t LEFT JOIN analytics_daily d
-  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' - 1000000 AND DATE '1970-01-01' + 1000000
+  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 6) AND DATE '1970-01-01' + t.today
 ORDER BY d.day;
 SQL
 for window in trend:7 heatmap:365; do

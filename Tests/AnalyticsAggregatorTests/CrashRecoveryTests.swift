@@ -81,8 +81,7 @@ struct CrashRecoveryTests {
         // The figures the app sees, through the real process's HTTP port.
         let codec = JWTCodec(secret: TestSecrets.jwt)
         let reference = AnalyticsRoutes(readModel: AnalyticsReadModel(database: clean.client),
-                                        authenticator: RequestAuthenticator(secret: TestSecrets.jwt),
-                                        configuration: AnalyticsConfiguration()).router()
+                                        authenticator: RequestAuthenticator(secret: TestSecrets.jwt)).router()
         for user in ["history-user-0", "history-user-7"] {
             let token = codec.issue(userID: user)
             for path in ["/learning/summary", "/learning/trend?days=30", "/learning/history?limit=100"] {

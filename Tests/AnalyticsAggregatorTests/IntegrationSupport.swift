@@ -34,8 +34,8 @@ struct ScratchDatabase {
     }
 
     /// Applies events the way the runner does: one transaction per batch.
-    func apply(_ events: [ReadingEventRecord], batchSize: Int = 100) async throws {
-        let projection = AnalyticsProjection()
+    func apply(_ events: [ReadingEventRecord], batchSize: Int = 100, streakThresholdSeconds: Int = 60) async throws {
+        let projection = AnalyticsProjection(streakThresholdSeconds: streakThresholdSeconds)
         var offset: Int64 = 0
         for chunk in stride(from: 0, to: events.count, by: batchSize).map({ Array(events[$0..<min($0 + batchSize, events.count)]) }) {
             let projected = chunk.map { event -> ProjectedEvent<ReadingEventRecord> in
@@ -53,6 +53,7 @@ struct ScratchDatabase {
             "SELECT user_id, client_session_id, material_id, started_at::text, last_event_at::text, COALESCE(closed_at::text, '-'), active_seconds, completed::text, events FROM analytics_sessions ORDER BY 1, 2",
             "SELECT user_id, material_id, first_completed_at::text FROM analytics_completions ORDER BY 1, 2",
             "SELECT user_id, latest_event_at::text, tz_offset_minutes FROM analytics_users ORDER BY 1",
+            "SELECT user_id, start_day::text, end_day::text FROM analytics_streak_runs ORDER BY 1, 2",
             "SELECT count(*) FROM analytics_events",
         ]
         var lines: [String] = []

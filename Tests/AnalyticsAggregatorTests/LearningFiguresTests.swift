@@ -10,6 +10,15 @@ struct LearningFiguresTests {
         pairs.map { DailyActivity(day: today - $0.0, activeSeconds: $0.1) }
     }
 
+    /// The summary as the route builds it, with the streaks and last active day computed from
+    /// the same days (their definitions).
+    func summary(_ days: [DailyActivity], today: LocalDay, thresholdSeconds: Int, materialsReadToday: Int,
+                 materialsCompleted: Int) -> LearningSummaryResponse {
+        LearningFigures.summary(days, today: today, streaks: LearningFigures.streaks(days, today: today, thresholdSeconds: thresholdSeconds),
+                                lastActiveDay: LearningFigures.lastActiveDay(days), materialsReadToday: materialsReadToday,
+                                materialsCompleted: materialsCompleted)
+    }
+
     @Test("a streak runs through today and counts every consecutive active day")
     func streakThroughToday() {
         let s = LearningFigures.streaks(days([(0, 60), (1, 300), (2, 61)]), today: today, thresholdSeconds: 60)
@@ -46,7 +55,7 @@ struct LearningFiguresTests {
     @Test("the summary sums today and the week since Monday, and names the last active day")
     func summary() {
         // today is a Monday: last week's Sunday does not count towards this week
-        let s = LearningFigures.summary(days([(0, 120), (1, 500), (3, 0)]), today: today, thresholdSeconds: 60,
+        let s = summary(days([(0, 120), (1, 500), (3, 0)]), today: today, thresholdSeconds: 60,
                                         materialsReadToday: 2, materialsCompleted: 5)
         #expect(s.todayActiveSeconds == 120)
         #expect(s.weekActiveSeconds == 120)
@@ -55,12 +64,12 @@ struct LearningFiguresTests {
         #expect(s.today == "2026-11-30")
         #expect(s.materialsReadToday == 2 && s.materialsCompleted == 5)
         // Sunday 6 December: Monday 30 November and Wednesday 2 December count, Sunday 29 November does not
-        let sunday = LearningFigures.summary(days([(0, 120), (-2, 500), (1, 7)]), today: today + 6, thresholdSeconds: 60,
+        let sunday = summary(days([(0, 120), (-2, 500), (1, 7)]), today: today + 6, thresholdSeconds: 60,
                                              materialsReadToday: 0, materialsCompleted: 0)
         #expect(sunday.weekActiveSeconds == 620)
         #expect(sunday.todayActiveSeconds == 0)
         #expect(sunday.lastActiveDay == "2026-12-02")
-        let empty = LearningFigures.summary([], today: today, thresholdSeconds: 60, materialsReadToday: 0, materialsCompleted: 0)
+        let empty = summary([], today: today, thresholdSeconds: 60, materialsReadToday: 0, materialsCompleted: 0)
         #expect(empty.lastActiveDay == nil)
     }
 

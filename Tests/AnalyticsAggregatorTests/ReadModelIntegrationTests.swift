@@ -15,9 +15,9 @@ import Testing
 struct ReadModelIntegrationTests {
     let codec = JWTCodec(secret: TestSecrets.jwt)
 
-    func routes(_ db: ScratchDatabase, now: Date, threshold: Int = 60) -> Router {
+    func routes(_ db: ScratchDatabase, now: Date) -> Router {
         AnalyticsRoutes(readModel: AnalyticsReadModel(database: db.client), authenticator: RequestAuthenticator(secret: TestSecrets.jwt),
-                        configuration: AnalyticsConfiguration(streakThresholdSeconds: threshold), clock: { now }).router()
+                        clock: { now }).router()
     }
 
     func get<T: Decodable>(_ router: Router, _ path: String, user: String, query: [String: String] = [:],
@@ -134,13 +134,66 @@ struct ReadModelIntegrationTests {
         #expect(summary.lastActiveDay == "2026-03-09")
         #expect(summary.todayActiveSeconds == 0)
         #expect(summary.weekActiveSeconds == 60)  // the week of Tuesday the 10th started on Monday the 9th
-        let strict = try await get(routes(db, now: today, threshold: 100), "/learning/summary", user: user.user,
-                                   as: LearningSummaryResponse.self)
+        // the aggregator restarted with a higher threshold recomputes every user's runs, once
+        let strictRuns = StreakRuns(thresholdSeconds: 100)
+        #expect(try await db.client.withTransaction { try await strictRuns.align(in: $0) })
+        #expect(try await db.client.withTransaction { try await strictRuns.align(in: $0) } == false)
+        let strict = try await get(routes(db, now: today), "/learning/summary", user: user.user, as: LearningSummaryResponse.self)
         #expect(strict.currentStreakDays == 0)
         #expect(strict.longestStreakDays == 1)
+        // and back: the first batch under the old threshold finds the runs computed with another one
+        try await db.apply([user.event(at: user.instant(2026, 3, 9, 20), seconds: 1, session: "late")])
+        let back = try await get(routes(db, now: today), "/learning/summary", user: user.user, as: LearningSummaryResponse.self)
+        #expect(back.currentStreakDays == 3 && back.longestStreakDays == 3)
         let later = try await get(routes(db, now: user.instant(2026, 3, 11, 8)), "/learning/summary", user: user.user,
                                   as: LearningSummaryResponse.self)
         #expect(later.currentStreakDays == 0)
+    }
+
+    @Test("the summary's streaks and last active day equal their definition over the whole history, for random histories in any order")
+    func streaksMatchDefinition() async throws {
+        var random = SplitMix64(state: 20261203)
+        for round in 0..<4 {
+            let db = try await ScratchDatabase.create("streak_runs_\(round)")
+            let threshold = [1, 60, 100, 300][round]
+            var factories = (0..<5).map { EventFactory(user: "runs-\(round)-\($0)", offsetMinutes: [-300, 0, 480, 840, -720][$0]) }
+            var events: [ReadingEventRecord] = []
+            var totals: [String: [Int: Int]] = [:]  // user → local day number → seconds
+            for index in factories.indices {
+                for day in 1...40 where Int.random(in: 0..<10, using: &random) < 7 {
+                    // one to three events a day, each below the threshold often enough that days
+                    // cross it only with a later event (a late one can join two runs)
+                    for piece in 0..<Int.random(in: 1...3, using: &random) {
+                        let seconds = Int.random(in: 0...(threshold * 3 / 4 + 1), using: &random)
+                        let at = factories[index].instant(2026, 5, 1, 8 + piece * 5).addingTimeInterval(Double(day - 1) * 86_400)
+                        events.append(factories[index].event(at: at, seconds: seconds, session: "d\(day)-\(piece)"))
+                        totals[factories[index].user, default: [:]][LocalDay(year: 2026, month: 5, day: 1).number + day - 1, default: 0] += seconds
+                    }
+                }
+            }
+            var delivered = events + events.shuffled(using: &random).prefix(events.count / 4)
+            delivered.shuffle(using: &random)
+            try await db.apply(delivered, batchSize: Int.random(in: 3...40, using: &random), streakThresholdSeconds: threshold)
+            let clean = try await ScratchDatabase.create("streak_runs_clean_\(round)")
+            try await clean.apply(events, batchSize: 1000, streakThresholdSeconds: threshold)
+            #expect(try await db.snapshot() == clean.snapshot(), "runs and every figure as from one ordered batch")
+            await clean.drop()
+            for factory in factories {
+                let days = (totals[factory.user] ?? [:]).map { DailyActivity(day: LocalDay(number: $0.key), activeSeconds: $0.value) }
+                for dayOfMay in [1, 9, 20, 30, 40, 41, 42, 60] {  // before, inside, just after and long after the history
+                    let now = factory.instant(2026, 5, 1, 23).addingTimeInterval(Double(dayOfMay - 1) * 86_400)
+                    let today = LocalDay(instant: now, offsetMinutes: factory.offsetMinutes)
+                    let expected = LearningFigures.streaks(days, today: today, thresholdSeconds: threshold)
+                    let summary = try await get(routes(db, now: now), "/learning/summary", user: factory.user, as: LearningSummaryResponse.self)
+                    #expect(summary.currentStreakDays == expected.current, "\(factory.user) on \(today), threshold \(threshold)")
+                    #expect(summary.longestStreakDays == expected.longest, "\(factory.user), threshold \(threshold)")
+                    #expect(summary.lastActiveDay == LearningFigures.lastActiveDay(days)?.description)
+                    let week = days.filter { $0.day >= today.startOfWeek && $0.day <= today }.reduce(0) { $0 + $1.activeSeconds }
+                    #expect(summary.weekActiveSeconds == week)
+                }
+            }
+            await db.drop()
+        }
     }
 
     @Test("trend and heatmap are zero-filled, and bad parameters are a 400 INVALID_QUERY")

@@ -11,5 +11,6 @@ public enum AnalyticsErasure {
         "DELETE FROM analytics_completions WHERE user_id = $1",
         "DELETE FROM analytics_sessions WHERE user_id = $1",
         "DELETE FROM analytics_users WHERE user_id = $1",
+        "DELETE FROM analytics_streak_runs WHERE user_id = $1",
     ]
 }

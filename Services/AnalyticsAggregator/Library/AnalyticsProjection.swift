@@ -19,7 +19,12 @@ public struct AnalyticsProjection: Projection {
     /// brings nobody back).
     let erasedUsers = ErasedUsers(service: AnalyticsErasure.service)
 
-    public init() {}
+    /// The streak runs the summary reads, kept for the configured threshold.
+    public let streaks: StreakRuns
+
+    public init(streakThresholdSeconds: Int = AnalyticsConfiguration().streakThresholdSeconds) {
+        self.streaks = StreakRuns(thresholdSeconds: streakThresholdSeconds)
+    }
 
     public func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
         let context = ["kafka.topic": record.topic, "kafka.partition": String(record.partition), "kafka.offset": String(record.offset)]
@@ -63,6 +68,9 @@ public struct AnalyticsProjection: Projection {
         guard !unique.isEmpty else { return }
         let fresh = try await AnalyticsWriter.logEvents(unique, in: connection)
         guard !fresh.isEmpty else { return }
-        try await AnalyticsWriter.apply(AnalyticsBatch(fresh), in: connection)
+        try await streaks.align(in: connection)
+        let crossed = try await AnalyticsWriter.apply(AnalyticsBatch(fresh), streakThresholdSeconds: streaks.thresholdSeconds,
+                                                      in: connection)
+        try await streaks.recompute(users: crossed, in: connection)
     }
 }

@@ -8,11 +8,15 @@ public struct AnalyticsReadModel: Sendable {
 
     public init(database: PostgresClient) { self.database = database }
 
-    /// What the summary is computed from: the user's today, every active day, and the
-    /// material counts of today.
+    /// What the summary is computed from: the user's today, the active days of the seven
+    /// days ending today (the week so far lies within them), the streaks, the last active day and
+    /// the material counts.
     public struct SummaryRows: Sendable {
         public var today: LocalDay
         public var days: [DailyActivity]
+        public var currentStreakDays: Int
+        public var longestStreakDays: Int
+        public var lastActiveDay: LocalDay?
         public var materialsReadToday: Int
         public var materialsCompleted: Int
     }
@@ -34,23 +38,37 @@ public struct AnalyticsReadModel: Sendable {
         return (try Self.today(rows), try Self.days(rows, dayColumn: 1))
     }
 
-    /// The rows of `GET /learning/summary` (today as in `window`): one statement.
+    /// The rows of `GET /learning/summary` (today as in `window`): one statement of point reads
+    /// and short index ranges, whatever the length of the user's history. The streaks come from
+    /// the runs the aggregator keeps (`StreakRuns`): the current one is the run holding today or
+    /// yesterday — the latest run starting by today, if it reaches yesterday — counted up to today.
     public func summary(user: String, now: Date, offsetMinutes: Int?) async throws -> SummaryRows {
+        let day = "DATE '1970-01-01' +"
         let sql = """
             WITH t AS MATERIALIZED (
                 SELECT today,
-                       (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = DATE '1970-01-01' + today) AS read,
-                       (SELECT count(*) FROM analytics_completions WHERE user_id = $1) AS completed
+                       (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = \(day) today) AS read,
+                       (SELECT count(*) FROM analytics_completions WHERE user_id = $1) AS completed,
+                       (SELECT max(day) - DATE '1970-01-01' FROM analytics_daily WHERE user_id = $1 AND active_seconds > 0) AS last_active,
+                       (SELECT CASE WHEN end_day >= \(day) (today - 1) THEN LEAST(end_day, \(day) today) - start_day + 1 ELSE 0 END
+                        FROM analytics_streak_runs WHERE user_id = $1 AND start_day <= \(day) today
+                        ORDER BY start_day DESC LIMIT 1) AS current,
+                       (SELECT max(end_day - start_day) + 1 FROM analytics_streak_runs WHERE user_id = $1) AS longest
                 FROM (SELECT \(Self.today) AS today) AS now)
-            SELECT t.today, t.read, t.completed, d.day - DATE '1970-01-01' AS n, d.active_seconds
+            SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), COALESCE(t.longest, 0),
+                   d.day - DATE '1970-01-01' AS n, d.active_seconds
             FROM t LEFT JOIN analytics_daily d
-              ON d.user_id = $1 AND d.day BETWEEN DATE '1970-01-01' - 1000000 AND DATE '1970-01-01' + 1000000
+              ON d.user_id = $1 AND d.day BETWEEN \(day) (t.today - 6) AND \(day) t.today
             ORDER BY d.day
             """
         let rows = try await database.queryPrepared(sql, [user, LocalDay.epochSeconds(now), offsetMinutes])
-        return SummaryRows(today: try Self.today(rows), days: try Self.days(rows, dayColumn: 3),
-                           materialsReadToday: try rows.first?.decode(Int.self, 1) ?? 0,
-                           materialsCompleted: try rows.first?.decode(Int.self, 2) ?? 0)
+        let first = rows.first
+        return SummaryRows(today: try Self.today(rows), days: try Self.days(rows, dayColumn: 6),
+                           currentStreakDays: try first?.decode(Int.self, 4) ?? 0,
+                           longestStreakDays: try first?.decode(Int.self, 5) ?? 0,
+                           lastActiveDay: try first?.decode(Int?.self, 3).map(LocalDay.init(number:)),
+                           materialsReadToday: try first?.decode(Int.self, 1) ?? 0,
+                           materialsCompleted: try first?.decode(Int.self, 2) ?? 0)
     }
 
     /// The local day number of `$2` (epoch seconds) for `$3` minutes east of UTC, else the

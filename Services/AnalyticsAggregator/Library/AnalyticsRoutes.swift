@@ -10,14 +10,11 @@ import ServiceRuntime
 public struct AnalyticsRoutes: Sendable {
     let readModel: AnalyticsReadModel
     let authenticator: RequestAuthenticator
-    let configuration: AnalyticsConfiguration
     let clock: @Sendable () -> Date
 
-    public init(readModel: AnalyticsReadModel, authenticator: RequestAuthenticator, configuration: AnalyticsConfiguration,
-                clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(readModel: AnalyticsReadModel, authenticator: RequestAuthenticator, clock: @escaping @Sendable () -> Date = { Date() }) {
         self.readModel = readModel
         self.authenticator = authenticator
-        self.configuration = configuration
         self.clock = clock
     }
 
@@ -33,8 +30,9 @@ public struct AnalyticsRoutes: Sendable {
     func summary(_ request: HTTPRequest) async throws -> HTTPResponse {
         let user = try authenticator.userID(request)
         let rows = try await readModel.summary(user: user, now: clock(), offsetMinutes: try offsetMinutes(request))
-        let figures = LearningFigures.summary(rows.days, today: rows.today, thresholdSeconds: configuration.streakThresholdSeconds,
-                                              materialsReadToday: rows.materialsReadToday, materialsCompleted: rows.materialsCompleted)
+        let figures = LearningFigures.summary(rows.days, today: rows.today, streaks: (rows.currentStreakDays, rows.longestStreakDays),
+                                              lastActiveDay: rows.lastActiveDay, materialsReadToday: rows.materialsReadToday,
+                                              materialsCompleted: rows.materialsCompleted)
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: figures.json)
     }
 

@@ -89,5 +89,21 @@ public enum AnalyticsSchema {
                    (SELECT count(*) FROM analytics_day_sessions s WHERE s.user_id = d.user_id AND s.day = d.day) AS sessions
             FROM analytics_daily d;
             """),
+        PostgresMigration(version: 401, name: "analytics_streak_runs", sql: """
+            -- runs of consecutive qualifying days (active time ≥ the threshold), kept by the
+            -- aggregator for the users whose day crossed it; the summary reads its streaks here
+            CREATE TABLE IF NOT EXISTS analytics_streak_runs (
+                user_id    text NOT NULL,
+                start_day  date NOT NULL,
+                end_day    date NOT NULL,
+                PRIMARY KEY (user_id, start_day)
+            );
+
+            -- the threshold the runs were computed with (one row; none until the aggregator set it)
+            CREATE TABLE IF NOT EXISTS analytics_streak_settings (
+                singleton          boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                threshold_seconds  integer NOT NULL
+            );
+            """),
     ]
 }

@@ -1,6 +1,8 @@
 import Contracts
 import Foundation
 import HTTPTypes
+import Logging
+import Postgres
 import Projection
 import ServiceRuntime
 
@@ -23,13 +25,12 @@ public struct AnalyticsService: Sendable {
     }
 
     public var routes: AnalyticsRoutes {
-        AnalyticsRoutes(readModel: AnalyticsReadModel(database: context.database), authenticator: context.authenticator,
-                        configuration: configuration, clock: clock)
+        AnalyticsRoutes(readModel: AnalyticsReadModel(database: context.database), authenticator: context.authenticator, clock: clock)
     }
 
     public func makeRunner() -> ProjectionRunner<AnalyticsProjection> {
         ProjectionRunner(
-            projection: AnalyticsProjection(),
+            projection: AnalyticsProjection(streakThresholdSeconds: configuration.streakThresholdSeconds),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
                 topics: [configuration.topic], maxBatchRecords: configuration.batchSize, maxBatchWait: configuration.batchWait,
@@ -37,11 +38,31 @@ public struct AnalyticsService: Sendable {
             database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
     }
 
+    /// Brings the streak runs in line with the configured threshold before the first batch, so
+    /// that the summary is right at once after the threshold changed even while no event arrives.
+    /// Best effort: the batches check it too.
+    func alignStreaks() async {
+        let streaks = StreakRuns(thresholdSeconds: configuration.streakThresholdSeconds)
+        do {
+            let recomputed = try await context.database.withTransaction { connection in try await streaks.align(in: connection) }
+            if recomputed {
+                context.logger.info("streak runs recomputed for the configured threshold",
+                                    metadata: ["threshold_seconds": "\(streaks.thresholdSeconds)"])
+            }
+        } catch {
+            context.logger.warning("could not check the streak runs' threshold at start; the first batch will",
+                                   metadata: ["error": "\(error)"])
+        }
+    }
+
     public func parts() -> ServiceParts {
         let runner = makeRunner()
         let erasure = UserErasure(service: AnalyticsErasure.service, context: context, step: .sql(AnalyticsErasure.statements)).parts()
         return ServiceParts(router: routes.router(),
-                            background: [ClosureService(name: "analytics-projection") { try await runner.run() }] + erasure.background,
+                            background: [ClosureService(name: "analytics-projection") {
+                                await alignStreaks()
+                                try await runner.run()
+                            }] + erasure.background,
                             readiness: [ReadinessCheck(name: "analytics-consumer") { !runner.isAssignmentStalled }] + erasure.readiness)
     }
 }

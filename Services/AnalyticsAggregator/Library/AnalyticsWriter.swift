@@ -48,14 +48,16 @@ enum AnalyticsWriter {
 
     /// Folds a batch of new events into every aggregate, in one statement: each table's
     /// upsert is a data-modifying CTE of it (they touch different tables, each key once).
-    static func apply(_ batch: AnalyticsBatch, in connection: PostgresConnection) async throws {
+    /// Returns the users of whom a day reached `streakThresholdSeconds` with this batch (their
+    /// streak runs are to be recomputed).
+    static func apply(_ batch: AnalyticsBatch, streakThresholdSeconds: Int, in connection: PostgresConnection) async throws -> [String] {
         let days = batch.days.sorted { $0.key < $1.key }
         let materials = batch.dayMaterials.sorted { $0.key < $1.key }
         let daySessions = batch.daySessions.sorted()
         let completions = batch.completions.sorted { $0.key < $1.key }
         let sessions = batch.sessions.sorted { $0.key < $1.key }
         let users = batch.users.sorted { $0.key < $1.key }
-        try await connection.execute(upsertAll, [
+        let crossed = try await connection.query(upsertAll, [
             days.map(\.key.user), days.map(\.key.day.number), days.map { Int64($0.value.activeSeconds) }, days.map(\.value.events),
             materials.map(\.key.user), materials.map(\.key.day.number), materials.map(\.key.item), materials.map { $0.value ? 1 : 0 },
             daySessions.map(\.user), daySessions.map(\.day.number), daySessions.map(\.item),
@@ -64,15 +66,17 @@ enum AnalyticsWriter {
             sessions.map(\.value.startedAt), sessions.map(\.value.lastEventAt), sessions.map { $0.value.closedAt ?? noTime },
             sessions.map { Int64($0.value.activeSeconds) }, sessions.map { $0.value.completed ? 1 : 0 },
             sessions.map(\.value.events), noTime,
-            users.map(\.key), users.map(\.value.at), users.map(\.value.offsetMinutes),
+            users.map(\.key), users.map(\.value.at), users.map(\.value.offsetMinutes), streakThresholdSeconds,
         ])
+        return try crossed.map { try $0.decode(String.self, 0) }
     }
 
     /// Every aggregate's upsert. Days: summed seconds and events. Materials of a day:
     /// completed if any event completed. Sessions of a day: membership. Completions: the
     /// first. Sessions: earliest start (its material), latest event, latest `closed`, summed
     /// seconds and events, completed if any event completed. Users: the offset of the latest
-    /// event by client time.
+    /// event by client time. Returns the users with a day whose total crossed the streak
+    /// threshold (`$28`): at or above it now, below it without this batch's seconds.
     static let upsertAll = """
         WITH daily AS (
             INSERT INTO analytics_daily (user_id, day, active_seconds, events)
@@ -80,6 +84,7 @@ enum AnalyticsWriter {
             ON CONFLICT (user_id, day) DO UPDATE
                 SET active_seconds = analytics_daily.active_seconds + EXCLUDED.active_seconds,
                     events = analytics_daily.events + EXCLUDED.events
+            RETURNING user_id, day, active_seconds
         ), day_materials AS (
             INSERT INTO analytics_day_materials (user_id, day, material_id, completed)
             SELECT t.u, \(fromDay) t.d, t.m, t.c <> 0 FROM unnest($5::text[], $6::int[], $7::text[], $8::int[]) AS t(u, d, m, c)
@@ -122,6 +127,9 @@ enum AnalyticsWriter {
                     THEN EXCLUDED.tz_offset_minutes ELSE analytics_users.tz_offset_minutes END,
                 latest_event_at = GREATEST(analytics_users.latest_event_at, EXCLUDED.latest_event_at)
         )
-        SELECT 1
+        SELECT DISTINCT daily.user_id
+        FROM daily JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS t(u, d, a)
+          ON daily.user_id = t.u AND daily.day = \(fromDay) t.d
+        WHERE daily.active_seconds >= $28::int AND daily.active_seconds - t.a < $28::int
         """
 }

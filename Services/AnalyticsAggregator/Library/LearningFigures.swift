@@ -15,7 +15,8 @@ public struct DailyActivity: Hashable, Sendable {
 /// supplies the rows, these functions shape them.
 public enum LearningFigures {
     /// Current streak (qualifying days ending today, or yesterday when today does not
-    /// qualify yet) and the longest run of consecutive qualifying days.
+    /// qualify yet) and the longest run of consecutive qualifying days: the definition the
+    /// aggregator's kept runs (`StreakRuns`) answer for the summary.
     public static func streaks(_ days: [DailyActivity], today: LocalDay, thresholdSeconds: Int) -> (current: Int, longest: Int) {
         let qualifying = Set(days.filter { $0.activeSeconds >= max(1, thresholdSeconds) }.map(\.day.number))
         var longest = 0
@@ -31,22 +32,25 @@ public enum LearningFigures {
         return (current, longest)
     }
 
-    /// `GET /learning/summary`.
-    public static func summary(_ days: [DailyActivity], today: LocalDay, thresholdSeconds: Int,
-                               materialsReadToday: Int, materialsCompleted: Int) -> LearningSummaryResponse {
+    /// The latest day with any active time.
+    public static func lastActiveDay(_ days: [DailyActivity]) -> LocalDay? {
+        days.lazy.filter { $0.activeSeconds > 0 }.map(\.day).max()
+    }
+
+    /// `GET /learning/summary`, from the days of the current week (others are ignored), the
+    /// streaks and the last active day.
+    public static func summary(_ days: [DailyActivity], today: LocalDay, streaks: (current: Int, longest: Int),
+                               lastActiveDay: LocalDay?, materialsReadToday: Int, materialsCompleted: Int) -> LearningSummaryResponse {
         let weekStart = today.startOfWeek
         var todaySeconds = 0, weekSeconds = 0
-        var lastActive: LocalDay?
         for day in days {
             if day.day == today { todaySeconds += day.activeSeconds }
             if day.day >= weekStart && day.day <= today { weekSeconds += day.activeSeconds }
-            if day.activeSeconds > 0, lastActive.map({ day.day > $0 }) ?? true { lastActive = day.day }
         }
-        let streaks = streaks(days, today: today, thresholdSeconds: thresholdSeconds)
         return LearningSummaryResponse(
             todayActiveSeconds: todaySeconds, weekActiveSeconds: weekSeconds, materialsReadToday: materialsReadToday,
             materialsCompleted: materialsCompleted, currentStreakDays: streaks.current, longestStreakDays: streaks.longest,
-            lastActiveDay: lastActive?.description, today: today.description)
+            lastActiveDay: lastActiveDay?.description, today: today.description)
     }
 
     /// The `count` local days ending today, oldest first.

@@ -60,8 +60,11 @@ struct RebuildTarget: Sendable {
                 name: name, service: "analytics-aggregator", topics: [configuration.topic], groupID: configuration.groupID,
                 migrations: AnalyticsSchema.migrations,
                 tables: ["analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions",
-                         "analytics_completions", "analytics_sessions", "analytics_users"],
-                views: ["analytics_daily_figures"], scratch: []) { _, _ in ProjectionApplier(projection: AnalyticsProjection()) }
+                         "analytics_completions", "analytics_sessions", "analytics_users", "analytics_streak_runs",
+                         "analytics_streak_settings"],
+                views: ["analytics_daily_figures"], scratch: []) { _, _ in
+                    ProjectionApplier(projection: AnalyticsProjection(streakThresholdSeconds: configuration.streakThresholdSeconds))
+                }
         case "catalog":
             let configuration = TranscodeConfiguration.read(from: &env)
             try env.validate()
