@@ -69,8 +69,6 @@ public struct AnalyticsProjection: Projection {
         let fresh = try await AnalyticsWriter.logEvents(unique, in: connection)
         guard !fresh.isEmpty else { return }
         try await streaks.align(in: connection)
-        let crossed = try await AnalyticsWriter.apply(AnalyticsBatch(fresh), streakThresholdSeconds: streaks.thresholdSeconds,
-                                                      in: connection)
-        try await streaks.recompute(users: crossed, in: connection)
+        try await AnalyticsWriter.apply(AnalyticsBatch(fresh), streakThresholdSeconds: streaks.thresholdSeconds, in: connection)
     }
 }

@@ -48,16 +48,16 @@ enum AnalyticsWriter {
 
     /// Folds a batch of new events into every aggregate, in one statement: each table's
     /// upsert is a data-modifying CTE of it (they touch different tables, each key once).
-    /// Returns the users of whom a day reached `streakThresholdSeconds` with this batch (their
-    /// streak runs are to be recomputed).
-    static func apply(_ batch: AnalyticsBatch, streakThresholdSeconds: Int, in connection: PostgresConnection) async throws -> [String] {
+    /// The streak runs of the users with a day that reached `streakThresholdSeconds` with this
+    /// batch are recomputed in the same statement.
+    static func apply(_ batch: AnalyticsBatch, streakThresholdSeconds: Int, in connection: PostgresConnection) async throws {
         let days = batch.days.sorted { $0.key < $1.key }
         let materials = batch.dayMaterials.sorted { $0.key < $1.key }
         let daySessions = batch.daySessions.sorted()
         let completions = batch.completions.sorted { $0.key < $1.key }
         let sessions = batch.sessions.sorted { $0.key < $1.key }
         let users = batch.users.sorted { $0.key < $1.key }
-        let crossed = try await connection.query(upsertAll, [
+        try await connection.execute(upsertAll, [
             days.map(\.key.user), days.map(\.key.day.number), days.map { Int64($0.value.activeSeconds) }, days.map(\.value.events),
             materials.map(\.key.user), materials.map(\.key.day.number), materials.map(\.key.item), materials.map { $0.value ? 1 : 0 },
             daySessions.map(\.user), daySessions.map(\.day.number), daySessions.map(\.item),
@@ -68,15 +68,21 @@ enum AnalyticsWriter {
             sessions.map(\.value.events), noTime,
             users.map(\.key), users.map(\.value.at), users.map(\.value.offsetMinutes), streakThresholdSeconds,
         ])
-        return try crossed.map { try $0.decode(String.self, 0) }
     }
 
     /// Every aggregate's upsert. Days: summed seconds and events. Materials of a day:
     /// completed if any event completed. Sessions of a day: membership. Completions: the
     /// first. Sessions: earliest start (its material), latest event, latest `closed`, summed
     /// seconds and events, completed if any event completed. Users: the offset of the latest
-    /// event by client time. Returns the users with a day whose total crossed the streak
-    /// threshold (`$28`): at or above it now, below it without this batch's seconds.
+    /// event by client time.
+    ///
+    /// Streak runs (`StreakRuns`): the days whose total crossed the threshold (`$28`) — at or
+    /// above it now, below it without this batch's seconds — are `crossed`. Every sub-statement
+    /// sees the tables as they were before the statement, so a crossed user's qualifying days
+    /// are those that qualified before plus the crossed ones (a day never stops qualifying); their
+    /// islands are the user's runs now. Each old run lies within a new one (runs only grow and
+    /// merge): the runs starting inside a new run are deleted, the new ones inserted or extended
+    /// — disjoint rows. The qualifying days are read per crossed user (a lateral index scan).
     static let upsertAll = """
         WITH daily AS (
             INSERT INTO analytics_daily (user_id, day, active_seconds, events)
@@ -126,10 +132,27 @@ enum AnalyticsWriter {
                          > (analytics_users.latest_event_at, analytics_users.tz_offset_minutes)
                     THEN EXCLUDED.tz_offset_minutes ELSE analytics_users.tz_offset_minutes END,
                 latest_event_at = GREATEST(analytics_users.latest_event_at, EXCLUDED.latest_event_at)
+        ), crossed AS MATERIALIZED (
+            SELECT daily.user_id, daily.day
+            FROM daily JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS t(u, d, a)
+              ON daily.user_id = t.u AND daily.day = \(fromDay) t.d
+            WHERE daily.active_seconds >= $28::int AND daily.active_seconds - t.a < $28::int
+        ), qualifying AS (
+            SELECT q.user_id, q.day FROM (SELECT DISTINCT user_id FROM crossed) AS c
+            CROSS JOIN LATERAL (SELECT d.user_id, d.day FROM analytics_daily d
+                                WHERE d.user_id = c.user_id AND d.active_seconds >= $28::int) AS q
+            UNION SELECT user_id, day FROM crossed
+        ), fresh AS MATERIALIZED (
+            \(StreakRuns.islands(of: "qualifying"))
+        ), merged AS (
+            DELETE FROM analytics_streak_runs r USING fresh f
+            WHERE r.user_id = f.user_id AND r.start_day > f.start_day AND r.start_day <= f.end_day
+        ), runs AS (
+            INSERT INTO analytics_streak_runs (user_id, start_day, end_day)
+            SELECT user_id, start_day, end_day FROM fresh ORDER BY user_id, start_day
+            ON CONFLICT (user_id, start_day) DO UPDATE SET end_day = EXCLUDED.end_day
+                WHERE analytics_streak_runs.end_day <> EXCLUDED.end_day
         )
-        SELECT DISTINCT daily.user_id
-        FROM daily JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS t(u, d, a)
-          ON daily.user_id = t.u AND daily.day = \(fromDay) t.d
-        WHERE daily.active_seconds >= $28::int AND daily.active_seconds - t.a < $28::int
+        SELECT 1
         """
 }
