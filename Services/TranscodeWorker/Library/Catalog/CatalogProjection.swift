@@ -101,13 +101,17 @@ struct CatalogVersionDelta: Sendable, Equatable {
     /// The newest request seen for the version (a re-sent upload-complete repeats it).
     var request: RoomTranscodeRequest?
     var visibility: RoomVisibility?
-    /// The last status: statuses are complete snapshots, so the last one is the state.
+    /// The newest status by its `at` (the later record on a tie): statuses are complete
+    /// snapshots, so the newest one is the state — a status delivered again after newer ones (the
+    /// worker's outbox publishes at least once; an operator replays a topic) changes nothing.
     var status: RoomTranscodeStatus?
     /// The last `uploading` announcement (its title, tags and visibility stand in for the
     /// request's until one is seen), and whether the version was abandoned.
     var uploading: RoomUploadEvent?
     var abandoned = false
-    var queuedSeen = 0
+    /// The instants of the `queued` statuses seen (the first attempt and each retry publish
+    /// one): the attempts, counted once however often each is delivered.
+    var queuedAts: Set<Date> = []
     var firstAt: Date
     var lastAt: Date
 
@@ -132,8 +136,8 @@ struct CatalogVersionDelta: Sendable, Equatable {
                 if delta.request.map({ request.requestedAt >= $0.requestedAt }) ?? true { delta.request = request }
                 delta.visibility = delta.request?.visibility
             case .status(let status):
-                delta.status = status
-                if status.status == .queued { delta.queuedSeen += 1 }
+                if delta.status.map({ status.at >= $0.at }) ?? true { delta.status = status }
+                if status.status == .queued { delta.queuedAts.insert(status.at) }
                 if delta.request == nil, let visibility = status.visibility { delta.visibility = visibility }
             case .upload(let upload):
                 switch upload.status {
@@ -168,7 +172,7 @@ struct CatalogVersionDelta: Sendable, Equatable {
             deltas.map { $0.status?.code?.rawValue ?? "" }, deltas.map { $0.status?.reason ?? "" },
             deltas.map { $0.status?.qualityGrade ?? "" }, deltas.map { $0.status?.manifestKey ?? "" },
             deltas.map { $0.status?.thumbnailKey ?? "" }, deltas.map { $0.status?.glbKeys.map(json) ?? "" },
-            deltas.map { Int64($0.queuedSeen) }, deltas.map { stamp($0.status?.at) }, deltas.map { stamp(finished($0)) },
+            deltas.map { $0.queuedAts.sorted().map { stamp($0) }.joined(separator: ",") }, deltas.map { stamp($0.status?.at) }, deltas.map { stamp(finished($0)) },
             deltas.map { stamp($0.firstAt) }, deltas.map { stamp($0.lastAt) },
             deltas.map { $0.abandoned ? "abandoned" : $0.uploading != nil ? "uploading" : "" },
         ]

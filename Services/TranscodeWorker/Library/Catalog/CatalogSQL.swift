@@ -6,15 +6,18 @@ enum CatalogSQL {
     }
 
     /// Merges one `CatalogVersionDelta` per version. Request fields change only for a newer
-    /// request (an upload-init's stand in while there is none); status fields take the batch's
-    /// last status (a version's statuses arrive in order); `queued_seen` adds up (the first
-    /// attempt and each retry publish `queued`). The status is the worker's last one; without
-    /// one `queued` once a request was seen, else `abandoned` once that was announced, else
-    /// `uploading` — the same whatever order the three topics' records come in.
+    /// request (an upload-init's stand in while there is none); status fields only for a status
+    /// at least as new as the stored one (`status_at`: a status delivered again after newer ones
+    /// changes nothing); `queued_ats` is the union of the `queued` statuses' instants (the first
+    /// attempt and each retry publish one, so a repeat is not another attempt). The status is the
+    /// worker's newest one; without one `queued` once a request was seen, else `abandoned` once
+    /// that was announced, else `uploading` — the same whatever order the three topics' records
+    /// come in.
     static func upsertVersions(_ t: CatalogTables) -> String {
-        """
+        let newer = "(EXCLUDED.status_at IS NOT NULL AND (v.status_at IS NULL OR EXCLUDED.status_at >= v.status_at))"
+        return """
         INSERT INTO \(t.versions) AS v (version_id, room_id, owner_id, title, tags, visibility, requested_at, status, stage,
-            error_code, reason, quality_grade, manifest_key, thumbnail_key, glb_keys, queued_seen, status_at, finished_at,
+            error_code, reason, quality_grade, manifest_key, thumbnail_key, glb_keys, queued_ats, status_at, finished_at,
             created_at, updated_at)
         SELECT vid, rid, oid,
                CASE WHEN req_at <> '' OR tags <> '' THEN title END,
@@ -23,10 +26,10 @@ enum CatalogSQL {
                COALESCE(NULLIF(status, ''), CASE WHEN req_at = '' AND upload <> '' THEN upload ELSE 'queued' END), NULLIF(stage, ''), NULLIF(code, ''), NULLIF(reason, ''),
                NULLIF(grade, ''), NULLIF(manifest, ''), NULLIF(thumb, ''),
                CASE WHEN glb <> '' THEN ARRAY(SELECT jsonb_array_elements_text(glb::jsonb)) END,
-               queued, NULLIF(status_at, '')::timestamptz, NULLIF(finished, '')::timestamptz,
+               CASE WHEN queued = '' THEN '{}' ELSE string_to_array(queued, ',')::timestamptz[] END, NULLIF(status_at, '')::timestamptz, NULLIF(finished, '')::timestamptz,
                first_at::timestamptz, last_at::timestamptz
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                    $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[],
+                    $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[],
                     $17::text[], $18::text[], $19::text[], $20::text[], $21::text[])
              AS d(vid, rid, oid, title, tags, vis, req_at, status, stage, code, reason, grade, manifest, thumb, glb, queued,
                   status_at, finished, first_at, last_at, upload)
@@ -42,21 +45,21 @@ enum CatalogSQL {
                               THEN EXCLUDED.visibility
                               ELSE COALESCE(v.visibility, EXCLUDED.visibility) END,
             requested_at = GREATEST(v.requested_at, EXCLUDED.requested_at),
-            status = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.status
+            status = CASE WHEN \(newer) THEN EXCLUDED.status
                           WHEN v.status_at IS NOT NULL THEN v.status
                           WHEN EXCLUDED.requested_at IS NOT NULL OR v.requested_at IS NOT NULL THEN 'queued'
                           WHEN 'abandoned' IN (EXCLUDED.status, v.status) THEN 'abandoned'
                           ELSE 'uploading' END,
-            stage = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.stage ELSE v.stage END,
-            error_code = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.error_code ELSE v.error_code END,
-            reason = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.reason ELSE v.reason END,
-            quality_grade = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.quality_grade ELSE v.quality_grade END,
-            manifest_key = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.manifest_key ELSE v.manifest_key END,
-            thumbnail_key = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.thumbnail_key ELSE v.thumbnail_key END,
-            glb_keys = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.glb_keys ELSE v.glb_keys END,
-            finished_at = CASE WHEN EXCLUDED.status_at IS NOT NULL THEN EXCLUDED.finished_at ELSE v.finished_at END,
-            status_at = COALESCE(EXCLUDED.status_at, v.status_at),
-            queued_seen = v.queued_seen + EXCLUDED.queued_seen,
+            stage = CASE WHEN \(newer) THEN EXCLUDED.stage ELSE v.stage END,
+            error_code = CASE WHEN \(newer) THEN EXCLUDED.error_code ELSE v.error_code END,
+            reason = CASE WHEN \(newer) THEN EXCLUDED.reason ELSE v.reason END,
+            quality_grade = CASE WHEN \(newer) THEN EXCLUDED.quality_grade ELSE v.quality_grade END,
+            manifest_key = CASE WHEN \(newer) THEN EXCLUDED.manifest_key ELSE v.manifest_key END,
+            thumbnail_key = CASE WHEN \(newer) THEN EXCLUDED.thumbnail_key ELSE v.thumbnail_key END,
+            glb_keys = CASE WHEN \(newer) THEN EXCLUDED.glb_keys ELSE v.glb_keys END,
+            finished_at = CASE WHEN \(newer) THEN EXCLUDED.finished_at ELSE v.finished_at END,
+            status_at = GREATEST(EXCLUDED.status_at, v.status_at),
+            queued_ats = ARRAY(SELECT DISTINCT a FROM unnest(v.queued_ats || EXCLUDED.queued_ats) AS a ORDER BY a),
             created_at = LEAST(v.created_at, EXCLUDED.created_at),
             updated_at = GREATEST(v.updated_at, EXCLUDED.updated_at)
         """

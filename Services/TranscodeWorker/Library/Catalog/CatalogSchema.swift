@@ -6,7 +6,7 @@ import Postgres
 ///
 /// - `catalog_versions`: one row per room version — what its request said (owner, title,
 ///   tags, visibility, when) and the last status the worker published (status, stage, error,
-///   grade, output keys), with the number of attempts (`queued` statuses seen).
+///   grade, output keys), with the attempts (the instants of its `queued` statuses).
 /// - `catalog_rooms`: one row per room, derived from its versions by `CatalogSQL.refreshRooms`:
 ///   the latest request's title/tags/visibility, the current (latest ready) version with its
 ///   grade, thumbnail and manifest, the latest version's status (the "my rooms" group) and
@@ -14,6 +14,11 @@ import Postgres
 public enum CatalogSchema {
     public static let migrations: [PostgresMigration] = [
         PostgresMigration(version: 650, name: "catalog_rooms_and_versions", sql: CatalogTables.live.createSQL),
+        // Attempts by the instants of their `queued` statuses, so that a status delivered again
+        // is not counted again (tables created by 650 from here on have the column already).
+        PostgresMigration(version: 651, name: "catalog_versions_queued_ats", sql: """
+            ALTER TABLE \(CatalogTables.live.versions) ADD COLUMN IF NOT EXISTS queued_ats timestamptz[] NOT NULL DEFAULT '{}';
+            """),
     ]
 }
 
@@ -55,7 +60,10 @@ public struct CatalogTables: Sendable, Equatable {
             manifest_key  text,
             thumbnail_key text,
             glb_keys      text[],
+            -- attempts counted before queued_ats (no longer written; 0 for versions since)
             queued_seen   integer     NOT NULL DEFAULT 0,
+            -- the instants of the `queued` statuses: one per attempt
+            queued_ats    timestamptz[] NOT NULL DEFAULT '{}',
             status_at     timestamptz,
             finished_at   timestamptz,
             created_at    timestamptz NOT NULL,

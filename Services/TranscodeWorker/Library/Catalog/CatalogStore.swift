@@ -232,7 +232,7 @@ struct CatalogStore: Sendable {
 
     static func versionSelect(_ tables: CatalogTables) -> String {
         """
-        SELECT v.version_id, v.room_id, v.owner_id, v.status, v.stage, v.error_code, v.reason, GREATEST(v.queued_seen, 1) AS attempts,
+        SELECT v.version_id, v.room_id, v.owner_id, v.status, v.stage, v.error_code, v.reason, GREATEST(cardinality(v.queued_ats), v.queued_seen, 1) AS attempts,
                v.quality_grade, v.manifest_key, v.thumbnail_key, COALESCE(v.glb_keys, '{}') AS glb_keys, v.created_at, v.updated_at,
                v.finished_at
         FROM (SELECT * FROM \(tables.versions) WHERE status <> 'abandoned') v LEFT JOIN \(tables.rooms) r ON r.room_id = v.room_id
