@@ -1,3 +1,4 @@
+import Dispatch
 import Kafka
 import Synchronization
 
@@ -10,8 +11,11 @@ protocol ProjectionItem {
 /// offset it expects), and whether a batch is in flight — shared by the runner loop and
 /// the rebalance callbacks.
 ///
-/// A revoke waits for the in-flight batch to finish before it gives the partitions up, and
-/// a batch only takes records of partitions owned at its start.
+/// A revoke waits for the in-flight batch to finish before it gives the partitions up — for
+/// at most a limit: a batch that outlives it (a database that stopped answering this member)
+/// no longer holds up the group's rebalance; its commit is fenced by the claim generation it
+/// started under, so if another member claims the partitions first it is rolled back. A batch
+/// only takes records of partitions owned at its start.
 final class PartitionOwnership: Sendable {
     struct Claim: Sendable, Equatable {
         var generation: Int64
@@ -22,7 +26,8 @@ final class PartitionOwnership: Sendable {
     private struct State {
         var claims: [KafkaTopicPartition: Claim] = [:]
         var inFlight = false
-        var pendingRevokes: [([KafkaTopicPartition], CheckedContinuation<Void, Never>)] = []
+        var pendingRevokes: [(id: UInt64, partitions: [KafkaTopicPartition], continuation: CheckedContinuation<Bool, Never>)] = []
+        var lastRevokeID: UInt64 = 0
     }
 
     private let state = Mutex(State())
@@ -31,20 +36,40 @@ final class PartitionOwnership: Sendable {
         state.withLock { s in for (tp, c) in claims { s.claims[tp] = c } }
     }
 
-    /// Gives up partitions once no batch is in flight. The claims are removed under the
-    /// same lock that ends the batch, so no new batch can take their records in between.
-    func revoke(_ partitions: [KafkaTopicPartition]) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = state.withLock { s -> Bool in
+    /// Gives up partitions once no batch is in flight, or once `limit` passed: returns whether
+    /// the batch (if any) ended first. The claims are removed under the same lock that ends the
+    /// batch, so no new batch can take their records in between.
+    @discardableResult
+    func revoke(_ partitions: [KafkaTopicPartition], waitingAtMost limit: Duration? = nil) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let pending = state.withLock { s -> UInt64? in
                 guard s.inFlight else {
                     for tp in partitions { s.claims.removeValue(forKey: tp) }
-                    return true
+                    return nil
                 }
-                s.pendingRevokes.append((partitions, continuation))
-                return false
+                s.lastRevokeID += 1
+                s.pendingRevokes.append((s.lastRevokeID, partitions, continuation))
+                return s.lastRevokeID
             }
-            if idle { continuation.resume() }
+            guard let pending else { return continuation.resume(returning: true) }
+            if let limit {
+                let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, nanoseconds)))) {
+                    self.expire(revoke: pending)
+                }
+            }
         }
+    }
+
+    /// The revoke's limit passed with the batch still in flight: give the partitions up now.
+    private func expire(revoke id: UInt64) {
+        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            guard let index = s.pendingRevokes.firstIndex(where: { $0.id == id }) else { return nil }
+            let expired = s.pendingRevokes.remove(at: index)
+            for tp in expired.partitions { s.claims.removeValue(forKey: tp) }
+            return expired.continuation
+        }
+        waiter?.resume(returning: false)
     }
 
     /// The claim generation of every owned partition.
@@ -73,16 +98,18 @@ final class PartitionOwnership: Sendable {
     }
 
     /// Records the committed positions, drops partitions found lost, and ends the batch.
-    func finish(committed: [KafkaTopicPartition: Claim], lost: Set<KafkaTopicPartition>) {
-        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
+    /// `lost`: the claims the batch found taken over (only those claims are dropped: after a
+    /// revoke that stopped waiting, the partition may already be claimed anew).
+    func finish(committed: [KafkaTopicPartition: Claim], lost: [KafkaTopicPartition: Claim]) {
+        let waiters = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
             for (tp, claim) in committed where s.claims[tp]?.generation == claim.generation { s.claims[tp] = claim }
-            for tp in lost { s.claims.removeValue(forKey: tp) }
+            for (tp, claim) in lost where s.claims[tp]?.generation == claim.generation { s.claims.removeValue(forKey: tp) }
             s.inFlight = false
-            for (partitions, _) in s.pendingRevokes { for tp in partitions { s.claims.removeValue(forKey: tp) } }
+            for pending in s.pendingRevokes { for tp in pending.partitions { s.claims.removeValue(forKey: tp) } }
             defer { s.pendingRevokes.removeAll() }
-            return s.pendingRevokes.map(\.1)
+            return s.pendingRevokes.map(\.continuation)
         }
-        waiters.forEach { $0.resume() }
+        waiters.forEach { $0.resume(returning: true) }
     }
 
     var owned: [KafkaTopicPartition: Claim] { state.withLock { $0.claims } }

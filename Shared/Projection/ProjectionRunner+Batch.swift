@@ -95,7 +95,8 @@ extension ProjectionRunner {
             // Only cancellation gets here: the batch was not committed and will be replayed.
             logger.notice("batch abandoned", metadata: ["error": "\(error)"])
         }
-        ownership.finish(committed: claims.filter { initialClaims[$0.key] != $0.value }, lost: lost)
+        ownership.finish(committed: claims.filter { initialClaims[$0.key] != $0.value },
+                         lost: initialClaims.filter { lost.contains($0.key) })
         if !lost.isEmpty {
             logger.warning("partitions lost to another member; their uncommitted work was rolled back",
                            metadata: ["kafka.partitions": lost.map { "\($0.topic)/\($0.partition)" }.sorted().joined(separator: ",")])

@@ -45,6 +45,11 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// readiness says so and the consumer is replaced (`projection_assignment_stalls_total`).
     /// A consumer that sits unassigned while its partitions are idle is left alone.
     public var assignmentStallLimit: Duration = .seconds(30)
+    /// How long a revoke (a rebalance taking partitions away, or a failed consumer's) waits for
+    /// the batch in flight before it gives the partitions up anyway; the batch's commit stays
+    /// fenced by its claim generation. Keeps a member whose database stopped answering from
+    /// holding up the whole group's rebalance.
+    public var maxRevokeWait: Duration = .seconds(10)
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
@@ -132,7 +137,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                 metrics.increment("projection_consumer_restarts_total", labels: ["group": configuration.groupID])
                 logger.error("projection consumer failed; starting a new one", metadata: [
                     "error": "\(error)", "retry.after": "\(delay)"])
-                await ownership.revoke(Array(ownership.owned.keys))
+                await revoke(Array(ownership.owned.keys))
                 let wakeUp = ContinuousClock.now + delay
                 while ContinuousClock.now < wakeUp {
                     if Task.isCancelled || stopping.load(ordering: .relaxed) { return }
@@ -382,8 +387,17 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     }
 
     func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {
-        await ownership.revoke(partitions)
+        await revoke(partitions)
         logger.info("partitions revoked", metadata: ["kafka.partitions": partitions.map { "\($0.topic)/\($0.partition)" }.joined(separator: ",")])
+    }
+
+    /// Gives partitions up once the batch in flight ended, or after `maxRevokeWait`.
+    func revoke(_ partitions: [KafkaTopicPartition]) async {
+        guard await !ownership.revoke(partitions, waitingAtMost: configuration.maxRevokeWait) else { return }
+        logger.warning("the batch in flight outlived the revoke's wait; its partitions are given up, and its commit is refused "
+                       + "if another member claims them first", metadata: [
+                           "kafka.partitions": partitions.map { "\($0.topic)/\($0.partition)" }.joined(separator: ","),
+                           "revoke.wait": "\(configuration.maxRevokeWait)"])
     }
 
     static func describe(_ offsets: [KafkaTopicPartition: Int64]) -> String {
