@@ -1,3 +1,4 @@
+import Postgres
 import Projection
 
 /// SQL of the progress read model.
@@ -41,21 +42,14 @@ enum ProgressSQL {
             last_read_at = GREATEST(p.last_read_at, EXCLUDED.last_read_at),
             completed_at = LEAST(p.completed_at, EXCLUDED.completed_at),
             status = CASE WHEN p.completed_at IS NOT NULL OR EXCLUDED.completed_at IS NOT NULL THEN 'completed' ELSE 'in_progress' END,
-            last_position = CASE WHEN \(newerPosition) THEN EXCLUDED.last_position ELSE p.last_position END,
-            position_percent = CASE WHEN \(newerPosition) THEN EXCLUDED.position_percent ELSE p.position_percent END,
-            position_ts = CASE WHEN \(newerPosition) THEN EXCLUDED.position_ts ELSE p.position_ts END,
-            position_seq = CASE WHEN \(newerPosition) THEN EXCLUDED.position_seq ELSE p.position_seq END,
-            position_event_id = CASE WHEN \(newerPosition) THEN EXCLUDED.position_event_id ELSE p.position_event_id END,
+            \(UpsertSQL.taking(["last_position", "position_percent", "position_ts", "position_seq", "position_event_id"],
+                              when: newerPosition, existing: "p"))
             progress_percent = CASE
                 WHEN p.completed_at IS NOT NULL OR EXCLUDED.completed_at IS NOT NULL THEN 100
                 WHEN \(newerPosition) THEN COALESCE(EXCLUDED.position_percent, 0)
                 ELSE COALESCE(p.position_percent, 0) END,
-            last_session_id = CASE WHEN \(newerLatest) THEN EXCLUDED.last_session_id ELSE p.last_session_id END,
-            reading_target_type = CASE WHEN \(newerLatest) THEN EXCLUDED.reading_target_type ELSE p.reading_target_type END,
-            knowledge_base_id = CASE WHEN \(newerLatest) THEN EXCLUDED.knowledge_base_id ELSE p.knowledge_base_id END,
-            latest_ts = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_ts ELSE p.latest_ts END,
-            latest_seq = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_seq ELSE p.latest_seq END,
-            latest_event_id = CASE WHEN \(newerLatest) THEN EXCLUDED.latest_event_id ELSE p.latest_event_id END,
+            \(UpsertSQL.taking(["last_session_id", "reading_target_type", "knowledge_base_id", "latest_ts", "latest_seq",
+                               "latest_event_id"], when: newerLatest, existing: "p"))
             updated_at = now()
         RETURNING user_id, material_id, status, last_position, position_event_id, progress_percent, total_active_seconds,
                   last_read_at, last_session_id

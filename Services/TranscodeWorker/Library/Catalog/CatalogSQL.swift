@@ -1,3 +1,5 @@
+import Postgres
+
 /// SQL of the catalog read model, over a set of `CatalogTables` (the live ones or a rebuild's
 /// shadow copies).
 enum CatalogSQL {
@@ -50,14 +52,8 @@ enum CatalogSQL {
                           WHEN EXCLUDED.requested_at IS NOT NULL OR v.requested_at IS NOT NULL THEN 'queued'
                           WHEN 'abandoned' IN (EXCLUDED.status, v.status) THEN 'abandoned'
                           ELSE 'uploading' END,
-            stage = CASE WHEN \(newer) THEN EXCLUDED.stage ELSE v.stage END,
-            error_code = CASE WHEN \(newer) THEN EXCLUDED.error_code ELSE v.error_code END,
-            reason = CASE WHEN \(newer) THEN EXCLUDED.reason ELSE v.reason END,
-            quality_grade = CASE WHEN \(newer) THEN EXCLUDED.quality_grade ELSE v.quality_grade END,
-            manifest_key = CASE WHEN \(newer) THEN EXCLUDED.manifest_key ELSE v.manifest_key END,
-            thumbnail_key = CASE WHEN \(newer) THEN EXCLUDED.thumbnail_key ELSE v.thumbnail_key END,
-            glb_keys = CASE WHEN \(newer) THEN EXCLUDED.glb_keys ELSE v.glb_keys END,
-            finished_at = CASE WHEN \(newer) THEN EXCLUDED.finished_at ELSE v.finished_at END,
+            \(UpsertSQL.taking(["stage", "error_code", "reason", "quality_grade", "manifest_key", "thumbnail_key", "glb_keys",
+                               "finished_at"], when: newer, existing: "v"))
             status_at = GREATEST(EXCLUDED.status_at, v.status_at),
             queued_ats = ARRAY(SELECT DISTINCT a FROM unnest(v.queued_ats || EXCLUDED.queued_ats) AS a ORDER BY a),
             created_at = LEAST(v.created_at, EXCLUDED.created_at),
