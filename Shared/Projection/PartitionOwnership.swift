@@ -1,4 +1,3 @@
-import Dispatch
 import Kafka
 import Synchronization
 
@@ -53,8 +52,8 @@ final class PartitionOwnership: Sendable {
             }
             guard let pending else { return continuation.resume(returning: true) }
             if let limit {
-                let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, nanoseconds)))) {
+                Task {
+                    try? await Task.sleep(for: limit)
                     self.expire(revoke: pending)
                 }
             }

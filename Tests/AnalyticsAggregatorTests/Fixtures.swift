@@ -35,3 +35,11 @@ struct EventFactory {
 extension LocalDay {
     init(_ y: Int, _ m: Int, _ d: Int) { self.init(year: y, month: m, day: d) }
 }
+
+extension LearningFigures {
+    /// The latest day with any active time: the definition the summary's last active day is
+    /// checked against (the read model finds it in SQL).
+    static func lastActiveDay(_ days: [DailyActivity]) -> LocalDay? {
+        days.lazy.filter { $0.activeSeconds > 0 }.map(\.day).max()
+    }
+}

@@ -43,7 +43,7 @@ public struct AnalyticsReadModel: Sendable {
     /// the runs the aggregator keeps (`StreakRuns`): the current one is the run holding today or
     /// yesterday — the latest run starting by today, if it reaches yesterday — counted up to today.
     public func summary(user: String, now: Date, offsetMinutes: Int?) async throws -> SummaryRows {
-        let day = "DATE '1970-01-01' +"
+        let day = AnalyticsWriter.fromDay
         let sql = """
             WITH t AS MATERIALIZED (
                 SELECT today,

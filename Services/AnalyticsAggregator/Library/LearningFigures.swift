@@ -32,11 +32,6 @@ public enum LearningFigures {
         return (current, longest)
     }
 
-    /// The latest day with any active time.
-    public static func lastActiveDay(_ days: [DailyActivity]) -> LocalDay? {
-        days.lazy.filter { $0.activeSeconds > 0 }.map(\.day).max()
-    }
-
     /// `GET /learning/summary`, from the days of the current week (others are ignored), the
     /// streaks and the last active day.
     public static func summary(_ days: [DailyActivity], today: LocalDay, streaks: (current: Int, longest: Int),

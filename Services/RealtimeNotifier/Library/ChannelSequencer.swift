@@ -132,14 +132,15 @@ public struct ChannelSequencer: Projection {
         let erased = try await erasedUsers.erased(among: Set(events.lazy.flatMap(\.event.users)), in: connection)
         let events = erased.isEmpty ? events : events.filter { $0.event.users.allSatisfy { !erased.contains($0) } }
         try await upsertRooms(events.compactMap(\.event.room), connection)
-        let drafts = try await withoutRepeatedStatuses(events.flatMap { item in item.event.drafts.map { (draft: $0, source: item) } },
-                                                       connection)
+        let drafts = try await withoutRepeatedStatuses(events.flatMap { item in
+            item.event.drafts.map { (draft: $0, source: item, json: PhoenixMessage.json($0.payload)) }
+        }, connection)
         guard !drafts.isEmpty else { return [] }
 
         // Reserve sequences per channel, in first-appearance order (one row lock per channel).
         var counts: [String: Int64] = [:]
         var order: [String] = []
-        for (draft, _) in drafts {
+        for (draft, _, _) in drafts {
             if counts[draft.channel.name] == nil { order.append(draft.channel.name) }
             counts[draft.channel.name, default: 0] += 1
         }
@@ -151,19 +152,17 @@ public struct ChannelSequencer: Projection {
 
         let now = Date()
         var sequenced: [SequencedChannelEvent] = []
-        var payloads: [String] = []
-        for (draft, _) in drafts {
+        for (draft, _, _) in drafts {
             guard let seq = next[draft.channel.name] else {
                 throw InvalidRealtimeSource(description: "no sequence reserved for channel \(draft.channel.name)")
             }
             next[draft.channel.name] = seq + 1
             sequenced.append(SequencedChannelEvent(channel: draft.channel.name, seq: seq, event: draft.event,
                                                    payload: draft.payload, createdAt: now, origin: draft.origin))
-            payloads.append(PhoenixMessage.json(draft.payload))
         }
         let timestamp = ContractCoding.formatTimestamp(now)
         _ = try await connection.execute(RealtimeSQL.insertHistory, [
-            sequenced.map(\.channel), sequenced.map(\.seq), sequenced.map(\.event), payloads,
+            sequenced.map(\.channel), sequenced.map(\.seq), sequenced.map(\.event), drafts.map(\.json),
             sequenced.map { _ in timestamp }, drafts.map(\.source.topic), drafts.map { Int64($0.source.partition) },
             drafts.map(\.source.offset),
         ])
@@ -171,13 +170,16 @@ public struct ChannelSequencer: Projection {
         return sequenced
     }
 
+    /// A draft with the record it came from and its payload as JSON text (encoded once: the
+    /// repeat check and the history both take it).
+    typealias SequencerDraft = (draft: SequencerInput.Draft, source: ProjectedEvent<SequencerInput>, json: String)
+
     /// A room status delivered twice (the transcode worker's status outbox publishes at least
     /// once, and a replay of the status topic delivers every status again) is numbered once: a
     /// status draft whose channel's history already holds the same event with the same payload
     /// is left out, as is a repeat within the batch. The payload carries the status's `at`, so a
     /// stage the worker really reports again (a retried job) is a new event.
-    func withoutRepeatedStatuses(_ drafts: [(draft: SequencerInput.Draft, source: ProjectedEvent<SequencerInput>)],
-                                 _ connection: PostgresConnection) async throws -> [(draft: SequencerInput.Draft, source: ProjectedEvent<SequencerInput>)] {
+    func withoutRepeatedStatuses(_ drafts: [SequencerDraft], _ connection: PostgresConnection) async throws -> [SequencerDraft] {
         let statuses = drafts.indices.filter { drafts[$0].source.topic == configuration.transcodeStatusTopic }
         guard !statuses.isEmpty else { return drafts }
         var repeated = Set<Int>()
@@ -185,7 +187,7 @@ public struct ChannelSequencer: Projection {
         for index in statuses where !seen.insert(drafts[index].draft).inserted { repeated.insert(index) }
         let rows = try await connection.query(RealtimeSQL.sequencedAlready, [
             statuses.map { drafts[$0].draft.channel.name }, statuses.map { drafts[$0].draft.event },
-            statuses.map { PhoenixMessage.json(drafts[$0].draft.payload) },
+            statuses.map { drafts[$0].json },
         ])
         for row in rows { repeated.insert(statuses[Int(try row.decode(Int64.self, "i")) - 1]) }
         guard !repeated.isEmpty else { return drafts }
