@@ -7,7 +7,7 @@ import Logging
 public final class KafkaAdmin: Sendable {
     let client: RdKafkaClient
     private let timeout: Duration
-    private let bootstrapServers: String
+    public let bootstrapServers: String
 
     public init(bootstrapServers: String, clientID: String = "zhixi-backbone-admin", timeout: Duration = .seconds(10),
                 extra: [String: String] = [:], logger: Logger) throws(KafkaError) {

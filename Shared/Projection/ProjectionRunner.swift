@@ -124,6 +124,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// back; nothing committed is lost and nothing uncommitted is skipped (the new consumer
     /// starts from the stored offsets). Counted in `projection_consumer_restarts_total`.
     public func run() async throws {
+        let registration = RunningProjections.register(groupID: configuration.groupID, topics: configuration.topics)
+        defer { RunningProjections.unregister(registration) }
         var delay = Self.restartBackoff.lowerBound
         while !Task.isCancelled && !stopping.load(ordering: .relaxed) {
             let started = ContinuousClock.now

@@ -81,6 +81,33 @@ public enum StoredOffsets {
         }
     }
 
+    /// Records of `group`'s topics beyond its stored positions (a partition without one counts
+    /// from its earliest offset), per group: what each still has to process.
+    public static func backlog(of groups: [RunningProjections.Group], client: PostgresClient, admin: KafkaAdmin) async throws -> [String: Int64] {
+        guard !groups.isEmpty else { return [:] }
+        let names = Set(groups.map(\.groupID))
+        var stored: [String: [KafkaTopicPartition: Position]] = [:]
+        for position in try await list(group: nil, client: client) where names.contains(position.groupID) {
+            stored[position.groupID, default: [:]][position.partition] = position
+        }
+        let cluster = clusterIdentity(try await admin.clusterID(), bootstrapServers: admin.bootstrapServers)
+        var marks: [KafkaTopicPartition: (low: Int64, high: Int64)] = [:]
+        var backlog: [String: Int64] = [:]
+        let topics = try await admin.listTopics()
+        for group in groups {
+            for topic in topics where group.topics.contains(topic.name) {
+                for partition in topic.partitions {
+                    let tp = KafkaTopicPartition(topic: topic.name, partition: partition)
+                    if marks[tp] == nil { marks[tp] = try await admin.watermarks(topic: tp.topic, partition: tp.partition) }
+                    let (low, high) = marks[tp]!
+                    backlog[group.groupID, default: 0] += stored[group.groupID]?[tp]?.lag(low: low, high: high, currentCluster: cluster)
+                        ?? high - low
+                }
+            }
+        }
+        return backlog
+    }
+
     /// What positions are bound to: the cluster id the brokers report. librdkafka's mock
     /// cluster (the embedded broker of `backbone dev` and the tests) derives its id from a
     /// memory address, so a restarted embedded broker can report the id of the one before;
@@ -89,5 +116,26 @@ public enum StoredOffsets {
     public static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
         guard let id else { return nil }
         return id.hasPrefix("mockCluster") ? "\(id)@\(bootstrapServers)" : id
+    }
+}
+
+extension StoredOffsets.Position {
+    /// Stored against another cluster than `currentCluster`: the owner re-reads the partition
+    /// from its earliest offset.
+    public func isOtherCluster(_ currentCluster: String?) -> Bool {
+        guard let clusterID, let currentCluster else { return false }
+        return clusterID != currentCluster && nextOffset >= 0
+    }
+
+    /// Where the owner resumes in a partition holding `low..<high`, by the runner's own rule
+    /// (`OffsetStore.check`).
+    public func resumeOffset(low: Int64, high: Int64, currentCluster: String?) -> Int64 {
+        if isOtherCluster(currentCluster) || nextOffset < 0 || nextOffset > high { return low }
+        return Swift.max(nextOffset, low)
+    }
+
+    /// The records the owner still has to process in a partition holding `low..<high`.
+    public func lag(low: Int64, high: Int64, currentCluster: String?) -> Int64 {
+        Swift.max(0, high - resumeOffset(low: low, high: high, currentCluster: currentCluster))
     }
 }

@@ -32,15 +32,19 @@ public struct ServiceGroup: Sendable {
     public let services: [any Service]
     public let logger: Logger
     public let handlesSignals: Bool
+    /// The signals that stop the group when `handlesSignals` (SIGTERM and SIGINT by default).
+    public let signals: [Int32]
     /// The bound on the whole shutdown: a service still running when it passes is left
     /// behind (logged), so that SIGTERM always ends the process in bounded time, even when a
     /// dependency is unreachable and a service waits on it.
     public let shutdownTimeout: Duration
 
-    public init(services: [any Service], handlesSignals: Bool = true, shutdownTimeout: Duration = .seconds(10), logger: Logger) {
+    public init(services: [any Service], handlesSignals: Bool = true, signals: [Int32] = [SIGTERM, SIGINT],
+                shutdownTimeout: Duration = .seconds(10), logger: Logger) {
         self.services = services
         self.logger = logger
         self.handlesSignals = handlesSignals
+        self.signals = signals
         self.shutdownTimeout = shutdownTimeout
     }
 
@@ -51,7 +55,7 @@ public struct ServiceGroup: Sendable {
 
     public func run() async throws {
         let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .unbounded)
-        let signalSources = handlesSignals ? Self.installSignalHandlers { continuation.yield(.signal($0)) } : []
+        let signalSources = handlesSignals ? Self.installSignalHandlers(signals) { continuation.yield(.signal($0)) } : []
         defer { signalSources.forEach { $0.cancel() } }
 
         // One task per service, each with its own cancellation handle, so that shutdown can
@@ -109,9 +113,9 @@ public struct ServiceGroup: Sendable {
         }
     }
 
-    /// SIGTERM and SIGINT become events instead of killing the process.
-    static func installSignalHandlers(_ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
-        [SIGTERM, SIGINT].map { number in
+    /// The signals become events instead of killing the process.
+    static func installSignalHandlers(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+        signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { handler(number) }

@@ -8,8 +8,10 @@ public enum BackboneCommand {
     usage: backbone <command> [options]
 
     commands:
-      dev [--infra-only] [--port-offset N]
-                                  run the whole system on this machine (embedded Kafka + private PostgreSQL)
+      dev [--infra-only] [--port-offset N] [--drain-seconds S]
+                                  run the whole system on this machine (embedded Kafka + private PostgreSQL);
+                                  at Ctrl-C waits up to S seconds (default 20) for the consumers to process
+                                  what was accepted, since the embedded broker forgets it
       migrate                     apply database migrations to DATABASE_URL
       token --user ID [--ttl S] [--service]
                                   print a JWT for a user (or a service token), signed with JWT_SECRET

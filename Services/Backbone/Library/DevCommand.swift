@@ -18,9 +18,13 @@ import ServiceRuntime
 /// service in this process on its default port. Ctrl-C stops everything.
 enum DevCommand {
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
-        let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers"])
-        try args.only(["infra-only", "port-offset", "brokers"])
+        let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers", "drain-seconds"])
+        try args.only(["infra-only", "port-offset", "brokers", "drain-seconds"])
         let portOffset = try args.int("port-offset") ?? 0
+        let drainSeconds = try args.int("drain-seconds") ?? 20
+        guard (0...3600).contains(drainSeconds) else {
+            throw CommandLineArguments.UsageError(description: "--drain-seconds must be 0…3600 (seconds to wait at exit for the consumers)")
+        }
         try ServiceCatalog.validateSettings()
         let home = DevEnvironment.directory
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
@@ -82,7 +86,11 @@ enum DevCommand {
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
         values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))
-        var services: [any Service] = []
+        // Order: every consumer and loop, then the drain, then the HTTP services. Shutdown goes
+        // in reverse: requests stop first, the drain waits for the consumers to process what
+        // was accepted (the embedded broker forgets it), then the consumers stop.
+        var background: [any Service] = []
+        var http: [any Service] = []
         var parts: [ServiceParts] = []
         for entry in entries {
             let port = entry.defaultPort + portOffset
@@ -94,21 +102,27 @@ enum DevCommand {
                                                 producer: context.producer, admin: context.admin, metrics: metrics, logger: logger)
             let built = entry.build(serviceContext)
             parts.append(built)
-            services.append(ServiceHost.httpService(context: serviceContext, parts: built))
-            services.append(contentsOf: built.background)
+            http.append(ServiceHost.httpService(context: serviceContext, parts: built))
+            background.append(contentsOf: built.background)
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }
         try DevEnvironment.write(values)
         printBanner(values: values, secret: secret, infraOnly: entries.isEmpty)
 
-        if services.isEmpty {
+        var services = background
+        if entries.isEmpty {
             services.append(ClosureService(name: "infrastructure") {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             })
+        } else if drainSeconds > 0 {
+            services.append(PipelineDrain(database: context.database, admin: context.admin, limit: .seconds(drainSeconds), logger: logger))
         }
+        services += http
         var failure: (any Error)?
         do {
-            try await ServiceGroup(services: services, logger: logger).run()
+            // SIGHUP too: closing the terminal stops the stack the way Ctrl-C does.
+            try await ServiceGroup(services: services, signals: [SIGTERM, SIGINT, SIGHUP],
+                                   shutdownTimeout: .seconds(drainSeconds + 10), logger: logger).run()
         } catch {
             failure = error
         }

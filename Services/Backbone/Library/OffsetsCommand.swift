@@ -75,19 +75,12 @@ enum OffsetsCommand {
         var currentCluster: String?
 
         /// Stored against another cluster: the owner re-reads the partition from its earliest offset.
-        var otherCluster: Bool {
-            guard let stored = position.clusterID, let currentCluster else { return false }
-            return stored != currentCluster && position.nextOffset >= 0
-        }
+        var otherCluster: Bool { position.isOtherCluster(currentCluster) }
 
-        /// Where the owner resumes, by the runner's own rule (`OffsetStore.check`).
-        var effectivePosition: Int64? {
+        var lag: Int64? {
             guard let low, let high else { return nil }
-            if otherCluster || position.nextOffset < 0 || position.nextOffset > high { return low }
-            return max(position.nextOffset, low)
+            return position.lag(low: low, high: high, currentCluster: currentCluster)
         }
-
-        var lag: Int64? { high.flatMap { high in effectivePosition.map { max(0, high - $0) } } }
 
         var note: String? {
             if low == nil { return "topic missing" }

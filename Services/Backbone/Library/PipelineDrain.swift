@@ -1,0 +1,96 @@
+import Dispatch
+import Foundation
+import Kafka
+import Logging
+import Postgres
+import Projection
+import ServiceRuntime
+import Synchronization
+
+/// The last stop of `backbone dev` before its consumers: the embedded broker forgets every
+/// record when the process exits, so a record accepted but not yet processed would be lost
+/// with it (and a resend answered `duplicate`). Placed in the service group after the
+/// consumers and before the HTTP services, it is asked to stop once every HTTP service has
+/// stopped taking requests, and then waits — at most `limit` — until the projections of this
+/// process have processed every record of their topics, and have stayed level for
+/// `settle` (a committed batch publishes the next stage's records right after its commit).
+/// Entries still in an outbox table are safe: they are published on the next start.
+struct PipelineDrain: Service {
+    let name = "pipeline-drain"
+    let database: PostgresClient
+    let admin: KafkaAdmin
+    let limit: Duration
+    var settle: Duration = .milliseconds(750)
+    var interval: Duration = .milliseconds(100)
+    let logger: Logger
+
+    func run() async throws {
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        // A second Ctrl-C (or SIGTERM, SIGHUP) stops the wait; the group's own handlers keep
+        // the signals from killing the process.
+        let interrupted = Interrupted()
+        let sources = [SIGINT, SIGTERM, SIGHUP].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { interrupted.flag.store(true, ordering: .relaxed) }
+            source.resume()
+            return source
+        }
+        defer { sources.forEach { $0.cancel() } }
+        // The drain's own queries must not see the shutdown's cancellation.
+        await Task { await drain(interrupted: { interrupted.flag.load(ordering: .relaxed) }) }.value
+    }
+
+    private final class Interrupted: Sendable {
+        let flag = Atomic<Bool>(false)
+    }
+
+    /// Waits until nothing is left to process; returns what was left (empty when drained).
+    @discardableResult
+    func drain(interrupted: @Sendable () -> Bool = { false }) async -> [String: Int64] {
+        let started = ContinuousClock.now
+        var levelSince: ContinuousClock.Instant?
+        var left: [String: Int64] = [:]
+        var announced = false
+        while true {
+            let now = ContinuousClock.now
+            do {
+                left = try await StoredOffsets.backlog(of: RunningProjections.groups, client: database, admin: admin)
+                    .filter { $0.value > 0 }
+            } catch {
+                logger.warning("cannot check what the consumers still have to process", metadata: ["error": "\(error)"])
+                left = ["(not known)": 0]
+            }
+            if left.isEmpty {
+                let since = levelSince ?? now
+                levelSince = since
+                if now - since >= settle {
+                    logger.info("every accepted record is processed", metadata: ["drain.seconds": "\(String(format: "%.2f", CommandLoop.seconds(now - started)))"])
+                    return [:]
+                }
+            } else {
+                levelSince = nil
+                if !announced {
+                    announced = true
+                    logger.notice("requests stopped; waiting for the consumers to process what was accepted "
+                                  + "(the embedded broker forgets it on exit; Ctrl-C again to stop now)",
+                                  metadata: ["drain.limit": "\(limit)", "drain.records": "\(Self.describe(left))"])
+                }
+            }
+            if now - started >= limit || interrupted() {
+                if left.isEmpty {
+                    logger.notice("stopped again while the consumers settled; every record they were given is processed")
+                } else {
+                    logger.error(interrupted() ? "stopped again while waiting; records not yet processed are lost with the embedded broker"
+                                               : "consumers did not finish within the drain limit; records not yet processed are lost with the embedded broker",
+                                 metadata: ["drain.limit": "\(limit)", "drain.records": "\(Self.describe(left))"])
+                }
+                return left
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    static func describe(_ backlog: [String: Int64]) -> String {
+        backlog.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+    }
+}
