@@ -93,6 +93,37 @@ struct OperatorCommandTests {
         #expect(kill(replacement, 0) != 0, "Ctrl-C stops its SeaweedFS")
     }
 
+    @Test("dev started again in the same folder while it runs refuses, naming the running one, and leaves it working; after Ctrl-C the folder starts again")
+    func devTwiceInOneFolder() async throws {
+        let offset = Integration.freePortOffset(for: DevStack.ports)
+        let arguments = ["--infra-only", "--port-offset", String(offset)]
+        let first = try await DevStack.start(arguments)
+        defer { first.cleanUp() }
+        let settings = try String(contentsOfFile: first.home + "/dev.env", encoding: .utf8)
+        let weed = try String(contentsOfFile: first.home + "/seaweedfs/weed.pid", encoding: .utf8)
+
+        let second = try await CLIProcess.run(["dev"] + arguments, environment: ["BACKBONE_HOME": first.home])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("another backbone dev is running in this folder (pid \(first.process.processIdentifier))"),
+                "\(second.stderr)")
+        // The first stack's servers and settings are untouched.
+        #expect(try String(contentsOfFile: first.home + "/dev.env", encoding: .utf8) == settings)
+        #expect(try String(contentsOfFile: first.home + "/seaweedfs/weed.pid", encoding: .utf8) == weed)
+        let database = try #require(first.value("DATABASE_URL"))
+        let alive = try await CLIProcess.shell("psql '\(database)' -At -c 'select 1'")
+        #expect(alive.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(alive.output)")
+        let endpoint = try #require(first.value("S3_ENDPOINT"))
+        let store = S3ObjectStore(configuration: S3Configuration(
+            endpoint: endpoint, region: try #require(first.value("S3_REGION")), bucket: try #require(first.value("S3_BUCKET")),
+            accessKeyId: try #require(first.value("S3_ACCESS_KEY_ID")), secretAccessKey: try #require(first.value("S3_SECRET_ACCESS_KEY"))))
+        _ = try await store.list(prefix: "")
+        #expect(await first.interrupt() == 0, "\(first.log)")
+
+        let again = try await DevStack.start(arguments, home: first.home)
+        defer { again.cleanUp() }
+        #expect(await again.interrupt() == 0, "\(again.log)")
+    }
+
     @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary, and the room's stages and ready arriving over the WebSocket")
     func demoAgainstDevStack() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)

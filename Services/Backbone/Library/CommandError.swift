@@ -17,6 +17,7 @@ struct CommandError: Error, CustomStringConvertible {
         static let unknownGroup = Code(rawValue: "unknown_group")
         static let databaseUnavailable = Code(rawValue: "database_unavailable")
         static let offsetOutOfRange = Code(rawValue: "offset_out_of_range")
+        static let alreadyRunning = Code(rawValue: "already_running")
     }
 
     let code: Code

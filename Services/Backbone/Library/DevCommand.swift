@@ -28,6 +28,7 @@ enum DevCommand {
         try ServiceCatalog.validateSettings()
         let home = DevEnvironment.directory
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try DevFolderLock.acquire(in: home)
         // A shell that sourced the previous run's dev.env carries its DATABASE_URL and S3_*,
         // which name that run's private servers: they are made again, not connected to.
         let (environment, ignored) = DevEnvironment.withoutPreviousRun(ProcessInfo.processInfo.environment,

@@ -72,3 +72,31 @@ struct DevEnvironment {
         "'" + value.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }
+
+/// One `backbone dev` per folder: its private PostgreSQL, SeaweedFS and `dev.env` are the
+/// folder's, and a second stack would stop the first one's servers (it takes them for ones a
+/// killed run left behind) and overwrite its settings. An exclusive `flock` on
+/// `.backbone/dev.lock`, held for the life of the process — the kernel releases it when the
+/// process ends, however it ends, so a stack that was killed never locks its folder out.
+enum DevFolderLock {
+    /// Takes the folder's lock or says who holds it; the descriptor stays open until exit.
+    static func acquire(in home: String) throws {
+        let path = home + "/dev.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw CommandError(code: .io, message: "cannot open the folder's lock: \(String(cString: strerror(errno)))", context: path)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+            close(fd)
+            throw CommandError(code: .alreadyRunning,
+                               message: "another backbone dev is running in this folder\(holder.isEmpty ? "" : " (pid \(holder))") — "
+                                   + "its settings are in \(home)/dev.env; stop it first (Ctrl-C in its terminal), "
+                                   + "or run this one with another BACKBONE_HOME and --port-offset",
+                               context: home)
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+    }
+}
