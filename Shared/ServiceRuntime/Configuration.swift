@@ -76,9 +76,23 @@ public struct EnvironmentReader: Sendable {
     }
 
     /// Milliseconds as a `Duration`.
-    public mutating func milliseconds(_ key: String, default fallback: Duration) -> Duration {
+    public mutating func milliseconds(_ key: String, default fallback: Duration,
+                                      range: ClosedRange<Int> = 0...Int(Int32.max)) -> Duration {
         guard raw(key) != nil else { return fallback }
-        return .milliseconds(int(key, default: 0, range: 0...Int(Int32.max)))
+        return .milliseconds(int(key, default: 0, range: range))
+    }
+
+    /// How often a background loop (an outbox relay, a sweep, a job poll) runs: at least 10 ms,
+    /// so that a 0 cannot turn it into a busy loop against the database.
+    public mutating func loopInterval(_ key: String, default fallback: Duration) -> Duration {
+        milliseconds(key, default: fallback, range: 10...Int(Int32.max))
+    }
+
+    /// `KAFKA_SESSION_TIMEOUT_MS`: within what a Kafka broker accepts by default
+    /// (`group.min.session.timeout.ms` 6,000 … `group.max.session.timeout.ms` 1,800,000); a
+    /// value outside is refused by the broker and would leave the consumer restarting for ever.
+    public mutating func kafkaSessionTimeout(default fallback: Duration) -> Duration {
+        milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: fallback, range: 6_000...1_800_000)
     }
 
     public mutating func logLevel(_ key: String = "LOG_LEVEL", default fallback: Logger.Level = .info) -> Logger.Level {

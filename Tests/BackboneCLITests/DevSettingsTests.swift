@@ -20,6 +20,26 @@ struct DevSettingsTests {
             #expect(Set(error.problems).count == error.problems.count, "each problem once")
         }
     }
+    @Test("a zero or absurd timing that would leave a consumer restarting for ever or a loop spinning is refused, naming the allowed range")
+    func absurdTimings() {
+        let zero = ["KAFKA_SESSION_TIMEOUT_MS": "0", "PROGRESS_OUTBOX_INTERVAL_MS": "0", "TRANSCODE_POLL_MS": "0",
+                    "TRANSCODE_LEASE_MS": "0", "INGEST_UPLOAD_OUTBOX_INTERVAL_MS": "0", "ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS": "0",
+                    "INGEST_UPLOAD_SWEEP_INTERVAL_MS": "0", "TRANSCODE_OUTBOX_INTERVAL_MS": "0", "TRANSCODE_MAX_BACKOFF_MS": "0"]
+        do {
+            try ServiceCatalog.validateSettings(zero)
+            Issue.record("zero timings were accepted")
+        } catch {
+            for key in zero.keys {
+                #expect(error.problems.contains { $0.hasPrefix(key + " must be within") }, "\(key): \(error.problems)")
+            }
+            #expect(error.problems.contains("KAFKA_SESSION_TIMEOUT_MS must be within 6000…1800000 (got 0)"), "\(error.problems)")
+        }
+        #expect(throws: Never.self) {
+            try ServiceCatalog.validateSettings(["KAFKA_SESSION_TIMEOUT_MS": "6000", "TRANSCODE_LEASE_MS": "2000", "TRANSCODE_POLL_MS": "100",
+                                                 "PROGRESS_OUTBOX_INTERVAL_MS": "300"])
+        }
+    }
+
     @Test("a shell that sourced the previous run's dev.env: the settings naming that run's own servers are left out, given ones kept")
     func previousRunLeftOut() {
         let previous = ["DATABASE_URL": "postgres://postgres@127.0.0.1:41495/backbone", "S3_ENDPOINT": "http://127.0.0.1:8333",

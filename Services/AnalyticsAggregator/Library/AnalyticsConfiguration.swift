@@ -39,6 +39,6 @@ public struct AnalyticsConfiguration: Sendable {
             batchSize: reader.int("ANALYTICS_BATCH_SIZE", default: 4000, range: 1...10_000),
             batchWait: reader.milliseconds("ANALYTICS_BATCH_WAIT_MS", default: .milliseconds(50)),
             topic: reader.string("READING_EVENTS_TOPIC", default: Topics.readingEvents),
-            sessionTimeout: reader.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: .seconds(10)))
+            sessionTimeout: reader.kafkaSessionTimeout(default: .seconds(10)))
     }
 }

@@ -113,14 +113,14 @@ public struct IngestConfiguration: Sendable {
                                                              range: (5 << 20)...(5 << 30)))
         configuration.abandonUploadsAfter = .seconds(reader.int("INGEST_ABANDON_UPLOADS_AFTER_SECONDS", default: 86_400,
                                                                 range: 1...(90 * 86_400)))
-        configuration.uploadSweepInterval = reader.milliseconds("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
+        configuration.uploadSweepInterval = reader.loopInterval("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
         configuration.roomUploadsTopic = reader.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
-        configuration.uploadOutboxInterval = reader.milliseconds("INGEST_UPLOAD_OUTBOX_INTERVAL_MS", default: .milliseconds(250))
+        configuration.uploadOutboxInterval = reader.loopInterval("INGEST_UPLOAD_OUTBOX_INTERVAL_MS", default: .milliseconds(250))
         configuration.roomStatusTopic = reader.string("ROOM_TRANSCODE_STATUS_TOPIC", default: Topics.roomTranscodeStatus)
         configuration.roomStatusGroupID = reader.string("INGEST_ROOM_STATUS_GROUP_ID", default: "ingest-room-status")
         configuration.accountDeletionGracePeriod = .seconds(reader.int("ACCOUNT_DELETION_GRACE_SECONDS", default: 7 * 86_400,
                                                                        range: 0...(366 * 86_400)))
-        configuration.accountDeletionSchedulerInterval = reader.milliseconds("ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS",
+        configuration.accountDeletionSchedulerInterval = reader.loopInterval("ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS",
                                                                              default: .seconds(5))
         let services = reader.string("ACCOUNT_DELETION_SERVICES", default: defaultDeletionServices.joined(separator: ","))
             .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

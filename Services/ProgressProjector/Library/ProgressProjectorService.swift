@@ -38,8 +38,8 @@ public struct ProgressConfiguration: Sendable {
             groupID: env.string("PROGRESS_GROUP_ID", default: "progress-projector"),
             maxBatchRecords: env.int("PROGRESS_BATCH_RECORDS", default: 4_000, range: 1...10_000),
             maxBatchWait: env.milliseconds("PROGRESS_BATCH_WAIT_MS", default: .milliseconds(20)),
-            sessionTimeout: env.milliseconds("KAFKA_SESSION_TIMEOUT_MS", default: .seconds(10)),
-            outboxInterval: env.milliseconds("PROGRESS_OUTBOX_INTERVAL_MS", default: .seconds(5)))
+            sessionTimeout: env.kafkaSessionTimeout(default: .seconds(10)),
+            outboxInterval: env.loopInterval("PROGRESS_OUTBOX_INTERVAL_MS", default: .seconds(5)))
     }
 }
 
