@@ -91,12 +91,13 @@ public struct IngestConfiguration: Sendable {
     /// Reads every `INGEST_*` variable into `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader) -> IngestConfiguration {
         let perSecond = reader.double("INGEST_RATE_LIMIT_PER_SECOND", default: 10)
-        if perSecond <= 0 { reader.fail("INGEST_RATE_LIMIT_PER_SECOND must be positive (got \(perSecond))") }
+        let usable = perSecond.isFinite && perSecond > 0
+        if !usable { reader.fail("INGEST_RATE_LIMIT_PER_SECOND must be a positive number (got \(perSecond))") }
         let ttl = reader.milliseconds("INGEST_MATERIAL_CACHE_TTL_MS", default: .seconds(2))
         var configuration = IngestConfiguration(
             maxBatchEvents: reader.int("INGEST_MAX_BATCH_EVENTS", default: 500, range: 1...100_000),
             maxBatchBytes: reader.int("INGEST_MAX_BATCH_BYTES", default: 1 << 20, range: 1024...(64 << 20)),
-            rateLimitPerSecond: perSecond > 0 ? perSecond : 10,
+            rateLimitPerSecond: usable ? perSecond : 10,
             rateLimitBurst: reader.int("INGEST_RATE_LIMIT_BURST", default: 30, range: 1...1_000_000),
             maxUSDZBytes: Int64(reader.int("INGEST_MAX_USDZ_BYTES", default: 50 << 20, range: 1...Int(Int32.max))),
             monthlyUploadQuotaBytes: Int64(reader.int("INGEST_MONTHLY_UPLOAD_QUOTA_BYTES", default: 1 << 30, range: 1...Int.max)),
