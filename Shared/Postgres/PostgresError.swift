@@ -92,6 +92,7 @@ extension PostgresError {
         PostgresError(code: .closed, message: what)
     }
 
+    @usableFromInline
     static func decoding(column: String, type: Any.Type, reason: String) -> PostgresError {
         PostgresError(code: .decoding, message: "cannot decode \(type): \(reason)", context: ["pg.column": column])
     }
