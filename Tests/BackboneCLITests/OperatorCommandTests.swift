@@ -75,10 +75,7 @@ struct OperatorCommandTests {
         #expect(second.log.contains("left running"), "\(second.log)")
         let endpoint = try #require(second.value("S3_ENDPOINT"))
         #expect(endpoint.hasSuffix(":\(8333 + offset)"))
-        let store = S3ObjectStore(configuration: S3Configuration(
-            endpoint: endpoint, region: try #require(second.value("S3_REGION")), bucket: try #require(second.value("S3_BUCKET")),
-            accessKeyId: try #require(second.value("S3_ACCESS_KEY_ID")), secretAccessKey: try #require(second.value("S3_SECRET_ACCESS_KEY"))))
-        _ = try await store.list(prefix: "")
+        _ = try await second.objectStore().list(prefix: "")
         #expect(await Integration.eventually(timeout: .seconds(15), every: .milliseconds(100)) { kill(leftover, 0) != 0 },
                 "the leftover SeaweedFS was stopped")
 
@@ -112,11 +109,7 @@ struct OperatorCommandTests {
         let database = try #require(first.value("DATABASE_URL"))
         let alive = try await CLIProcess.shell("psql '\(database)' -At -c 'select 1'")
         #expect(alive.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "\(alive.output)")
-        let endpoint = try #require(first.value("S3_ENDPOINT"))
-        let store = S3ObjectStore(configuration: S3Configuration(
-            endpoint: endpoint, region: try #require(first.value("S3_REGION")), bucket: try #require(first.value("S3_BUCKET")),
-            accessKeyId: try #require(first.value("S3_ACCESS_KEY_ID")), secretAccessKey: try #require(first.value("S3_SECRET_ACCESS_KEY"))))
-        _ = try await store.list(prefix: "")
+        _ = try await first.objectStore().list(prefix: "")
         #expect(await first.interrupt() == 0, "\(first.log)")
 
         let again = try await DevStack.start(arguments, home: first.home)
@@ -178,6 +171,17 @@ final class DevStack {
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     func value(_ key: String) -> String? { values[key] }
+
+    /// The stack's S3 store, from the settings it wrote.
+    func objectStore() throws -> S3ObjectStore {
+        func setting(_ key: String) throws -> String {
+            guard let value = values[key] else { throw CommandFailure(message: "dev.env has no \(key)") }
+            return value
+        }
+        return S3ObjectStore(configuration: S3Configuration(
+            endpoint: try setting("S3_ENDPOINT"), region: try setting("S3_REGION"), bucket: try setting("S3_BUCKET"),
+            accessKeyId: try setting("S3_ACCESS_KEY_ID"), secretAccessKey: try setting("S3_SECRET_ACCESS_KEY")))
+    }
 
     private init(home: String, process: Process, exited: ExitWatch, values: [String: String]) {
         self.home = home
