@@ -8,7 +8,9 @@ import Synchronization
 /// unix socket in the data directory. As root, the binaries run as the `postgres` system
 /// user (created if missing), because initdb refuses to run as root; when that user cannot
 /// reach the given directory (a clone under `/root`, mode 0700), the cluster lives in
-/// `/var/tmp/backbone-postgres-<hash of the directory>` instead, so it survives restarts.
+/// `/var/tmp/backbone-postgres-…` instead, recorded in the directory (`cluster-location`), so it
+/// survives restarts and belongs to that folder alone: a folder deleted and cloned again at the
+/// same path gets a new, empty cluster, not the deleted folder's data.
 public final class PrivatePostgresCluster: Sendable {
     /// The directory given at init.
     public let directory: String
@@ -25,7 +27,7 @@ public final class PrivatePostgresCluster: Sendable {
 
     public init(directory: String, port: Int? = nil, database: String = "backbone", logger: Logger) {
         self.directory = directory
-        self.clusterDirectory = geteuid() == 0 && !Self.reachableByOthers(directory) ? Self.relocated(directory) : directory
+        self.clusterDirectory = geteuid() == 0 && !Self.reachableByOthers(directory) ? Self.relocation(of: directory) : directory
         self.requestedPort = port
         self.database = database
         var logger = logger
@@ -103,6 +105,7 @@ public final class PrivatePostgresCluster: Sendable {
             try Self.refuseForeign(clusterDirectory)
             try FileManager.default.createDirectory(atPath: clusterDirectory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
+            try (clusterDirectory + "\n").write(toFile: directory + "/" + Self.locationFile, atomically: true, encoding: .utf8)
         }
         if getpwnam(Self.systemUser) == nil {
             let created = await ProcessRunner.run("/usr/sbin/useradd", ["--system", "--user-group", "--no-create-home",
@@ -194,13 +197,32 @@ public final class PrivatePostgresCluster: Sendable {
         return true
     }
 
-    /// `/var/tmp/backbone-postgres-<FNV-1a of the absolute directory>`: stable across restarts.
-    static func relocated(_ directory: String) -> String {
+    /// The file in `directory` naming where its relocated cluster lives.
+    static let locationFile = "cluster-location"
+    static let relocationPrefix = "/var/tmp/backbone-postgres-"
+
+    /// Where the cluster of `directory` lives when the postgres user cannot reach it: the
+    /// location recorded there; for a folder used before locations were recorded (the folder
+    /// exists, and so does the cluster named by its path), that one; otherwise a new one, named
+    /// by the path and a random suffix — so a deleted folder's cluster is never taken over by a
+    /// new folder at the same path.
+    static func relocation(of directory: String) -> String {
+        if let recorded = try? String(contentsOfFile: directory + "/" + locationFile, encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines),
+           recorded.hasPrefix(relocationPrefix), !recorded.contains("/..") {
+            return recorded
+        }
         let absolute = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in absolute.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         let hex = String(hash, radix: 16)
-        return "/var/tmp/backbone-postgres-" + String(repeating: "0", count: 16 - hex.count) + hex
+        let byPath = relocationPrefix + String(repeating: "0", count: 16 - hex.count) + hex
+        var isFolder: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isFolder), isFolder.boolValue,
+           FileManager.default.fileExists(atPath: byPath + "/data/PG_VERSION") {
+            return byPath
+        }
+        return byPath + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 16)
     }
 
     /// A relocated directory that exists must be a real directory owned by root or postgres

@@ -65,5 +65,16 @@ struct PrivatePostgresClusterTests {
         #expect(try await second.query("SELECT count(*)::bigint AS n FROM survives")[0].decode(Int64.self, "n") == 0)
         await second.close()
         await again.stop()
+
+        // The folder deleted and cloned again at the same path: a new, empty cluster.
+        try FileManager.default.removeItem(atPath: home + "/clone")
+        let reclone = PrivatePostgresCluster(directory: directory, logger: .disabled)
+        defer { try? FileManager.default.removeItem(atPath: reclone.clusterDirectory) }
+        #expect(reclone.clusterDirectory != cluster.clusterDirectory && reclone.clusterDirectory.hasPrefix("/var/tmp/backbone-postgres-"))
+        let fresh = Integration.client(maxConnections: 1, url: try await reclone.start())
+        let tables = try await fresh.query("SELECT count(*)::bigint AS n FROM pg_tables WHERE tablename = 'survives'")
+        #expect(try tables[0].decode(Int64.self, "n") == 0, "the deleted folder's data is not there")
+        await fresh.close()
+        await reclone.stop()
     }
 }
