@@ -177,24 +177,26 @@ struct IngestBench {
                      serverPrevious.insert, serverPrevious.lookup, 1e6 / (serverPrevious.insert + serverPrevious.lookup),
                      (serverPrevious.insert + serverPrevious.lookup) / (serverNew.insert + serverNew.lookup)))
         print("")
+        /// Column-aligned stage names (`%-34@` does not pad on Linux).
+        func label(_ text: String) -> NSString { text.padding(toLength: 34, withPad: " ", startingAt: 0) as NSString }
         print("where an accepted event's time goes (saturated run; wall-clock per event = per batch / \(eventsPerBatch))")
         let meanRequestMicros = full.latencies.reduce(0, +) / Double(max(1, full.latencies.count)) * 1000
         var handlerMicros = 0.0
         for (stage, seconds) in stageSeconds {
             let micros = seconds * 1e6 / Double(max(1, full.acceptedEvents))
             handlerMicros += micros
-            print(String(format: "  %-34@ %8.2f µs  %5.1f %%", stage as NSString, micros,
+            print(String(format: "  %@ %8.2f µs  %5.1f %%", label(stage), micros,
                          100 * micros / (meanRequestMicros / Double(eventsPerBatch))))
         }
         let restMicros = meanRequestMicros / Double(eventsPerBatch) - handlerMicros
-        print(String(format: "  %-34@ %8.2f µs  %5.1f %%", "HTTP, queueing, client" as NSString, restMicros,
+        print(String(format: "  %@ %8.2f µs  %5.1f %%", label("HTTP, queueing, client"), restMicros,
                      100 * restMicros / (meanRequestMicros / Double(eventsPerBatch))))
-        print(String(format: "  %-34@ %8.2f µs  (mean request %.2f ms / %d events)", "request latency per event" as NSString,
+        print(String(format: "  %@ %8.2f µs  (mean request %.2f ms / %d events)", label("request latency per event"),
                      meanRequestMicros / Double(eventsPerBatch), meanRequestMicros / 1000, eventsPerBatch))
-        print(String(format: "  %-34@ %8.2f µs  (1 / saturated rate: 2 cores, %d requests in flight)", "throughput cost per event" as NSString,
+        print(String(format: "  %@ %8.2f µs  (1 / saturated rate: 2 cores, %d requests in flight)", label("throughput cost per event"),
                      1e6 / fullRate, connections))
-        print(String(format: "  %-34@ %8.2f µs  (user+system of this process: ingest, broker, load; PostgreSQL not included)",
-                     "process CPU per event" as NSString, fullCPU * 1e6 / Double(max(1, full.acceptedEvents))))
+        print(String(format: "  %@ %8.2f µs  (user+system of this process: ingest, broker, load; PostgreSQL not included)",
+                     label("process CPU per event"), fullCPU * 1e6 / Double(max(1, full.acceptedEvents))))
 
         server.cancel()
         _ = await server.result
