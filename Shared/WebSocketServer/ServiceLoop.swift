@@ -89,6 +89,9 @@ final class ServiceLoop: @unchecked Sendable {
         scratch = .allocate(capacity: scratchCapacity)
     }
 
+    /// The most bytes of request line and headers a request may carry.
+    static let maxHeaderBytes: UInt16 = 8 * 1024
+
     // MARK: Thread body
 
     /// Creates the context and vhost, reports the bound port (or the failure), then services
@@ -99,6 +102,9 @@ final class ServiceLoop: @unchecked Sendable {
         info.gid = -1
         info.uid = -1
         info.user = Unmanaged.passUnretained(self).toOpaque()
+        // The request line and headers a connection may send (lws's default is 4 KB, and the
+        // vhost's own setting does not raise the context's header pool).
+        info.max_http_header_data = Self.maxHeaderBytes
         // epoll through lws's libev plugin on a loop of our own, when the host has it;
         // otherwise (or if lws refuses it) lws's built-in poll() loop.
         var eventLoop: (ev: cws_ev, loop: UnsafeMutableRawPointer)?
@@ -131,7 +137,7 @@ final class ServiceLoop: @unchecked Sendable {
         vhostInfo.vhost_name = UnsafePointer(vhostName)
         vhostInfo.protocols = UnsafePointer(protocols)
         vhostInfo.retry_and_idle_policy = UnsafePointer(retryPolicy)
-        vhostInfo.max_http_header_data = 8 * 1024
+        vhostInfo.max_http_header_data = Self.maxHeaderBytes
         vhostInfo.options = info.options
         guard let vhost = lws_create_vhost(context, &vhostInfo) else {
             lws_context_destroy(context)

@@ -120,6 +120,11 @@ struct WebSocketHTTPTests {
         let missing = try await runProcess("/usr/bin/curl", ["-i", "-s", "--max-time", "5", "\(base)/nope"])
         #expect(missing.stdout.hasPrefix("HTTP/1.1 404"), "\(missing.stdout)")
         #expect(missing.stdout.contains("\"code\":\"NOT_FOUND\""))
+
+        // A 6 KB request line (a long token in the query) is answered, not cut off at lws's 4 KB default.
+        let long = try await runProcess("/usr/bin/curl", ["-i", "-s", "--max-time", "5",
+                                                          "\(base)/nope?apikey=" + String(repeating: "k", count: 6_000)])
+        #expect(long.stdout.hasPrefix("HTTP/1.1 404"), "\(long.stdout.prefix(300))")
         await server.shutdown()
     }
 
