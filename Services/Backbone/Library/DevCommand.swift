@@ -81,6 +81,8 @@ enum DevCommand {
         let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics, logger: logger)
         let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["pg.versions": applied.map(String.init).joined(separator: ",")]) }
+        // The broker is new and empty: what an earlier run accepted and never processed is gone.
+        try await DevRecovery.forgetUnprocessed(database: context.database, logger: logger)
 
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
