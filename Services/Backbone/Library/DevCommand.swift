@@ -109,9 +109,6 @@ enum DevCommand {
             background.append(contentsOf: built.background)
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }
-        try DevEnvironment.write(values)
-        printBanner(values: values, secret: secret, infraOnly: entries.isEmpty)
-
         var services = background
         if entries.isEmpty {
             services.append(ClosureService(name: "infrastructure") {
@@ -121,6 +118,19 @@ enum DevCommand {
             services.append(PipelineDrain(database: context.database, admin: context.admin, limit: .seconds(drainSeconds), logger: logger))
         }
         services += http
+        // dev.env and the banner once every service listens, so that whatever reads dev.env
+        // (a script, the tests, `backbone demo`) finds the URLs it names answering.
+        let ports = entries.map { $0.defaultPort + portOffset }
+        let infraOnly = entries.isEmpty
+        services.append(ClosureService(name: "dev-announce") { [values] in
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ports.contains(where: LoopbackPort.isFree), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            try DevEnvironment.write(values)
+            printBanner(values: values, secret: secret, infraOnly: infraOnly)
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+        })
         var failure: (any Error)?
         do {
             // SIGHUP too: closing the terminal stops the stack the way Ctrl-C does.
