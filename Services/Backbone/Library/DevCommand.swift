@@ -37,6 +37,9 @@ enum DevCommand {
             logger.notice("settings left out: they are the previous run's, from \(DevEnvironment.path)",
                           metadata: ["settings": "\(ignored.joined(separator: ","))"])
         }
+        // The previous run's dev.env names servers that stopped with it: gone until this run's
+        // servers listen, so that its presence means "up".
+        try? FileManager.default.removeItem(atPath: DevEnvironment.path)
 
         // Kafka: the embedded broker, with every topic created.
         let cluster = try EmbeddedKafkaCluster(brokers: try args.int("brokers") ?? 1, logger: logger)
