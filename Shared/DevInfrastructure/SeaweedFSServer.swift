@@ -68,6 +68,23 @@ public final class SeaweedFSServer: Sendable {
         guard let s3Port = probed else {
             throw Failure(description: "port \(requestedPort ?? 0) for the S3 gateway is in use on 127.0.0.1: stop what listens there, or move this stack's ports (`backbone dev --port-offset N`)")
         }
+        // weed's nine internal ports are picked free here and bound by weed a moment later: another
+        // process can take one in between (seen with test lanes starting servers at once), and weed
+        // then exits. That is retried with fresh ports, twice.
+        for attempt in 1...3 {
+            if let configuration = try await launch(weed, data: data, s3Port: s3Port, accessKey: accessKey, secretKey: secretKey,
+                                                    lastAttempt: attempt == 3) {
+                return configuration
+            }
+            logger.notice("weed could not bind one of its ports; starting it again on others", metadata: ["s3.attempt": "\(attempt)"])
+        }
+        throw Failure(description: "weed exited during start; see \(directory)/weed.log")
+    }
+
+    /// One start of weed: the settings once its S3 gateway answers, nil when it exited because
+    /// one of its ports was taken (and this is not the last attempt).
+    private func launch(_ weed: String, data: String, s3Port: Int, accessKey: String, secretKey: String,
+                        lastAttempt: Bool) async throws -> S3Configuration? {
         var ports: [Int] = []
         for _ in 0..<9 { ports.append(LoopbackPort.free() ?? 0) }
         let arguments = [
@@ -79,7 +96,8 @@ public final class SeaweedFSServer: Sendable {
             "-admin.port=\(ports[7])", "-admin.port.grpc=\(ports[8])", "-admin.ui=false",
             "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsIp=127.0.0.1",
         ]
-        let pid = try Self.spawn(weed, arguments, log: directory + "/weed.log")
+        let log = directory + "/weed.log"
+        let pid = try Self.spawn(weed, arguments, log: log)
         state.withLock { $0 = pid }
         try? "\(pid)\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
         logger.info("SeaweedFS starting", metadata: ["s3.port": "\(s3Port)", "s3.directory": directory])
@@ -91,7 +109,13 @@ public final class SeaweedFSServer: Sendable {
         var lastError = "no answer"
         while ContinuousClock.now < deadline {
             if !isRunning(pid) {
-                throw Failure(description: "weed exited during start; see \(directory)/weed.log")
+                state.withLock { $0 = nil }
+                let tail = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n")
+                // "Port allocation failed: port N for Master … is not available" (weed mini's own
+                // check) or the bind's "address already in use".
+                let portTaken = ["port allocation failed", "address already in use"].contains { tail.lowercased().contains($0) }
+                if !lastAttempt && portTaken { return nil }
+                throw Failure(description: "weed exited during start; see \(log)\n\(tail)")
             }
             do {
                 try await store.createBucket()
@@ -104,7 +128,7 @@ public final class SeaweedFSServer: Sendable {
             try await Task.sleep(for: .milliseconds(250))
         }
         await stop()
-        throw Failure(description: "SeaweedFS did not answer within 60 s (\(lastError)); see \(directory)/weed.log")
+        throw Failure(description: "SeaweedFS did not answer within 60 s (\(lastError)); see \(log)")
     }
 
     /// SIGTERM, then SIGKILL after 10 s; waits for the process off the cooperative pool.

@@ -22,16 +22,27 @@ struct DevDrainTests {
         try await stopWhilePosting(signal: SIGHUP)
     }
 
-    func stopWhilePosting(signal: Int32) async throws {
+    /// Starts a stack, lets the app post until 1,000 events are accepted, then sends `signal`;
+    /// returns the stopped stack, its arguments, the app and the exit status.
+    func postAndStop(with signal: Int32) async throws -> (dev: DevStack, arguments: [String], app: App, status: Int32?) {
         let arguments = ["--port-offset", String(Integration.freePortOffset(for: DevStack.ports))]
         let dev = try await DevStack.start(arguments)
-        defer { dev.cleanUp() }
-        let app = try await App(dev)
+        let app: App
+        do { app = try await App(dev) } catch {
+            dev.cleanUp()
+            throw error
+        }
         let posting = Task { await app.postUntilRefused() }
         #expect(await Integration.eventually(timeout: .seconds(60)) { app.accepted.count >= 1_000 })
         kill(dev.process.processIdentifier, signal)
         let status = await dev.exited.wait(timeout: .seconds(40))
         await posting.value
+        return (dev, arguments, app, status)
+    }
+
+    func stopWhilePosting(signal: Int32) async throws {
+        let (dev, arguments, app, status) = try await postAndStop(with: signal)
+        defer { dev.cleanUp() }
         #expect(status == 0, "dev exit \(String(describing: status))\n\(dev.log.suffix(4000))")
 
         let again = try await DevStack.start(arguments, home: dev.home)
@@ -49,15 +60,8 @@ struct DevDrainTests {
 
     @Test("kill -9 while the app is posting: what the killed run had not processed is gone with its broker, but started again the stack says how many and accepts the app's resends of them, which then reach both logs; a resend of a processed event stays a duplicate")
     func killedWhilePosting() async throws {
-        let arguments = ["--port-offset", String(Integration.freePortOffset(for: DevStack.ports))]
-        let dev = try await DevStack.start(arguments)
+        let (dev, arguments, app, _) = try await postAndStop(with: SIGKILL)
         defer { dev.cleanUp() }
-        let app = try await App(dev)
-        let posting = Task { await app.postUntilRefused() }
-        #expect(await Integration.eventually(timeout: .seconds(60)) { app.accepted.count >= 1_000 })
-        kill(dev.process.processIdentifier, SIGKILL)
-        _ = await dev.exited.wait(timeout: .seconds(10))
-        await posting.value
 
         let again = try await DevStack.start(arguments, home: dev.home)
         defer { again.cleanUp() }
