@@ -113,8 +113,8 @@ public struct ServiceGroup: Sendable {
         }
     }
 
-    /// The signals become events instead of killing the process.
-    static func installSignalHandlers(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
+    /// The signals become events instead of killing the process (cancel the sources to stop).
+    public static func installSignalHandlers(_ signals: [Int32], _ handler: @escaping @Sendable (Int32) -> Void) -> [any DispatchSourceSignal] {
         signals.map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Kafka
 import Logging
@@ -29,11 +28,8 @@ struct PipelineDrain: Service {
         // A second Ctrl-C (or SIGTERM, SIGHUP) stops the wait; the group's own handlers keep
         // the signals from killing the process.
         let interrupted = Interrupted()
-        let sources = [SIGINT, SIGTERM, SIGHUP].map { number in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { interrupted.flag.store(true, ordering: .relaxed) }
-            source.resume()
-            return source
+        let sources = ServiceGroup.installSignalHandlers([SIGINT, SIGTERM, SIGHUP]) { _ in
+            interrupted.flag.store(true, ordering: .relaxed)
         }
         defer { sources.forEach { $0.cancel() } }
         // The drain's own queries must not see the shutdown's cancellation.
@@ -53,14 +49,15 @@ struct PipelineDrain: Service {
         var announced = false
         while true {
             let now = ContinuousClock.now
+            var known = true
             do {
                 left = try await StoredOffsets.backlog(of: RunningProjections.groups, client: database, admin: admin)
                     .filter { $0.value > 0 }
             } catch {
                 logger.warning("cannot check what the consumers still have to process", metadata: ["error": "\(error)"])
-                left = ["(not known)": 0]
+                known = false
             }
-            if left.isEmpty {
+            if known && left.isEmpty {
                 let since = levelSince ?? now
                 levelSince = since
                 if now - since >= settle {
@@ -77,7 +74,7 @@ struct PipelineDrain: Service {
                 }
             }
             if now - started >= limit || interrupted() {
-                if left.isEmpty {
+                if known && left.isEmpty {
                     logger.notice("stopped again while the consumers settled; every record they were given is processed")
                 } else {
                     logger.error(interrupted() ? "stopped again while waiting; records not yet processed are lost with the embedded broker"
