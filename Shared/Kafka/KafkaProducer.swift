@@ -13,8 +13,12 @@ public final class KafkaProducer: Sendable {
     private let client: RdKafkaClient
     private let pollThread: PollThread
     private let shutdownFlushTimeout: Duration
+    private let journal: (any KafkaDeliveryJournal)?
 
-    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
+    /// - Parameter journal: keeps a copy of every acknowledged record before `send` reports it
+    ///   delivered (for a broker that does not keep records itself); `nil` for a real broker.
+    public init(configuration: KafkaProducerConfiguration, journal: (any KafkaDeliveryJournal)? = nil,
+                logger: Logger) throws(KafkaError) {
         var logger = logger
         logger[metadataKey: "kafka.client"] = configuration.clientID
         let core = ProducerCore(logger: logger)
@@ -24,6 +28,7 @@ public final class KafkaProducer: Sendable {
         }
         self.core = core
         self.client = client
+        self.journal = journal
         self.shutdownFlushTimeout = configuration.deliveryTimeout + .seconds(1)
         self.pollThread = PollThread(name: "kafka-producer-poll") { thread in
             while !thread.isStopRequested {
@@ -52,7 +57,7 @@ public final class KafkaProducer: Sendable {
     public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
         let collector = DeliveryCollector(records: [record])
         await enqueue(collector)
-        return try await collector.results()[0].get()
+        return try await kept([record], collector.results())[0].get()
     }
 
     /// Produces all records, then waits for all acknowledgements. Results are in input order.
@@ -60,7 +65,28 @@ public final class KafkaProducer: Sendable {
         guard !records.isEmpty else { return [] }
         let collector = DeliveryCollector(records: records)
         await enqueue(collector)
-        return await collector.results()
+        return await kept(records, collector.results())
+    }
+
+    /// The results once the journal (if any) kept the acknowledged records; those it could not
+    /// keep are failures (`.journalUnavailable`, retriable): what was not kept is not reported sent.
+    private func kept(_ records: [KafkaProducerRecord],
+                      _ results: [Result<KafkaDeliveryReport, KafkaError>]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
+        guard let journal else { return results }
+        var deliveries: [KafkaDelivery] = []
+        deliveries.reserveCapacity(records.count)
+        for (record, result) in zip(records, results) {
+            if case .success(let report) = result { deliveries.append(KafkaDelivery(record: record, report: report)) }
+        }
+        guard !deliveries.isEmpty else { return results }
+        do {
+            try await journal.keep(deliveries)
+            return results
+        } catch {
+            let failure = KafkaError(code: .journalUnavailable, message: "acknowledged, but the delivery journal could not keep it: \(error)",
+                                     isRetriable: true)
+            return results.map { result in result.flatMap { _ in .failure(failure) } }
+        }
     }
 
     /// How often a send waited for space in librdkafka's queue (backpressure events).

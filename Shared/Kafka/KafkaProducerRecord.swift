@@ -39,3 +39,23 @@ public struct KafkaDeliveryReport: Hashable, Sendable {
         self.offset = offset
     }
 }
+
+/// A record the broker acknowledged, with where it was stored.
+public struct KafkaDelivery: Sendable {
+    public var record: KafkaProducerRecord
+    public var report: KafkaDeliveryReport
+
+    public init(record: KafkaProducerRecord, report: KafkaDeliveryReport) {
+        self.record = record
+        self.report = report
+    }
+}
+
+/// Keeps a durable copy of what a producer delivered, before the producer tells its caller —
+/// for a broker that does not keep records itself (the embedded broker of `backbone dev`, whose
+/// records go with its process). Headers are not part of the copy.
+public protocol KafkaDeliveryJournal: Sendable {
+    /// Keeps `deliveries` (acknowledged records, in send order). A throw makes the producer
+    /// report them as failed (`KafkaError.Code.journalUnavailable`).
+    func keep(_ deliveries: [KafkaDelivery]) async throws
+}

@@ -8,6 +8,11 @@ public enum RunningProjections {
     public struct Group: Sendable, Hashable {
         public let groupID: String
         public let topics: [String]
+
+        public init(groupID: String, topics: [String]) {
+            self.groupID = groupID
+            self.topics = topics
+        }
     }
 
     public struct Registration: Sendable, Hashable {

@@ -78,7 +78,10 @@ public enum ServiceHost {
     }
 
     /// Opens the shared clients for one service (or for all of them, in `backbone dev`).
+    /// - Parameter journal: what keeps a copy of every record the producer delivers
+    ///   (`KafkaProducer(journal:)`); `nil` for a broker that keeps its records.
     public static func makeContext(name: String, configuration: CommonConfiguration, metrics: MetricsRegistry,
+                                   journal: (any KafkaDeliveryJournal)? = nil,
                                    logger: Logger) async throws -> ServiceContext {
         let database = PostgresClient(
             configuration: PostgresConfiguration(url: configuration.databaseURL, maxConnections: configuration.databasePoolSize,
@@ -87,7 +90,7 @@ public enum ServiceHost {
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: configuration.kafkaBrokers, clientID: name,
                                                       deliveryTimeout: .seconds(10)),
-            logger: logger)
+            journal: journal, logger: logger)
         let admin = try KafkaAdmin(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-admin", timeout: .seconds(3), logger: logger)
         return ServiceContext(name: name, configuration: configuration, database: database, producer: producer,
                               admin: admin, metrics: metrics, logger: logger)

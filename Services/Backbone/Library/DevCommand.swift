@@ -81,13 +81,23 @@ enum DevCommand {
         let metrics = MetricsRegistry()
         let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
-        let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics, logger: logger)
+        let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
+        // The embedded broker keeps records in memory only: the stack's own services produce
+        // through a journal in PostgreSQL (services of other processes, with --infra-only, do not).
+        let journalDatabase = PostgresClient(configuration: PostgresConfiguration(url: databaseURL, maxConnections: 4,
+                                                                                  applicationName: "backbone-dev-journal"),
+                                             logger: logger)
+        try await DevBrokerJournal.prepare(journalDatabase)
+        let journal = try await entries.isEmpty ? nil : DevBrokerJournal.start(database: journalDatabase, brokers: cluster.bootstrapServers,
+                                                                               logger: logger)
+        let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics,
+                                                        journal: journal, logger: logger)
         let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["pg.versions": applied.map(String.init).joined(separator: ",")]) }
-        // The broker is new and empty: what an earlier run accepted and never processed is gone.
-        try await DevRecovery.forgetUnprocessed(database: context.database, logger: logger)
-
-        let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
+        // The broker is new and empty: what an earlier run left in the journal goes to it before
+        // any consumer starts; what an earlier run accepted and never kept is gone.
+        try await DevRecovery.recover(database: context.database, producer: context.producer,
+                                      readingEventsTopic: Topics.readingEvents, brokers: cluster.bootstrapServers, logger: logger)
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
@@ -113,6 +123,7 @@ enum DevCommand {
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }
         var services = background
+        if let journal { services.append(journal.pruner(logger: logger)) }
         if entries.isEmpty {
             services.append(ClosureService(name: "infrastructure") {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
@@ -145,6 +156,7 @@ enum DevCommand {
         for part in parts { await part.onShutdown() }
         await context.producer.shutdown()
         await context.database.close()
+        await journalDatabase.close()
         await privateCluster?.stop()
         await seaweed?.stop()
         cluster.shutdown()

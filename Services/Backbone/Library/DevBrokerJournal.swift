@@ -1,0 +1,168 @@
+import Ingest
+import Kafka
+import Logging
+import Postgres
+import Projection
+import ServiceRuntime
+
+/// What `backbone dev` keeps of its embedded broker, which holds records in memory only: a
+/// copy of every record the stack's services produce (`dev_broker_journal`, in PostgreSQL),
+/// written before the producer reports the record delivered — so before ingest answers
+/// `accepted`, before an outbox row is deleted, before upload-complete answers 202.
+///
+/// A copy is dropped once every consumer group of the stack that reads its topic stored a
+/// position past it (`prune(consuming:)`, every `pruneInterval` and once more at shutdown,
+/// after the drain). What is left when a run ends without draining (`kill -9`) is what its
+/// consumers had not processed: the next start publishes it to the new broker, in the order
+/// it was stored, before any consumer starts (`republish(through:)`). A consumer that had
+/// processed one of those records skips it as it skips any redelivery (the event logs, the
+/// intake's job rows, the erased-users lists). Records of topics that no consumer of the
+/// stack reads (the dead-letter topics) are kept and published to each new broker.
+///
+/// Headers are not part of the copy (no producer of the system sets any).
+final class DevBrokerJournal: KafkaDeliveryJournal {
+    static let table = "dev_broker_journal"
+    static let pruneInterval = Duration.milliseconds(500)
+
+    let database: PostgresClient
+    /// The identity of this run's broker (`StoredOffsets.clusterIdentity`), as the consumers
+    /// store their positions against it.
+    let cluster: String
+    private let inserts: Coalescer<KafkaDelivery, Void>
+
+    /// - Parameter database: a client of its own (the services' pool is theirs), closed by the caller.
+    init(database: PostgresClient, cluster: String) {
+        self.database = database
+        self.cluster = cluster
+        inserts = Coalescer(concurrentRuns: 2) { deliveries in
+            var rows = PostgresCopyRows(reservingBytes: deliveries.count * 600)
+            for delivery in deliveries {
+                rows.append(cluster)
+                rows.append(delivery.report.topic)
+                rows.append(Int32(delivery.report.partition))
+                rows.append(delivery.report.offset)
+                rows.append(bindable: delivery.record.key)
+                rows.append(bindable: delivery.record.value)
+                rows.endRow()
+            }
+            _ = try await database.withConnection { connection in
+                try await connection.copy(into: Self.table, columns: ["cluster_id", "topic", "partition", "offset", "key", "value"],
+                                          rows: rows)
+            }
+        }
+    }
+
+    /// The journal for this run's broker at `brokers`; nil (logged) when the broker does not say
+    /// which cluster it is, since the consumers' positions could not be matched to it.
+    static func start(database: PostgresClient, brokers: String, logger: Logger) async throws -> DevBrokerJournal? {
+        guard let cluster = try await clusterIdentity(brokers: brokers, logger: logger) else {
+            logger.warning("the embedded broker reports no cluster id: its records are not journaled and a kill -9 loses the unprocessed ones")
+            return nil
+        }
+        return DevBrokerJournal(database: database, cluster: cluster)
+    }
+
+    /// The identity the consumers store their positions against for the broker at `brokers`.
+    static func clusterIdentity(brokers: String, logger: Logger) async throws -> String? {
+        let admin = try KafkaAdmin(bootstrapServers: brokers, clientID: "backbone-dev-journal", timeout: .seconds(3), logger: logger)
+        return StoredOffsets.clusterIdentity(try await admin.clusterID(), bootstrapServers: brokers)
+    }
+
+    /// Creates the journal's table (the dev stack's own; no service reads it).
+    static func prepare(_ database: PostgresClient) async throws {
+        _ = try await database.query("""
+            CREATE TABLE IF NOT EXISTS dev_broker_journal (
+                cluster_id text NOT NULL,
+                topic text NOT NULL,
+                partition integer NOT NULL,
+                "offset" bigint NOT NULL,
+                key bytea,
+                value bytea NOT NULL,
+                kept_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (cluster_id, topic, partition, "offset"))
+            """)
+    }
+
+    func keep(_ deliveries: [KafkaDelivery]) async throws {
+        try await inserts.run(deliveries)
+    }
+
+    /// Drops the copies that every group in `groups` reading their topic has processed
+    /// (stored a position past, against this run's broker); returns how many.
+    @discardableResult
+    func prune(consuming groups: [RunningProjections.Group]) async throws -> Int {
+        let pairs = groups.flatMap { group in group.topics.map { (group.groupID, $0) } }
+        guard !pairs.isEmpty else { return 0 }
+        let rows = try await database.query("""
+            WITH consumers AS (SELECT * FROM unnest($2::text[], $3::text[]) AS c (group_id, topic)),
+            readers AS (SELECT topic, count(*) AS groups FROM consumers GROUP BY topic),
+            processed AS (
+                SELECT c.topic, o.partition, min(o.next_offset) AS next_offset, count(*) AS groups
+                FROM consumers c
+                JOIN consumer_offsets o ON o.group_id = c.group_id AND o.topic = c.topic AND o.cluster_id = $1
+                GROUP BY c.topic, o.partition),
+            pruned AS (
+                DELETE FROM dev_broker_journal j USING processed p, readers r
+                WHERE j.cluster_id = $1 AND j.topic = p.topic AND j.partition = p.partition AND j."offset" < p.next_offset
+                  AND r.topic = p.topic AND p.groups = r.groups
+                RETURNING 1)
+            SELECT count(*)::bigint AS pruned FROM pruned
+            """, [cluster, pairs.map(\.0), pairs.map(\.1)])
+        return try rows.first?.decode(Int.self, "pruned") ?? 0
+    }
+
+    /// Publishes every copy an earlier run left (another broker's) through `producer`, in the
+    /// order that run stored them, each to the partition it was in; drops each once this
+    /// broker acknowledged it (through a journaled producer, its new copy replaces it).
+    /// Returns how many records each topic got back.
+    static func republish(from database: PostgresClient, currentCluster: String,
+                          through producer: KafkaProducer) async throws -> [String: Int] {
+        var published: [String: Int] = [:]
+        while true {
+            let rows = try await database.query("""
+                SELECT cluster_id, topic, partition, "offset", key, value FROM dev_broker_journal
+                WHERE cluster_id <> $1 ORDER BY kept_at, cluster_id, topic, partition, "offset" LIMIT 1000
+                """, [currentCluster])
+            guard !rows.isEmpty else { return published }
+            var records: [KafkaProducerRecord] = []
+            var keys: (clusters: [String], topics: [String], partitions: [Int], offsets: [Int64]) = ([], [], [], [])
+            for row in rows {
+                let topic = try row.decode(String.self, "topic")
+                let partition = try row.decode(Int.self, "partition")
+                records.append(KafkaProducerRecord(topic: topic, partition: Int32(partition), key: try row.decode([UInt8]?.self, "key"),
+                                                   value: try row.decode([UInt8].self, "value")))
+                keys.clusters.append(try row.decode(String.self, "cluster_id"))
+                keys.topics.append(topic)
+                keys.partitions.append(partition)
+                keys.offsets.append(try row.decode(Int64.self, "offset"))
+            }
+            for (index, result) in await producer.send(records).enumerated() {
+                if case .failure(let error) = result { throw error }
+                published[records[index].topic, default: 0] += 1
+            }
+            _ = try await database.query("""
+                DELETE FROM dev_broker_journal j USING unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS k (c, t, p, o)
+                WHERE j.cluster_id = k.c AND j.topic = k.t AND j.partition = k.p AND j."offset" = k.o
+                """, [keys.clusters, keys.topics, keys.partitions, keys.offsets])
+        }
+    }
+
+    /// The loop that prunes while the stack runs, and once more when it stops (after the drain,
+    /// which is stopped before it).
+    func pruner(logger: Logger) -> any Service {
+        ClosureService(name: "dev-broker-journal") { [self] in
+            while !Task.isCancelled {
+                do { try await prune(consuming: RunningProjections.groups) } catch {
+                    logger.warning("could not prune the broker journal; will retry", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: Self.pruneInterval)
+            }
+            // The last pass must not see the shutdown's cancellation.
+            await Task {
+                do { try await prune(consuming: RunningProjections.groups) } catch {
+                    logger.warning("could not prune the broker journal at exit", metadata: ["error": "\(error)"])
+                }
+            }.value
+        }
+    }
+}

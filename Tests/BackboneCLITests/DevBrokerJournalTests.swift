@@ -1,0 +1,179 @@
+@testable import BackboneCLI
+import BackboneTestSupport
+import Contracts
+import DevInfrastructure
+import Foundation
+import Kafka
+import Logging
+import Postgres
+import Projection
+import Testing
+
+/// `backbone dev`'s embedded broker keeps records in memory only; its journal is what a killed
+/// run's unprocessed records come back from.
+@Suite("backbone dev's broker journal", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.isEnabled))
+struct DevBrokerJournalTests {
+    /// A database with every migration and the journal's table, dropped after `body`.
+    func withDatabase(_ body: (PostgresClient) async throws -> Void) async throws {
+        let database = try await TestDatabase.create("journal")
+        let client = database.client()
+        do {
+            _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(client)
+            try await DevBrokerJournal.prepare(client)
+            try await body(client)
+        } catch {
+            await client.close()
+            await database.drop()
+            throw error
+        }
+        await client.close()
+        await database.drop()
+    }
+
+    func journaledBroker(_ client: PostgresClient, topics: [(String, Int32)]) async throws
+        -> (cluster: EmbeddedKafkaCluster, journal: DevBrokerJournal, producer: KafkaProducer) {
+        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+        for (topic, partitions) in topics { try cluster.createTopic(topic, partitions: partitions) }
+        let journal = try #require(try await DevBrokerJournal.start(database: client, brokers: cluster.bootstrapServers, logger: .disabled))
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers),
+                                         journal: journal, logger: .disabled)
+        return (cluster, journal, producer)
+    }
+
+    func journalRows(_ client: PostgresClient) async throws -> [(cluster: String, topic: String, partition: Int, offset: Int64)] {
+        try await client.query("""
+            SELECT cluster_id, topic, partition, "offset" FROM dev_broker_journal ORDER BY topic, partition, "offset"
+            """).map { row in
+            (try row.decode(String.self, "cluster_id"), try row.decode(String.self, "topic"), try row.decode(Int.self, "partition"),
+             try row.decode(Int64.self, "offset"))
+        }
+    }
+
+    @Test("""
+        records sent through a journaled producer are kept before send returns; those every group reading their \
+        topic processed are dropped; the rest go to the next broker once, in order, to the same partitions, byte for byte
+        """)
+    func keepPruneRepublish() async throws {
+        try await withDatabase { client in
+            let topics: [(String, Int32)] = [("t.a", 2), ("t.b", 1), ("t.a.dlq", 1)]
+            let first = try await journaledBroker(client, topics: topics)
+            // Values no text column could hold: NUL, 0xFF, tab, backslash, newline.
+            func value(_ n: Int) -> [UInt8] { [0, 0xFF, 9, 92, 10] + Array("record \(n)".utf8) }
+            var records: [KafkaProducerRecord] = (0..<20).map { KafkaProducerRecord(topic: "t.a", key: Array("k\($0 % 10)".utf8), value: value($0)) }
+            records += (20..<25).map { KafkaProducerRecord(topic: "t.b", value: value($0)) }
+            records.append(KafkaProducerRecord(topic: "t.a.dlq", partition: 0, key: [1, 2], value: value(25)))
+            let reports = try await first.producer.send(records).map { try $0.get() }
+            #expect(try await journalRows(client).count == 26, "every record is kept by the time send returns")
+
+            // g1 reads t.a and t.b and processed everything; g2 reads t.a: 3 records of partition 0,
+            // and it has no position on partition 1.
+            let high = Dictionary(grouping: reports, by: { "\($0.topic)/\($0.partition)" }).mapValues { $0.map(\.offset).max()! + 1 }
+            for (topic, partition, next) in [("t.a", 0, high["t.a/0"]!), ("t.a", 1, high["t.a/1"]!), ("t.b", 0, high["t.b/0"]!)] {
+                _ = try await client.execute("""
+                    INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner, cluster_id) VALUES ('g1', $1, $2, $3, 'x', $4)
+                    """, [topic, partition, next, first.journal.cluster])
+            }
+            _ = try await client.execute("""
+                INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner, cluster_id) VALUES ('g2', 't.a', 0, 3, 'x', $1)
+                """, [first.journal.cluster])
+            let pruned = try await first.journal.prune(consuming: [.init(groupID: "g1", topics: ["t.a", "t.b"]),
+                                                                   .init(groupID: "g2", topics: ["t.a"])])
+            let left = try await journalRows(client)
+            #expect(pruned == 5 + 3)
+            #expect(left.filter { $0.topic == "t.a" && $0.partition == 0 }.map(\.offset) == Array(3..<high["t.a/0"]!))
+            #expect(left.filter { $0.topic == "t.a" && $0.partition == 1 }.count == Int(high["t.a/1"]!))
+            #expect(left.filter { $0.topic == "t.b" }.isEmpty)
+            #expect(left.filter { $0.topic == "t.a.dlq" }.count == 1, "a topic nobody reads keeps its records")
+
+            // The run is killed: its broker goes, the next run's broker is empty.
+            await first.producer.shutdown()
+            first.cluster.shutdown()
+            let second = try await journaledBroker(client, topics: topics)
+            defer { second.cluster.shutdown() }
+            let expected = left.map { row in
+                let index = reports.firstIndex { $0.topic == row.topic && Int($0.partition) == row.partition && $0.offset == row.offset }!
+                return (records[index], row.partition)
+            }
+            let republished = try await DevBrokerJournal.republish(from: client, currentCluster: second.journal.cluster,
+                                                                   through: second.producer)
+            #expect(republished == ["t.a": left.count - 1, "t.a.dlq": 1])
+            for topic in ["t.a", "t.a.dlq"] {
+                let mine = expected.filter { $0.0.topic == topic }
+                let read = try await TopicReader.read(topic, bootstrapServers: second.cluster.bootstrapServers, count: mine.count)
+                for partition in Set(mine.map(\.1)) {
+                    let want = mine.filter { $0.1 == partition }.map { [$0.0.key ?? [], $0.0.value] }
+                    let got = read.filter { Int($0.partition) == partition }.map { [$0.key ?? [], $0.value] }
+                    #expect(got == want, "\(topic)/\(partition): same records, same order")
+                }
+            }
+            let now = try await journalRows(client)
+            #expect(now.count == left.count && now.allSatisfy { $0.cluster == second.journal.cluster },
+                    "the new broker's copies replace the old ones")
+            #expect(try await DevBrokerJournal.republish(from: client, currentCluster: second.journal.cluster, through: second.producer) == [:],
+                    "nothing is published twice")
+            await second.producer.shutdown()
+        }
+    }
+
+    @Test("a record the journal cannot keep is not reported delivered")
+    func journalFailureFailsTheSend() async throws {
+        try await withDatabase { client in
+            let broker = try await journaledBroker(client, topics: [("t.a", 1)])
+            defer { broker.cluster.shutdown() }
+            _ = try await client.execute("DROP TABLE dev_broker_journal")
+            let results = await broker.producer.send([KafkaProducerRecord(topic: "t.a", value: Array("x".utf8))])
+            guard case .failure(let error) = results[0] else {
+                Issue.record("the send succeeded without a copy")
+                await broker.producer.shutdown()
+                return
+            }
+            #expect(error.code == .journalUnavailable && error.isRetriable, "\(error)")
+            await broker.producer.shutdown()
+        }
+    }
+
+    @Test("""
+        at start, the ledger forgets accepted ids that no event log holds and the journal does not bring back \
+        (the app's resend of them is accepted); journaled ones stay remembered and are republished
+        """)
+    func recoveryForgetsOnlyWhatIsGone() async throws {
+        try await withDatabase { client in
+            let journaled = UUID().uuidString.lowercased(), gone = UUID().uuidString.lowercased()
+            let processed = UUID().uuidString.lowercased()
+            _ = try await client.query("SELECT ingest_accepted_events_maintain(30, 3)")
+            for id in [journaled, gone, processed] {
+                _ = try await client.execute("INSERT INTO ingest_accepted_events (event_id, user_id) VALUES ($1::uuid, 'u1')", [id])
+            }
+            try await markProcessed(processed, in: client)
+            let value = Array(#"{"eventId":"\#(journaled.uppercased())","userId":"u1"}"#.utf8)
+            _ = try await client.execute("""
+                INSERT INTO dev_broker_journal (cluster_id, topic, partition, "offset", key, value) VALUES ('earlier run', $1, 0, 7, $2, $3)
+                """, [Topics.readingEvents, Array("u1".utf8), value])
+
+            let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+            defer { cluster.shutdown() }
+            for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
+            let outcome = try await DevRecovery.recover(database: client, producer: producer, readingEventsTopic: Topics.readingEvents,
+                                                        brokers: cluster.bootstrapServers, logger: .disabled)
+            await producer.shutdown()
+            #expect(outcome == .init(republished: [Topics.readingEvents: 1], lost: 1))
+            let remembered = Set(try await client.query("SELECT event_id::text AS id FROM ingest_accepted_events").map { try $0.decode(String.self, "id") })
+            #expect(remembered == [journaled, processed])
+        }
+    }
+
+    /// Puts `eventID` in both projections' event logs, as if processed.
+    func markProcessed(_ eventID: String, in client: PostgresClient) async throws {
+        _ = try await client.execute("""
+            INSERT INTO progress_event_log (event_id, user_id, material_id, client_session_id, event_type, client_timestamp,
+                                            sequence, active_seconds_delta, kafka_partition, kafka_offset)
+            VALUES ($1, 'u1', 'm1', 's1', 'heartbeat', now(), 1, 1, 0, 0)
+            """, [eventID])
+        _ = try await client.execute("""
+            INSERT INTO analytics_events (event_id, user_id, client_session_id, material_id, event_type, active_seconds, client_ts,
+                                          tz_offset_minutes, local_day, received_at)
+            VALUES ($1, 'u1', 's1', 'm1', 'heartbeat', 1, now(), 0, current_date, now())
+            """, [eventID])
+    }
+}
