@@ -102,9 +102,10 @@ enum DevCommand {
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
         values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))
-        // Order: every consumer and loop, then the drain, then the HTTP services. Shutdown goes
-        // in reverse: requests stop first, the drain waits for the consumers to process what
-        // was accepted (the embedded broker forgets it), then the consumers stop.
+        // Order: every consumer and loop, the journal's pruner, the drain, then the HTTP
+        // services. Shutdown goes in reverse: requests stop first, the drain waits for the
+        // consumers to process what was accepted (the embedded broker forgets it), the pruner
+        // drops the copies of what they processed, then the consumers stop.
         var background: [any Service] = []
         var http: [any Service] = []
         var parts: [ServiceParts] = []
@@ -129,7 +130,8 @@ enum DevCommand {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             })
         } else if drainSeconds > 0 {
-            services.append(PipelineDrain(database: context.database, admin: context.admin, limit: .seconds(drainSeconds), logger: logger))
+            services.append(PipelineDrain(database: context.database, admin: context.admin, limit: .seconds(drainSeconds),
+                                          journaled: journal != nil, logger: logger))
         }
         services += http
         // dev.env and the banner once every service listens, so that whatever reads dev.env

@@ -7,8 +7,9 @@ import ServiceRuntime
 import Synchronization
 
 /// The last stop of `backbone dev` before its consumers: the embedded broker forgets every
-/// record when the process exits, so a record accepted but not yet processed would be lost
-/// with it (and a resend answered `duplicate`). Placed in the service group after the
+/// record when the process exits, so a record accepted but not yet processed would have to come
+/// back from the broker journal at the next start (or, without one, be lost with the broker and
+/// a resend answered `duplicate`); waiting for the consumers is the quicker way. Placed in the service group after the
 /// consumers and before the HTTP services, it is asked to stop once every HTTP service has
 /// stopped taking requests, and then waits — at most `limit` — until the projections of this
 /// process have processed every record of their topics, and have stayed level for
@@ -21,6 +22,9 @@ struct PipelineDrain: Service {
     let limit: Duration
     var settle: Duration = .milliseconds(750)
     var interval: Duration = .milliseconds(100)
+    /// Whether the services produce through the broker journal (`DevBrokerJournal`), which
+    /// keeps what the drain could not wait for.
+    var journaled = false
     let logger: Logger
 
     func run() async throws {
@@ -77,9 +81,14 @@ struct PipelineDrain: Service {
                 if known && left.isEmpty {
                     logger.notice("stopped again while the consumers settled; every record they were given is processed")
                 } else {
-                    logger.error(interrupted() ? "stopped again while waiting; records not yet processed are lost with the embedded broker"
-                                               : "consumers did not finish within the drain limit; records not yet processed are lost with the embedded broker",
-                                 metadata: ["drain.limit": "\(limit)", "drain.records": "\(Self.describe(left))"])
+                    let what = interrupted() ? "stopped again while waiting" : "consumers did not finish within the drain limit"
+                    let metadata = ["drain.limit": "\(limit)", "drain.records": "\(Self.describe(left))"]
+                    if journaled {
+                        logger.warning("\(what); records not yet processed stay in the broker journal and go to the next start's broker",
+                                       metadata: metadata)
+                    } else {
+                        logger.error("\(what); records not yet processed are lost with the embedded broker", metadata: metadata)
+                    }
                 }
                 return left
             }
