@@ -15,19 +15,11 @@ import Testing
 struct DevBrokerJournalTests {
     /// A database with every migration and the journal's table, dropped after `body`.
     func withDatabase(_ body: (PostgresClient) async throws -> Void) async throws {
-        let database = try await TestDatabase.create("journal")
-        let client = database.client()
-        do {
+        try await TestDatabase.with("journal") { client in
             _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(client)
             try await DevBrokerJournal.prepare(client)
             try await body(client)
-        } catch {
-            await client.close()
-            await database.drop()
-            throw error
         }
-        await client.close()
-        await database.drop()
     }
 
     func journaledBroker(_ client: PostgresClient, topics: [(String, Int32)]) async throws

@@ -91,6 +91,19 @@ public struct TestDatabase: Sendable {
         return TestDatabase(name: name, url: replacingDatabase(in: Integration.adminDatabaseURL, with: name))
     }
 
+    /// Runs `body` with a client of a database of its own, closed and dropped afterwards
+    /// however `body` ends.
+    public static func with<T>(_ prefix: String, maxConnections: Int = 8,
+                               _ body: (PostgresClient) async throws -> T) async throws -> T {
+        let database = try await create(prefix)
+        let client = database.client(maxConnections: maxConnections)
+        let result: Result<T, any Error>
+        do { result = .success(try await body(client)) } catch { result = .failure(error) }
+        await client.close()
+        await database.drop()
+        return try result.get()
+    }
+
     public func client(maxConnections: Int = 8) -> PostgresClient {
         PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: maxConnections), logger: .disabled)
     }
