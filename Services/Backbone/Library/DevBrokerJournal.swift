@@ -23,6 +23,10 @@ import ServiceRuntime
 final class DevBrokerJournal: KafkaDeliveryJournal {
     static let table = "dev_broker_journal"
     static let pruneInterval = Duration.milliseconds(500)
+    /// The first pass waits this long: every projection of the stack has registered by then
+    /// (each does at the start of its run, and none processes anything before its group has
+    /// formed, ~3 s), so no copy is dropped for want of a reader not yet listed.
+    static let firstPruneAfter = Duration.seconds(5)
 
     let database: PostgresClient
     /// The identity of this run's broker (`StoredOffsets.clusterIdentity`), as the consumers
@@ -147,10 +151,11 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         }
     }
 
-    /// The loop that prunes while the stack runs, and once more when it stops (after the drain,
-    /// which is stopped before it).
+    /// The loop that prunes while the stack runs (from `firstPruneAfter` on), and once more when
+    /// it stops (after the drain, which is stopped before it).
     func pruner(logger: Logger) -> any Service {
         ClosureService(name: "dev-broker-journal") { [self] in
+            try? await Task.sleep(for: Self.firstPruneAfter)
             while !Task.isCancelled {
                 do { try await prune(consuming: RunningProjections.groups) } catch {
                     logger.warning("could not prune the broker journal; will retry", metadata: ["error": "\(error)"])
