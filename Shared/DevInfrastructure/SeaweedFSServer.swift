@@ -70,13 +70,13 @@ public final class SeaweedFSServer: Sendable {
         }
         // weed's nine internal ports are picked free here and bound by weed a moment later: another
         // process can take one in between (seen with test lanes starting servers at once), and weed
-        // then exits. That is retried with fresh ports, twice.
+        // then exits. An exit during start is retried with fresh ports, twice.
         for attempt in 1...3 {
             if let configuration = try await launch(weed, data: data, s3Port: s3Port, accessKey: accessKey, secretKey: secretKey,
                                                     lastAttempt: attempt == 3) {
                 return configuration
             }
-            logger.notice("weed could not bind one of its ports; starting it again on others", metadata: ["s3.attempt": "\(attempt)"])
+            logger.notice("weed did not start; starting it again on other ports", metadata: ["s3.attempt": "\(attempt)"])
         }
         throw Failure(description: "weed exited during start; see \(directory)/weed.log")
     }
@@ -110,12 +110,16 @@ public final class SeaweedFSServer: Sendable {
         while ContinuousClock.now < deadline {
             if !isRunning(pid) {
                 state.withLock { $0 = nil }
-                let tail = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").suffix(5).joined(separator: "\n")
-                // "Port allocation failed: port N for Master … is not available" (weed mini's own
-                // check) or the bind's "address already in use".
-                let portTaken = ["port allocation failed", "address already in use"].contains { tail.lowercased().contains($0) }
-                if !lastAttempt && portTaken { return nil }
-                throw Failure(description: "weed exited during start; see \(log)\n\(tail)")
+                let reason = Self.exitReason(log: log)
+                // Mostly one of its ports taken in between ("Port allocation failed: port N for
+                // Master … is not available", a bind's "address already in use", or a panic of one
+                // of its servers, seen once with its cause above the goroutine dump): started again
+                // on fresh ports, a transient cause goes; a lasting one fails the last attempt.
+                if !lastAttempt {
+                    logger.notice("weed exited during start; starting it again on other ports", metadata: ["s3.reason": reason])
+                    return nil
+                }
+                throw Failure(description: "weed exited during start; see \(log)\n\(reason)")
             }
             do {
                 try await store.createBucket()
@@ -129,6 +133,15 @@ public final class SeaweedFSServer: Sendable {
         }
         await stop()
         throw Failure(description: "SeaweedFS did not answer within 60 s (\(lastError)); see \(log)")
+    }
+
+    /// What weed's log says about its exit: its first panic or fatal line (Go's `panic:`, glog's
+    /// `F<date>`), if any, and its last five lines.
+    static func exitReason(log: String) -> String {
+        let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+        let cause = lines.first { $0.hasPrefix("panic:") || ($0.first == "F" && $0.dropFirst().prefix(4).allSatisfy(\.isNumber)) }
+        let tail = lines.suffix(5)
+        return ((cause.map { [$0] } ?? []) + tail.filter { $0 != cause }).joined(separator: "\n")
     }
 
     /// SIGTERM, then SIGKILL after 10 s; waits for the process off the cooperative pool.

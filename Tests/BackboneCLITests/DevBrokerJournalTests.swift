@@ -103,6 +103,16 @@ struct DevBrokerJournalTests {
                     "the new broker's copies replace the old ones")
             #expect(try await DevBrokerJournal.republish(from: client, currentCluster: second.journal.cluster, through: second.producer) == [:],
                     "nothing is published twice")
+
+            // Once `backbone dlq replay` replayed a dead letter from this broker, its copy goes.
+            let letter = try #require(now.first { $0.topic == "t.a.dlq" })
+            _ = try await client.execute("""
+                INSERT INTO dead_letter_replays (cluster_id, dlq_topic, dlq_partition, dlq_offset, original_topic, original_partition,
+                                                 original_offset, error)
+                VALUES ($1, $2, $3, $4, 't.a', 0, 0, 'replayed')
+                """, [letter.cluster, letter.topic, letter.partition, letter.offset])
+            #expect(try await second.journal.prune(consuming: []) == 1)
+            #expect(try await journalRows(client).filter { $0.topic == "t.a.dlq" }.isEmpty)
             await second.producer.shutdown()
         }
     }
@@ -141,6 +151,10 @@ struct DevBrokerJournalTests {
             _ = try await client.execute("""
                 INSERT INTO dev_broker_journal (cluster_id, topic, partition, "offset", key, value) VALUES ('earlier run', $1, 0, 7, $2, $3)
                 """, [Topics.readingEvents, Array("u1".utf8), value])
+            // A value that is not JSON (not one ingest writes) is published back like any other, not a failed start.
+            _ = try await client.execute("""
+                INSERT INTO dev_broker_journal (cluster_id, topic, partition, "offset", key, value) VALUES ('earlier run', $1, 0, 8, NULL, $2)
+                """, [Topics.readingEvents, [0xFF, 0x00, 0x7B] as [UInt8]])
 
             let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
             defer { cluster.shutdown() }
@@ -149,7 +163,7 @@ struct DevBrokerJournalTests {
             let outcome = try await DevRecovery.recover(database: client, producer: producer, readingEventsTopic: Topics.readingEvents,
                                                         brokers: cluster.bootstrapServers, logger: .disabled)
             await producer.shutdown()
-            #expect(outcome == .init(republished: [Topics.readingEvents: 1], lost: 1))
+            #expect(outcome == .init(republished: [Topics.readingEvents: 2], lost: 1))
             let remembered = Set(try await client.query("SELECT event_id::text AS id FROM ingest_accepted_events").map { try $0.decode(String.self, "id") })
             #expect(remembered == [journaled, processed])
         }

@@ -17,7 +17,8 @@ import ServiceRuntime
 /// it was stored, before any consumer starts (`republish(through:)`). A consumer that had
 /// processed one of those records skips it as it skips any redelivery (the event logs, the
 /// intake's job rows, the erased-users lists). Records of topics that no consumer of the
-/// stack reads (the dead-letter topics) are kept and published to each new broker.
+/// stack reads (the dead-letter topics) are kept and published to each new broker, until
+/// `backbone dlq replay` replays them.
 ///
 /// Headers are not part of the copy (no producer of the system sets any).
 final class DevBrokerJournal: KafkaDeliveryJournal {
@@ -74,7 +75,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
 
     /// Creates the journal's table (the dev stack's own; no service reads it).
     static func prepare(_ database: PostgresClient) async throws {
-        _ = try await database.query("""
+        try await database.withConnection { connection in try await connection.runScript("""
             CREATE TABLE IF NOT EXISTS dev_broker_journal (
                 cluster_id text NOT NULL,
                 topic text NOT NULL,
@@ -83,8 +84,16 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
                 key bytea,
                 value bytea NOT NULL,
                 kept_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (cluster_id, topic, partition, "offset"))
-            """)
+                PRIMARY KEY (cluster_id, topic, partition, "offset"));
+            -- The eventId of a copy's JSON value (lower case), NULL for a value that is not such JSON.
+            CREATE OR REPLACE FUNCTION dev_broker_journal_event_id(value bytea) RETURNS text
+            LANGUAGE plpgsql IMMUTABLE AS $$
+            BEGIN
+                RETURN lower(convert_from(value, 'UTF8')::jsonb ->> 'eventId');
+            EXCEPTION WHEN others THEN
+                RETURN NULL;
+            END $$;
+            """) }
     }
 
     func keep(_ deliveries: [KafkaDelivery]) async throws {
@@ -92,11 +101,11 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     }
 
     /// Drops the copies that every group in `groups` reading their topic has processed
-    /// (stored a position past, against this run's broker); returns how many.
+    /// (stored a position past, against this run's broker), and those of dead letters that
+    /// `backbone dlq replay` replayed from this broker; returns how many.
     @discardableResult
     func prune(consuming groups: [RunningProjections.Group]) async throws -> Int {
         let pairs = groups.flatMap { group in group.topics.map { (group.groupID, $0) } }
-        guard !pairs.isEmpty else { return 0 }
         let rows = try await database.query("""
             WITH consumers AS (SELECT * FROM unnest($2::text[], $3::text[]) AS c (group_id, topic)),
             readers AS (SELECT topic, count(*) AS groups FROM consumers GROUP BY topic),
@@ -109,8 +118,13 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
                 DELETE FROM dev_broker_journal j USING processed p, readers r
                 WHERE j.cluster_id = $1 AND j.topic = p.topic AND j.partition = p.partition AND j."offset" < p.next_offset
                   AND r.topic = p.topic AND p.groups = r.groups
+                RETURNING 1),
+            replayed AS (
+                DELETE FROM dev_broker_journal j USING dead_letter_replays d
+                WHERE j.cluster_id = $1 AND d.cluster_id = $1 AND d.dlq_topic = j.topic AND d.dlq_partition = j.partition
+                  AND d.dlq_offset = j."offset"
                 RETURNING 1)
-            SELECT count(*)::bigint AS pruned FROM pruned
+            SELECT (SELECT count(*) FROM pruned) + (SELECT count(*) FROM replayed) AS pruned
             """, [cluster, pairs.map(\.0), pairs.map(\.1)])
         return try rows.first?.decode(Int.self, "pruned") ?? 0
     }

@@ -25,8 +25,7 @@ enum DevRecovery {
         // there, whatever the producer below does with the ones it republishes).
         let rows = try await database.query("""
             WITH kept AS (
-                SELECT DISTINCT lower(convert_from(value, 'UTF8')::jsonb ->> 'eventId') AS event_id
-                FROM dev_broker_journal WHERE topic = $1),
+                SELECT DISTINCT dev_broker_journal_event_id(value) AS event_id FROM dev_broker_journal WHERE topic = $1),
             lost AS (
                 DELETE FROM ingest_accepted_events a
                 WHERE (NOT EXISTS (SELECT 1 FROM progress_event_log p WHERE lower(p.event_id) = a.event_id::text)
