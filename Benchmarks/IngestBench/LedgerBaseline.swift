@@ -1,6 +1,7 @@
 import Foundation
 import Ingest
 import Postgres
+import ServiceRuntime
 
 /// The dedup ledger as it was before the by-day partitions (migrations 101 and 103): one
 /// table with a `uuid` primary key and an `accepted_at` index, inserts by

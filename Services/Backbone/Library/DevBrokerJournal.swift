@@ -1,4 +1,3 @@
-import Ingest
 import Kafka
 import Logging
 import Postgres

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import ServiceRuntime
 
 /// The event ids Kafka acknowledged, remembered for the dedup window
 /// (`ingest_accepted_events`, `uuid` ids, partitioned by UTC day of acceptance). Ids are
