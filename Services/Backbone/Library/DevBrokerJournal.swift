@@ -13,9 +13,9 @@ import ServiceRuntime
 /// position past it (`prune(consuming:)`, every `pruneInterval` and once more at shutdown,
 /// after the drain). What is left when a run ends without draining (`kill -9`) is what its
 /// consumers had not processed: the next start publishes it to the new broker, in the order
-/// it was stored, before any consumer starts (`republish(through:)`). A consumer that had
-/// processed one of those records skips it as it skips any redelivery (the event logs, the
-/// intake's job rows, the erased-users lists). Records of topics that no consumer of the
+/// its partitions held it, before any consumer starts (`republish(from:currentCluster:through:)`).
+/// A consumer that had processed one of those records skips it as it skips any redelivery (the
+/// event logs, the intake's job rows, the erased-users lists). Records of topics that no consumer of the
 /// stack reads (the dead-letter topics) are kept and published to each new broker, until
 /// `backbone dlq replay` replays them.
 ///
@@ -129,18 +129,31 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     }
 
     /// Publishes every copy an earlier run left (another broker's) through `producer`, in the
-    /// order that run stored them, each to the partition it was in; drops each once this
+    /// order that run's broker held them, each to the partition it was in; drops each once this
     /// broker acknowledged it (through a journaled producer, its new copy replaces it).
     /// Returns how many records each topic got back.
     static func republish(from database: PostgresClient, currentCluster: String,
                           through producer: KafkaProducer) async throws -> [String: Int] {
         var published: [String: Int] = [:]
+        // Earlier brokers oldest first (more than one only after a start that could not finish
+        // this); each one's records in its partitions' order.
+        let earlier = try await database.query("""
+            SELECT cluster_id FROM dev_broker_journal WHERE cluster_id <> $1 GROUP BY cluster_id ORDER BY min(kept_at)
+            """, [currentCluster]).map { try $0.decode(String.self, "cluster_id") }
+        for cluster in earlier {
+            try await republish(cluster, from: database, through: producer, counting: &published)
+        }
+        return published
+    }
+
+    private static func republish(_ cluster: String, from database: PostgresClient, through producer: KafkaProducer,
+                                  counting published: inout [String: Int]) async throws {
         while true {
             let rows = try await database.query("""
                 SELECT cluster_id, topic, partition, "offset", key, value FROM dev_broker_journal
-                WHERE cluster_id <> $1 ORDER BY kept_at, cluster_id, topic, partition, "offset" LIMIT 1000
-                """, [currentCluster])
-            guard !rows.isEmpty else { return published }
+                WHERE cluster_id = $1 ORDER BY topic, partition, "offset" LIMIT 1000
+                """, [cluster])
+            guard !rows.isEmpty else { return }
             var records: [KafkaProducerRecord] = []
             var keys: (clusters: [String], topics: [String], partitions: [Int], offsets: [Int64]) = ([], [], [], [])
             for row in rows {
