@@ -73,18 +73,17 @@ public final class SeaweedFSServer: Sendable {
         // then exits. An exit during start is retried with fresh ports, twice.
         for attempt in 1...3 {
             if let configuration = try await launch(weed, data: data, s3Port: s3Port, accessKey: accessKey, secretKey: secretKey,
-                                                    lastAttempt: attempt == 3) {
+                                                    attempt: attempt, lastAttempt: attempt == 3) {
                 return configuration
             }
-            logger.notice("weed did not start; starting it again on other ports", metadata: ["s3.attempt": "\(attempt)"])
         }
         throw Failure(description: "weed exited during start; see \(directory)/weed.log")
     }
 
-    /// One start of weed: the settings once its S3 gateway answers, nil when it exited because
-    /// one of its ports was taken (and this is not the last attempt).
+    /// One start of weed: the settings once its S3 gateway answers, nil when it exited during
+    /// start (and this is not the last attempt).
     private func launch(_ weed: String, data: String, s3Port: Int, accessKey: String, secretKey: String,
-                        lastAttempt: Bool) async throws -> S3Configuration? {
+                        attempt: Int, lastAttempt: Bool) async throws -> S3Configuration? {
         var ports: [Int] = []
         for _ in 0..<9 { ports.append(LoopbackPort.free() ?? 0) }
         let arguments = [
@@ -116,7 +115,8 @@ public final class SeaweedFSServer: Sendable {
                 // of its servers, seen once with its cause above the goroutine dump): started again
                 // on fresh ports, a transient cause goes; a lasting one fails the last attempt.
                 if !lastAttempt {
-                    logger.notice("weed exited during start; starting it again on other ports", metadata: ["s3.reason": reason])
+                    logger.notice("weed exited during start; starting it again on other ports",
+                                  metadata: ["s3.attempt": "\(attempt)", "s3.reason": reason])
                     return nil
                 }
                 throw Failure(description: "weed exited during start; see \(log)\n\(reason)")

@@ -26,7 +26,8 @@ struct DevBrokerJournalTests {
         -> (cluster: EmbeddedKafkaCluster, journal: DevBrokerJournal, producer: KafkaProducer) {
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for (topic, partitions) in topics { try cluster.createTopic(topic, partitions: partitions) }
-        let journal = try #require(try await DevBrokerJournal.start(database: client, brokers: cluster.bootstrapServers, logger: .disabled))
+        let identity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: .disabled)
+        let journal = DevBrokerJournal(database: client, cluster: try #require(identity))
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers),
                                          journal: journal, logger: .disabled)
         return (cluster, journal, producer)
@@ -160,8 +161,9 @@ struct DevBrokerJournalTests {
             defer { cluster.shutdown() }
             for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
             let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
+            let identity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: .disabled)
             let outcome = try await DevRecovery.recover(database: client, producer: producer, readingEventsTopic: Topics.readingEvents,
-                                                        brokers: cluster.bootstrapServers, logger: .disabled)
+                                                        currentCluster: identity, logger: .disabled)
             await producer.shutdown()
             #expect(outcome == .init(republished: [Topics.readingEvents: 2], lost: 1))
             let remembered = Set(try await client.query("SELECT event_id::text AS id FROM ingest_accepted_events").map { try $0.decode(String.self, "id") })

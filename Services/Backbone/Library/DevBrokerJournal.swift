@@ -21,7 +21,6 @@ import ServiceRuntime
 ///
 /// Headers are not part of the copy (no producer of the system sets any).
 final class DevBrokerJournal: KafkaDeliveryJournal {
-    static let table = "dev_broker_journal"
     static let pruneInterval = Duration.milliseconds(500)
     /// The first pass waits this long: every projection of the stack has registered by then
     /// (each does at the start of its run, and none processes anything before its group has
@@ -50,23 +49,14 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
                 rows.endRow()
             }
             _ = try await database.withConnection { connection in
-                try await connection.copy(into: Self.table, columns: ["cluster_id", "topic", "partition", "offset", "key", "value"],
+                try await connection.copy(into: "dev_broker_journal", columns: ["cluster_id", "topic", "partition", "offset", "key", "value"],
                                           rows: rows)
             }
         }
     }
 
-    /// The journal for this run's broker at `brokers`; nil (logged) when the broker does not say
-    /// which cluster it is, since the consumers' positions could not be matched to it.
-    static func start(database: PostgresClient, brokers: String, logger: Logger) async throws -> DevBrokerJournal? {
-        guard let cluster = try await clusterIdentity(brokers: brokers, logger: logger) else {
-            logger.warning("the embedded broker reports no cluster id: its records are not journaled and a kill -9 loses the unprocessed ones")
-            return nil
-        }
-        return DevBrokerJournal(database: database, cluster: cluster)
-    }
-
-    /// The identity the consumers store their positions against for the broker at `brokers`.
+    /// The identity the consumers store their positions against for the broker at `brokers`
+    /// (nil when it reports no cluster id: the journal then cannot match positions to copies).
     static func clusterIdentity(brokers: String, logger: Logger) async throws -> String? {
         let admin = try KafkaAdmin(bootstrapServers: brokers, clientID: "backbone-dev-journal", timeout: .seconds(3), logger: logger)
         return StoredOffsets.clusterIdentity(try await admin.clusterID(), bootstrapServers: brokers)

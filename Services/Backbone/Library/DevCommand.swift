@@ -88,8 +88,11 @@ enum DevCommand {
                                                                                   applicationName: "backbone-dev-journal"),
                                              logger: logger)
         try await DevBrokerJournal.prepare(journalDatabase)
-        let journal = try await entries.isEmpty ? nil : DevBrokerJournal.start(database: journalDatabase, brokers: cluster.bootstrapServers,
-                                                                               logger: logger)
+        let brokerIdentity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: logger)
+        if brokerIdentity == nil {
+            logger.warning("the embedded broker reports no cluster id: its records are not journaled and a kill -9 loses the unprocessed ones")
+        }
+        let journal = entries.isEmpty ? nil : brokerIdentity.map { DevBrokerJournal(database: journalDatabase, cluster: $0) }
         let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics,
                                                         journal: journal, logger: logger)
         let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
@@ -97,7 +100,7 @@ enum DevCommand {
         // The broker is new and empty: what an earlier run left in the journal goes to it before
         // any consumer starts; what an earlier run accepted and never kept is gone.
         try await DevRecovery.recover(database: context.database, producer: context.producer,
-                                      readingEventsTopic: Topics.readingEvents, brokers: cluster.bootstrapServers, logger: logger)
+                                      readingEventsTopic: Topics.readingEvents, currentCluster: brokerIdentity, logger: logger)
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])

@@ -18,8 +18,10 @@ enum DevRecovery {
     }
 
     @discardableResult
+    /// - Parameter currentCluster: the new broker's identity (`DevBrokerJournal.clusterIdentity`);
+    ///   nil: nothing is republished, since the copies cannot be told from the new broker's.
     static func recover(database: PostgresClient, producer: KafkaProducer, readingEventsTopic: String,
-                        brokers: String, logger: Logger) async throws -> Outcome {
+                        currentCluster: String?, logger: Logger) async throws -> Outcome {
         var outcome = Outcome(republished: [:], lost: 0)
         // First what is gone: ids neither processed nor in the journal (with the copies still
         // there, whatever the producer below does with the ones it republishes).
@@ -40,7 +42,7 @@ enum DevRecovery {
                            + "they went with its broker; the dedup ledger forgets them, so the app's resends are accepted",
                            metadata: ["events.lost": "\(outcome.lost)"])
         }
-        if let cluster = try await DevBrokerJournal.clusterIdentity(brokers: brokers, logger: logger) {
+        if let cluster = currentCluster {
             outcome.republished = try await DevBrokerJournal.republish(from: database, currentCluster: cluster, through: producer)
         }
         if !outcome.republished.isEmpty {
