@@ -55,7 +55,9 @@ struct DevDrainTests {
             #expect(unsent == 0, "\(table) holds only events the app sent")
         }
         #expect(!again.log.contains("stopped without processing"), "a drained stop leaves nothing to forget")
-        #expect(!again.log.contains("its journal gave them"), "nor anything to publish again")
+        // Nor any accepted event to publish again (a notification an outbox relayed after the
+        // drain may come back once: the relays stop with the consumers, after the last prune).
+        #expect(!again.log.contains("reading.events.v2="), "nor any accepted event to publish again")
         #expect(await again.interrupt() == 0)
     }
 
