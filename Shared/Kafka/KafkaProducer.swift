@@ -55,14 +55,19 @@ public final class KafkaProducer: Sendable {
     /// - Throws: `KafkaError` if the record could not be delivered (e.g. `.messageTimedOut` when
     ///   no broker acknowledged it within the delivery timeout, `.shutdown` after `shutdown()`).
     public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
-        let collector = DeliveryCollector(records: [record])
-        await enqueue(collector)
-        return try await kept([record], collector.results())[0].get()
+        try await send([record])[0].get()
     }
 
     /// Produces all records, then waits for all acknowledgements. Results are in input order.
     public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
+        if let journal {
+            do { try await journal.admit(records) } catch {
+                let failure = KafkaError(code: .backlogFull, message: "not sent: \(error)", isRetriable: true)
+                return records.map { _ in .failure(failure) }
+            }
+        }
+        defer { journal?.settle(records) }
         let collector = DeliveryCollector(records: records)
         await enqueue(collector)
         return await kept(records, collector.results())

@@ -22,12 +22,12 @@ struct DevBrokerJournalTests {
         }
     }
 
-    func journaledBroker(_ client: PostgresClient, topics: [(String, Int32)]) async throws
+    func journaledBroker(_ client: PostgresClient, topics: [(String, Int32)], admissionWait: Duration = .seconds(5)) async throws
         -> (cluster: EmbeddedKafkaCluster, journal: DevBrokerJournal, producer: KafkaProducer) {
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for (topic, partitions) in topics { try cluster.createTopic(topic, partitions: partitions) }
         let identity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: .disabled)
-        let journal = DevBrokerJournal(database: client, cluster: try #require(identity))
+        let journal = DevBrokerJournal(database: client, cluster: try #require(identity), admissionWait: admissionWait)
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers),
                                          journal: journal, logger: .disabled)
         return (cluster, journal, producer)
@@ -131,6 +131,60 @@ struct DevBrokerJournalTests {
                 return
             }
             #expect(error.code == .journalUnavailable && error.isRetriable, "\(error)")
+            await broker.producer.shutdown()
+        }
+    }
+
+    @Test("""
+        while a consumer lags, sends wait and then fail unsent rather than let the embedded broker drop records it \
+        has not processed (a producer without the journal makes it drop them); once it catches up, sends go through
+        """)
+    func backlogAdmission() async throws {
+        try await withDatabase { client in
+            let broker = try await journaledBroker(client, topics: [("t.read", 1), ("t.unjournaled", 1)], admissionWait: .seconds(1))
+            defer { broker.cluster.shutdown() }
+            let admin = try KafkaAdmin(bootstrapServers: broker.cluster.bootstrapServers, logger: .disabled)
+            let group = RunningProjections.Group(groupID: "lagging", topics: ["t.read"])
+            try await broker.journal.prune(consuming: [group])
+            // 200 records of 1 KiB a send; twice what the broker keeps of a partition, at most.
+            func batch(_ topic: String) -> [KafkaProducerRecord] {
+                (0..<200).map { _ in KafkaProducerRecord(topic: topic, value: [UInt8](repeating: 0x61, count: 1024)) }
+            }
+            let sends = 2 * DevBrokerJournal.brokerPartitionBytes / (200 * 1024)
+
+            // The witness: without the journal, the broker drops the oldest records past its limit.
+            let plain = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: broker.cluster.bootstrapServers),
+                                          logger: .disabled)
+            for _ in 0..<sends { for result in await plain.send(batch("t.unjournaled")) { _ = try result.get() } }
+            await plain.shutdown()
+            #expect(try await admin.watermarks(topic: "t.unjournaled", partition: 0).low > 0)
+
+            var delivered = 0
+            var refusal: KafkaError?
+            for _ in 0..<sends {
+                let results = await broker.producer.send(batch("t.read"))
+                if case .failure(let error) = results[0] {
+                    refusal = error
+                    #expect(results.allSatisfy { if case .failure = $0 { true } else { false } }, "a refused send sends none of its records")
+                    break
+                }
+                for result in results { _ = try result.get() }
+                delivered += results.count
+            }
+            let error = try #require(refusal, "every send was admitted while nothing was processed")
+            #expect(error.code == .backlogFull && error.isRetriable, "\(error)")
+            let marks = try await admin.watermarks(topic: "t.read", partition: 0)
+            #expect(marks.low == 0 && marks.high == Int64(delivered), "every delivered record is still in the broker: \(marks)")
+            #expect(delivered * 1024 <= DevBrokerJournal.backlogLimit)
+
+            // A send waiting for room goes through once the group processed what it held.
+            let waiting = Task { await broker.producer.send(batch("t.read")) }
+            try await Task.sleep(for: .milliseconds(200))
+            _ = try await client.execute("""
+                INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner, cluster_id) VALUES ('lagging', 't.read', 0, $1, 'x', $2)
+                """, [Int64(delivered), broker.journal.cluster])
+            #expect(try await broker.journal.prune(consuming: [group]) == delivered)
+            for result in await waiting.value { _ = try result.get() }
             await broker.producer.shutdown()
         }
     }

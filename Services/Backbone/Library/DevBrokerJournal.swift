@@ -3,6 +3,7 @@ import Logging
 import Postgres
 import Projection
 import ServiceRuntime
+import Synchronization
 
 /// What `backbone dev` keeps of its embedded broker, which holds records in memory only: a
 /// copy of every record the stack's services produce (`dev_broker_journal`, in PostgreSQL),
@@ -19,9 +20,25 @@ import ServiceRuntime
 /// stack reads (the dead-letter topics) are kept and published to each new broker, until
 /// `backbone dlq replay` replays them.
 ///
+/// The embedded broker keeps the last `brokerPartitionBytes` of each partition and drops the
+/// oldest records beyond it, processed or not; a consumer that fell further behind would resume
+/// past records it never processed, and the pruning would then drop their copies too. So the
+/// journal also admits records to the broker (`admit(_:)`): while a topic some group of the stack
+/// reads holds `backlogLimit` unprocessed bytes in one partition (counting what is in flight to
+/// it), a send waits for the consumers, and after `admissionWait` fails unsent — ingest answers
+/// 503 with `Retry-After`, an outbox keeps its row.
+///
 /// Headers are not part of the copy (no producer of the system sets any).
 final class DevBrokerJournal: KafkaDeliveryJournal {
     static let pruneInterval = Duration.milliseconds(500)
+    /// The pruning's interval while a partition is past half of `backlogLimit`, so that room
+    /// made by the consumers reaches waiting sends soon.
+    static let busyPruneInterval = Duration.milliseconds(100)
+    /// What the embedded broker (librdkafka's mock cluster) keeps of a partition.
+    static let brokerPartitionBytes = 5 * 1024 * 1024
+    /// The unprocessed bytes a partition may hold (the estimate of `bytes(_:)`), with room
+    /// under `brokerPartitionBytes` for the batches' own headers.
+    static let backlogLimit = 3 * 1024 * 1024
     /// The first pass waits this long: every projection of the stack has registered by then
     /// (each does at the start of its run, and none processes anything before its group has
     /// formed, ~3 s), so no copy is dropped for want of a reader not yet listed.
@@ -31,12 +48,41 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     /// The identity of this run's broker (`StoredOffsets.clusterIdentity`), as the consumers
     /// store their positions against it.
     let cluster: String
+    /// How long a send waits for room before it fails.
+    let admissionWait: Duration
     private let inserts: Coalescer<KafkaDelivery, Void>
+    private let room = Mutex(Room())
+
+    /// What the broker holds unprocessed, as far as the journal knows it.
+    private struct Room {
+        /// Bytes kept and not processed by every group reading the topic, per topic and partition
+        /// (measured by each prune pass, plus what was kept since).
+        var backlog: [String: [Int32: Int]] = [:]
+        /// What was kept while a prune pass measured (added to its figures, which may not see it).
+        var keptDuringMeasure: [String: [Int32: Int]]?
+        /// Bytes admitted and not yet settled, per topic (the partition is the partitioner's choice).
+        var inFlight: [String: Int] = [:]
+        /// The topics some group of the stack reads, as of the last pass; only those are admitted
+        /// by room. Before the first pass (the projections are still registering): every topic
+        /// but the dead letters'.
+        var readTopics: Set<String>?
+
+        func fits(_ topic: String, adding bytes: Int) -> Bool {
+            guard readTopics?.contains(topic) ?? !topic.hasSuffix(".dlq") else { return true }
+            let held = (backlog[topic]?.values.max() ?? 0) + inFlight[topic, default: 0]
+            return held == 0 || held + bytes <= DevBrokerJournal.backlogLimit
+        }
+
+        var isBusy: Bool {
+            backlog.values.contains { $0.values.contains { $0 > DevBrokerJournal.backlogLimit / 2 } }
+        }
+    }
 
     /// - Parameter database: a client of its own (the services' pool is theirs), closed by the caller.
-    init(database: PostgresClient, cluster: String) {
+    init(database: PostgresClient, cluster: String, admissionWait: Duration = .seconds(5)) {
         self.database = database
         self.cluster = cluster
+        self.admissionWait = admissionWait
         inserts = Coalescer(concurrentRuns: 2) { deliveries in
             var rows = PostgresCopyRows(reservingBytes: deliveries.count * 600)
             for delivery in deliveries {
@@ -85,17 +131,60 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
             """) }
     }
 
+    /// The bytes `record` takes in the broker's log, near enough: key, value and an upper bound
+    /// of a record's own framing (its batch's header is covered by `backlogLimit`'s margin).
+    static func bytes(_ record: KafkaProducerRecord) -> Int { record.value.count + (record.key?.count ?? 0) + 32 }
+
+    func admit(_ records: [KafkaProducerRecord]) async throws {
+        var bytes: [String: Int] = [:]
+        for record in records { bytes[record.topic, default: 0] += Self.bytes(record) }
+        let deadline = ContinuousClock.now + admissionWait
+        while true {
+            let admitted = room.withLock { room in
+                guard bytes.allSatisfy({ room.fits($0.key, adding: $0.value) }) else { return false }
+                for (topic, count) in bytes { room.inFlight[topic, default: 0] += count }
+                return true
+            }
+            if admitted { return }
+            guard ContinuousClock.now < deadline, !Task.isCancelled else {
+                let topics = bytes.keys.sorted().joined(separator: ", ")
+                throw KafkaError(code: .backlogFull, message: """
+                    the embedded broker holds as much of \(topics) as it keeps without dropping records not yet processed; \
+                    the consumers did not catch up within \(admissionWait)
+                    """, isRetriable: true)
+            }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     func keep(_ deliveries: [KafkaDelivery]) async throws {
         try await inserts.run(deliveries)
+        room.withLock { room in
+            for delivery in deliveries {
+                let bytes = Self.bytes(delivery.record)
+                room.backlog[delivery.report.topic, default: [:]][delivery.report.partition, default: 0] += bytes
+                room.keptDuringMeasure?[delivery.report.topic, default: [:]][delivery.report.partition, default: 0] += bytes
+            }
+        }
+    }
+
+    func settle(_ records: [KafkaProducerRecord]) {
+        room.withLock { room in
+            for record in records { room.inFlight[record.topic, default: 0] -= Self.bytes(record) }
+        }
     }
 
     /// Drops the copies that every group in `groups` reading their topic has processed
     /// (stored a position past, against this run's broker), and those of dead letters that
-    /// `backbone dlq replay` replayed from this broker; returns how many.
+    /// `backbone dlq replay` replayed from this broker; returns how many. Measures what is
+    /// left unprocessed of the topics `groups` read, for `admit(_:)`.
     @discardableResult
     func prune(consuming groups: [RunningProjections.Group]) async throws -> Int {
         let pairs = groups.flatMap { group in group.topics.map { (group.groupID, $0) } }
-        let rows = try await database.query("""
+        room.withLock { $0.keptDuringMeasure = [:] }
+        let rows: PostgresRows
+        do {
+            rows = try await database.query("""
             WITH consumers AS (SELECT * FROM unnest($2::text[], $3::text[]) AS c (group_id, topic)),
             readers AS (SELECT topic, count(*) AS groups FROM consumers GROUP BY topic),
             processed AS (
@@ -112,10 +201,43 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
                 DELETE FROM dev_broker_journal j USING dead_letter_replays d
                 WHERE j.cluster_id = $1 AND d.cluster_id = $1 AND d.dlq_topic = j.topic AND d.dlq_partition = j.partition
                   AND d.dlq_offset = j."offset"
-                RETURNING 1)
-            SELECT (SELECT count(*) FROM pruned) + (SELECT count(*) FROM replayed) AS pruned
+                RETURNING 1),
+            -- What the pruning leaves of the read topics (the statement's snapshot still holds
+            -- the rows it deletes, so those are left out here).
+            backlog AS (
+                SELECT j.topic, j.partition, sum(octet_length(j.value) + COALESCE(octet_length(j.key), 0) + 32)::bigint AS bytes
+                FROM dev_broker_journal j
+                JOIN readers r ON r.topic = j.topic
+                LEFT JOIN processed p ON p.topic = j.topic AND p.partition = j.partition AND p.groups = r.groups
+                WHERE j.cluster_id = $1 AND (p.next_offset IS NULL OR j."offset" >= p.next_offset)
+                GROUP BY j.topic, j.partition)
+            SELECT NULL AS topic, NULL::int AS partition, NULL::bigint AS bytes,
+                   (SELECT count(*) FROM pruned) + (SELECT count(*) FROM replayed) AS pruned
+            UNION ALL
+            SELECT topic, partition, bytes, NULL FROM backlog
             """, [cluster, pairs.map(\.0), pairs.map(\.1)])
-        return try rows.first?.decode(Int.self, "pruned") ?? 0
+        } catch {
+            room.withLock { $0.keptDuringMeasure = nil }
+            throw error
+        }
+        var pruned = 0
+        var backlog: [String: [Int32: Int]] = [:]
+        for row in rows {
+            if let topic = try row.decode(String?.self, "topic") {
+                backlog[topic, default: [:]][Int32(try row.decode(Int.self, "partition"))] = try row.decode(Int.self, "bytes")
+            } else {
+                pruned = try row.decode(Int.self, "pruned")
+            }
+        }
+        room.withLock { room in
+            for (topic, partitions) in room.keptDuringMeasure ?? [:] {
+                for (partition, bytes) in partitions { backlog[topic, default: [:]][partition, default: 0] += bytes }
+            }
+            room.backlog = backlog
+            room.keptDuringMeasure = nil
+            room.readTopics = Set(pairs.map(\.1))
+        }
+        return pruned
     }
 
     /// Publishes every copy an earlier run left (another broker's) through `producer`, in the
@@ -176,7 +298,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
                 do { try await prune(consuming: RunningProjections.groups) } catch {
                     logger.warning("could not prune the broker journal; will retry", metadata: ["error": "\(error)"])
                 }
-                try? await Task.sleep(for: Self.pruneInterval)
+                try? await Task.sleep(for: room.withLock(\.isBusy) ? Self.busyPruneInterval : Self.pruneInterval)
             }
             // The last pass must not see the shutdown's cancellation.
             await Task {
