@@ -68,4 +68,24 @@ struct AcceptedEventLedgerIntegrationTests {
         await client.close()
         await database.drop()
     }
+
+    @Test("replicas maintaining the ledger at the same moment all succeed (each creates days the others are creating)")
+    func concurrentMaintenance() async throws {
+        try await TestDatabase.with("ingest_ledger_race") { client in
+            _ = try await PostgresMigrator(migrations: IngestSchema.migrations, logger: testLogger).migrate(client)
+            // Four replicas' maintenance at once; each round asks for days no round made yet, so every call creates tables.
+            for ahead in stride(from: 10, through: 60, by: 10) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask { _ = try await client.query("SELECT ingest_accepted_events_maintain(30, $1)", [ahead]) }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let days = try await client.query("""
+                SELECT count(*)::int AS n FROM pg_inherits WHERE inhparent = 'ingest_accepted_events'::regclass
+                """)
+            #expect(try days.first?.decode(Int.self, "n") == 62)
+        }
+    }
 }

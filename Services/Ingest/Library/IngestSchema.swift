@@ -132,6 +132,35 @@ public enum IngestSchema {
                 SELECT event_id, user_id, accepted_at FROM ingest_accepted_events_unpartitioned;
             DROP TABLE ingest_accepted_events_unpartitioned;
             """),
+        // Two ingest replicas creating the same day at once (each replica's hourly maintenance,
+        // or a first write after midnight): `CREATE TABLE IF NOT EXISTS` does not see a table
+        // another transaction has not committed, so the second failed on the catalog's unique
+        // index. The maintenance now takes a transaction-scoped advisory lock first: the second
+        // caller waits for the first and finds its days made.
+        PostgresMigration(version: 106, name: "ingest_accepted_events_maintain_serialized", sql: """
+            CREATE OR REPLACE FUNCTION ingest_accepted_events_maintain(retention_days int, ahead_days int) RETURNS int LANGUAGE plpgsql AS $$
+            DECLARE
+                today date := (now() AT TIME ZONE 'UTC')::date;
+                cutoff date := ((now() - make_interval(days => retention_days)) AT TIME ZONE 'UTC')::date;
+                part record;
+                dropped int := 0;
+            BEGIN
+                PERFORM pg_advisory_xact_lock(hashtext('ingest_accepted_events_maintain'));
+                FOR d IN -1..ahead_days LOOP
+                    PERFORM ingest_accepted_events_add_day(today + d);
+                END LOOP;
+                FOR part IN
+                    SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                    WHERE i.inhparent = 'ingest_accepted_events'::regclass AND c.relname ~ '^ingest_accepted_events_[0-9]{8}$'
+                LOOP
+                    IF to_date(right(part.relname, 8), 'YYYYMMDD') + 1 <= cutoff THEN
+                        EXECUTE format('DROP TABLE %I', part.relname);
+                        dropped := dropped + 1;
+                    END IF;
+                END LOOP;
+                RETURN dropped;
+            END $$;
+            """),
         // `room.uploads.v1` records (RoomUploadEvent), written in the transaction of the
         // upload-init or the sweep that they announce, published by the relay in id order.
         PostgresMigration(version: 120, name: "ingest_room_upload_outbox", sql: """
