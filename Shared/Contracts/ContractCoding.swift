@@ -96,9 +96,14 @@ public enum ContractCoding {
 
     /// ISO-8601 with or without fractional seconds, with `Z` or a numeric offset.
     /// `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)` with every part in range — what every client
-    /// and service writes — is read directly; anything else goes to Foundation's parser.
+    /// and service writes — is read directly; anything else made of ISO-8601's characters and
+    /// ending in a digit or `Z` goes to Foundation's parser (which by itself would take
+    /// `…:00Zgarbage` or a trailing NUL).
     public static func parseTimestamp(_ text: String) -> Date? {
         if let date = text.utf8.withContiguousStorageIfAvailable(parseCanonical) ?? nil { return date }
+        func isDigitOrZ(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: "Z") || byte == UInt8(ascii: "z") }
+        guard let last = text.utf8.last, isDigitOrZ(last),
+              text.utf8.allSatisfy({ isDigitOrZ($0) || "-:+.Tt".utf8.contains($0) }) else { return nil }
         if text.utf8.contains(UInt8(ascii: ".")), let d = try? withFraction.parse(text) { return d }
         return try? withoutFraction.parse(text)
     }

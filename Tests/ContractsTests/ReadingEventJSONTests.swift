@@ -189,5 +189,10 @@ struct ReadingEventJSONTests {
         #expect(ContractCoding.parseTimestamp("2026-11-30T08:15:30+0800") != nil)
         #expect(ContractCoding.parseTimestamp("2026-11-30 08:15:30Z") == nil)
         #expect(ContractCoding.parseTimestamp("30/11/2026") == nil)
+        // Anything after the zone, which Foundation's parser alone would ignore, makes it no timestamp.
+        for text in ["2026-11-30T08:15:30Zgarbage", "2026-11-30T08:15:30Z\u{0}", "2026-11-30T08:15:30Z ", "2026-11-30T08:15:30+0800x",
+                     "2026-11-30T08:15:30.5Z;DROP"] {
+            #expect(ContractCoding.parseTimestamp(text) == nil, "\(text.debugDescription)")
+        }
     }
 }
