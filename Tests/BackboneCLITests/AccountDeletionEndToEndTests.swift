@@ -83,7 +83,7 @@ struct AccountDeletionEndToEndTests {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let data = try await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "boto3 witness failed")
         return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
@@ -222,7 +222,7 @@ struct AccountDeletionEndToEndTests {
                 #expect(second.requestId != first.requestId && second.status == .scheduled)
                 let doomedToken = codec.issue(userID: Self.doomed, ttl: 3600)
                 var receipt: AccountDeletionResponse?
-                let completed = try await Integration.eventually(timeout: .seconds(90), every: .milliseconds(250)) {
+                let completed = await Integration.eventually(timeout: .seconds(90), every: .milliseconds(250)) {
                     let answer = await call(ingest.router, .get, "/account/deletion", user: nil, token: doomedToken)
                     receipt = try? ContractCoding.decode(AccountDeletionResponse.self, from: answer.body)
                     return receipt?.status == .completed

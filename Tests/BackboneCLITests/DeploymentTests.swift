@@ -108,7 +108,7 @@ struct DeploymentTests {
             #expect(created[topic.name]?.partitions == topic.partitions, "\(topic.name): \(topic.partitions) partitions")
         }
         // The account-deletion topic and a dead-letter topic for every consumed topic.
-        for name in ["user.deletions.v1"] + Topics.all.map(\.name).filter { !$0.hasSuffix(".dlq") } {
+        for name in ["user.deletions.v1"] + Topics.all.map(\.name).filter({ !$0.hasSuffix(".dlq") }) {
             #expect(created[name] != nil, "\(name) is created")
             #expect(created[Topics.deadLetter(for: name)] != nil, "\(Topics.deadLetter(for: name)) is created")
         }
