@@ -76,23 +76,40 @@ final class PartitionOwnership: Sendable {
         state.withLock { $0.claims.mapValues(\.generation) }
     }
 
+    /// What `begin` takes of a batch.
+    struct Begun {
+        /// The indices of the items kept.
+        var kept: [Int]
+        /// The claims they are taken under.
+        var claims: [KafkaTopicPartition: Claim]
+        /// The offsets missing before a kept record (from the next one expected, or from the
+        /// record before it in the batch): records the broker no longer had when they were
+        /// fetched (retention, or a bounded log, removed them first). Offsets of a partition are
+        /// consecutive otherwise (no producer of the system is transactional, no consumed topic
+        /// is compacted).
+        var skipped: [(partition: KafkaTopicPartition, offsets: Range<Int64>)]
+    }
+
     /// Marks a batch in flight and keeps the items of partitions still owned under the
-    /// claim they were fetched under, and not processed already; returns their indices
-    /// with the claims they are taken under.
-    func begin<Item: ProjectionItem>(_ items: [Item], fetchedUnder generations: [KafkaTopicPartition: Int64])
-        -> ([Int], [KafkaTopicPartition: Claim]) {
+    /// claim they were fetched under, and not processed already.
+    func begin<Item: ProjectionItem>(_ items: [Item], fetchedUnder generations: [KafkaTopicPartition: Int64]) -> Begun {
         state.withLock { s in
             s.inFlight = true
-            var claims: [KafkaTopicPartition: Claim] = [:]
-            let kept = items.indices.filter { index in
+            var begun = Begun(kept: [], claims: [:], skipped: [])
+            var expected: [KafkaTopicPartition: Int64] = [:]
+            for index in items.indices {
                 let record = items[index].record
-                guard let claim = s.claims[record.topicPartition], claim.generation == generations[record.topicPartition] else {
-                    return false
+                let tp = record.topicPartition
+                guard let claim = s.claims[tp], claim.generation == generations[tp],
+                      claim.nextOffset < 0 || record.offset >= claim.nextOffset else { continue }
+                begun.claims[tp] = claim
+                if let next = expected[tp] ?? (claim.nextOffset >= 0 ? claim.nextOffset : nil), record.offset > next {
+                    begun.skipped.append((tp, next..<record.offset))
                 }
-                claims[record.topicPartition] = claim
-                return claim.nextOffset < 0 || record.offset >= claim.nextOffset
+                expected[tp] = record.offset + 1
+                begun.kept.append(index)
             }
-            return (kept, claims)
+            return begun
         }
     }
 

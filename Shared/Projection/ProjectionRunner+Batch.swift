@@ -78,7 +78,14 @@ extension ProjectionRunner {
     /// Applies and commits a batch; never skips a record except into the DLQ. Returns the
     /// after-commit work, or nil when nothing was committed.
     func process(_ batch: FetchedBatch) async -> [P.Effects]? {
-        let (kept, initialClaims) = ownership.begin(batch.items, fetchedUnder: batch.generations)
+        let begun = ownership.begin(batch.items, fetchedUnder: batch.generations)
+        let (kept, initialClaims) = (begun.kept, begun.claims)
+        for (tp, offsets) in begun.skipped {
+            logger.error("records removed by the broker before this projection read them; they are not applied", metadata: [
+                "kafka.topic": "\(tp.topic)", "kafka.partition": "\(tp.partition)", "offsets.expected": "\(offsets.lowerBound)",
+                "offsets.next": "\(offsets.upperBound)", "records.skipped": "\(offsets.count)"])
+            metrics.increment("projection_records_skipped_total", by: Double(offsets.count), labels: ["group": configuration.groupID])
+        }
         var claims = initialClaims
         var lost = Set<KafkaTopicPartition>()
         var effects: [P.Effects] = []

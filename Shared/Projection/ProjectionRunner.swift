@@ -106,6 +106,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                          help: "Consumers replaced after they failed (the projection resumed without a process restart).")
         metrics.describe("projection_offset_resets_total", type: "counter",
                          help: "Stored positions not trusted on assignment (other cluster, beyond or below the watermarks).")
+        metrics.describe("projection_records_skipped_total", type: "counter",
+                         help: "Records the broker removed (retention) before the projection read them, found as a gap in the offsets while it ran.")
         metrics.describe("projection_assignment_stalls_total", type: "counter",
                          help: "Consumers replaced because they held no partition while records waited that no member processed.")
     }

@@ -91,6 +91,67 @@ struct StoredPositionTests {
         return (id, reached)
     }
 
+    @Test("""
+        records the broker removed while the projection was behind (a lock held its writes) are counted and logged as \
+        skipped, not passed over in silence
+        """, .enabled(if: Integration.isEnabled))
+    func skippedWhileRunning() async throws {
+        let database = try await TestDatabase.create("skipped_records")
+        let client = database.client()
+        let cluster = try EmbeddedKafkaCluster(brokers: 1)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
+        let admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
+        let metrics = MetricsRegistry()
+        var task: Task<Void, any Error>?
+        do {
+            _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: .disabled).migrate(client)
+            for topic in ["gap.events", "gap.events.progress", "gap.events.dlq"] { try cluster.createTopic(topic, partitions: 1) }
+            func send(_ events: [ReadingEventRecord]) async throws {
+                let records = try events.map { KafkaProducerRecord(topic: "gap.events", key: Array($0.materialId.utf8), value: try ContractCoding.encode($0)) }
+                for result in await producer.send(records) { _ = try result.get() }
+            }
+            let context = ServiceContext(
+                name: "progress-projector",
+                configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
+                                                   jwtSecret: "gap-secret-0123456789abcdef", httpPort: 0),
+                database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
+            let runner = ProgressProjectorService(
+                context: context,
+                configuration: ProgressConfiguration(eventsTopic: "gap.events", progressTopic: "gap.events.progress", groupID: "g-gap")).makeRunner()
+            task = Task { try await runner.run() }
+            // A first few applied: the partition has a stored position.
+            try await send(Self.events(count: 10, seconds: 1, seed: 20))
+            #expect(try await Integration.eventually(timeout: .seconds(60)) { try await Self.totalSeconds(client) == 10 })
+            // Its writes held by a lock, the projection falls behind while ~90 MB arrive: more than it
+            // prefetches (its buffer of 10,000 records and librdkafka's queue; 80,000 records were
+            // not) and than the broker's 5 MB.
+            let more = Self.events(count: 200_000, seconds: 1, seed: 21)
+            try await client.withTransaction { connection in
+                try await connection.execute("LOCK TABLE progress_event_log IN ACCESS EXCLUSIVE MODE")
+                for start in stride(from: 0, to: more.count, by: 2_000) { try await send(Array(more[start..<start + 2_000])) }
+            }
+            let marks = try await admin.watermarks(topic: "gap.events", partition: 0)
+            #expect(marks.high == 200_010 && marks.low > 10, "the broker dropped records the projection had not read: \(marks)")
+            let caughtUp = try await Integration.eventually(timeout: .seconds(90)) {
+                try await client.query("SELECT next_offset FROM consumer_offsets WHERE group_id = 'g-gap'").first?.decode(Int64.self, "next_offset") == marks.high
+            }
+            #expect(caughtUp)
+            let applied = try await client.query("SELECT count(*)::bigint AS n FROM progress_event_log").first?.decode(Int64.self, "n") ?? 0
+            let line = metrics.render().split(separator: "\n").first { $0.hasPrefix(#"projection_records_skipped_total{group="g-gap"}"#) }
+            let skipped = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }.map { Int64($0) } ?? 0
+            #expect(skipped > 0, "the gap is counted (applied \(applied), \(marks))")
+            #expect(applied + skipped == marks.high, "applied \(applied) + skipped \(skipped) account for every offset")
+        } catch {
+            Issue.record(error)
+        }
+        task?.cancel()
+        _ = await task?.result
+        await producer.shutdown()
+        cluster.shutdown()
+        await client.close()
+        await database.drop()
+    }
+
     @Test("backbone dev restarted in the same folder: the new broker's events are applied, not skipped below the old positions",
           .enabled(if: Integration.isEnabled))
     func newClusterSameDatabase() async throws {
