@@ -340,24 +340,31 @@ struct LagSample: Sendable {
     var at: ContinuousClock.Instant
     /// "group topic" → records behind, summed over partitions.
     var lag: [String: Int64]
+    /// `projection_records_skipped_total` of every service, summed: records the broker removed
+    /// before a consumer read them (the embedded broker keeps 5 MB a partition), which would
+    /// otherwise pass for a lag that went back to zero.
+    var skipped: Int64
 }
 
-func scrapeLag(_ ports: [Int]) -> [String: Int64] {
+func scrapeLag(_ ports: [Int]) -> (lag: [String: Int64], skipped: Int64) {
     var lag: [String: Int64] = [:]
+    var skipped: Int64 = 0
     for port in ports {
         guard let client = try? LoadClient(port: port),
               let response = try? client.exchange(Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)) else { continue }
-        for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n") where line.hasPrefix("kafka_consumer_lag{") {
+        for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n") {
+            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            if line.hasPrefix("projection_records_skipped_total{") { skipped += Int64(value) }
+            guard line.hasPrefix("kafka_consumer_lag{") else { continue }
             func label(_ name: String) -> String? {
                 guard let r = line.range(of: "\(name)=\"") else { return nil }
                 return String(line[r.upperBound...].prefix { $0 != "\"" })
             }
-            guard let group = label("group"), let topic = label("topic"),
-                  let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            guard let group = label("group"), let topic = label("topic") else { continue }
             lag["\(group) \(topic)", default: 0] += Int64(value)
         }
     }
-    return lag
+    return (lag, skipped)
 }
 
 func percentile(_ values: [Double], _ p: Double) -> Double? {
@@ -381,6 +388,8 @@ struct StepResult: Sendable {
     var postP50: Double
     var postP99: Double
     var consumers: [ConsumerLag]
+    /// Records the consumers never read because the broker had removed them.
+    var skipped: Int64
     var get: [Double]
     var summary: [Double]
     var websocket: [Double]
@@ -392,7 +401,7 @@ struct StepResult: Sendable {
     var loadAverage: String
 
     var sustainable: Bool {
-        !consumers.isEmpty && consumers.allSatisfy { $0.seconds.p99 < 1 && $0.drainedAfter != nil } && failedRequests == 0
+        !consumers.isEmpty && consumers.allSatisfy { $0.seconds.p99 < 1 && $0.drainedAfter != nil } && failedRequests == 0 && skipped == 0
     }
 
     /// CPU of the whole machine's share of the pipeline (every stage, PostgreSQL, the broker and
@@ -420,6 +429,7 @@ struct StepResult: Sendable {
         print("  CPU per accepted event (µs; each service with its PostgreSQL backends) "
               + perEvent.map { String(format: "%@ %.0f", $0.name, $0.micros) }.joined(separator: ", ")
               + String(format: "; total %.0f µs → at most %.0f events/s on %d cores", totalMicros, ceiling, Self.cores))
+        if skipped > 0 { print("  records the broker removed before a consumer read them: \(skipped)") }
         print("  sustainable: \(sustainable ? "yes" : "no")")
     }
 }
@@ -440,8 +450,8 @@ enum Step {
         let stop = Atomic<Bool>(false)
         let sampler = Task {
             while !stop.load(ordering: .relaxed) {
-                let lag = try await Load.onThread { scrapeLag(ports) }
-                samples.withLock { $0.append(LagSample(at: .now, lag: lag)) }
+                let scraped = try await Load.onThread { scrapeLag(ports) }
+                samples.withLock { $0.append(LagSample(at: .now, lag: scraped.lag, skipped: scraped.skipped)) }
                 try await Task.sleep(for: .milliseconds(250))
             }
         }
@@ -504,6 +514,7 @@ enum Step {
         return StepResult(
             rate: rate, acceptedPerSecond: Double(load.acceptedEvents) / loadSeconds, failedRequests: load.failures,
             postP50: load.percentile(0.5), postP99: load.percentile(0.99), consumers: consumers,
+            skipped: (all.last?.skipped ?? 0) - (all.first?.skipped ?? 0),
             get: timings.compactMap(\.get), summary: timings.compactMap(\.summary), websocket: timings.compactMap(\.websocket),
             probes: timings.count,
             cpu: processSeconds.map { (name: $0.0, cores: $0.1 / loadSeconds) },
