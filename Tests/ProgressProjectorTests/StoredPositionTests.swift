@@ -63,6 +63,26 @@ struct StoredPositionTests {
 
     /// One broker's life: a fresh embedded cluster, `events` produced, the projector run
     /// against `database` until the read model holds `expectedSeconds`.
+    /// `events` as records of `topic` (keyed by material).
+    static func send(_ events: [ReadingEventRecord], to topic: String, through producer: KafkaProducer) async throws {
+        let records = try events.map { KafkaProducerRecord(topic: topic, key: Array($0.materialId.utf8), value: try ContractCoding.encode($0)) }
+        for result in await producer.send(records) { _ = try result.get() }
+    }
+
+    /// The progress projector's runner on `topic` (its progress and dead-letter topics beside it) of `cluster`.
+    static func projector(_ cluster: EmbeddedKafkaCluster, topic: String, group: String, database: TestDatabase, client: PostgresClient,
+                          producer: KafkaProducer, admin: KafkaAdmin, metrics: MetricsRegistry)
+        -> ProjectionRunner<ReadingProgressProjection> {
+        let context = ServiceContext(
+            name: "progress-projector",
+            configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
+                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0),
+            database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
+        return ProgressProjectorService(
+            context: context,
+            configuration: ProgressConfiguration(eventsTopic: topic, progressTopic: topic + ".progress", groupID: group)).makeRunner()
+    }
+
     static func brokerLife(database: TestDatabase, client: PostgresClient, events: [ReadingEventRecord], metrics: MetricsRegistry,
                            expectedSeconds: Int64) async throws -> (cluster: String?, reached: Bool) {
         let cluster = try EmbeddedKafkaCluster(brokers: 1)
@@ -70,17 +90,9 @@ struct StoredPositionTests {
         for topic in ["restart.events", "restart.events.progress", "restart.events.dlq"] { try cluster.createTopic(topic, partitions: 3) }
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
         let admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
-        let records = try events.map { KafkaProducerRecord(topic: "restart.events", key: Array($0.materialId.utf8), value: try ContractCoding.encode($0)) }
-        for result in await producer.send(records) { _ = try result.get() }
-        let context = ServiceContext(
-            name: "progress-projector",
-            configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0),
-            database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
-        let runner = ProgressProjectorService(
-            context: context,
-            configuration: ProgressConfiguration(eventsTopic: "restart.events", progressTopic: "restart.events.progress",
-                                                 groupID: "g-restart")).makeRunner()
+        try await send(events, to: "restart.events", through: producer)
+        let runner = projector(cluster, topic: "restart.events", group: "g-restart", database: database, client: client,
+                               producer: producer, admin: admin, metrics: metrics)
         let task = Task { try await runner.run() }
         let reached = try await Integration.eventually(timeout: .seconds(60)) { try await totalSeconds(client) == expectedSeconds }
         task.cancel()
@@ -106,18 +118,9 @@ struct StoredPositionTests {
         do {
             _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: .disabled).migrate(client)
             for topic in ["gap.events", "gap.events.progress", "gap.events.dlq"] { try cluster.createTopic(topic, partitions: 1) }
-            func send(_ events: [ReadingEventRecord]) async throws {
-                let records = try events.map { KafkaProducerRecord(topic: "gap.events", key: Array($0.materialId.utf8), value: try ContractCoding.encode($0)) }
-                for result in await producer.send(records) { _ = try result.get() }
-            }
-            let context = ServiceContext(
-                name: "progress-projector",
-                configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                                   jwtSecret: "gap-secret-0123456789abcdef", httpPort: 0),
-                database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
-            let runner = ProgressProjectorService(
-                context: context,
-                configuration: ProgressConfiguration(eventsTopic: "gap.events", progressTopic: "gap.events.progress", groupID: "g-gap")).makeRunner()
+            func send(_ events: [ReadingEventRecord]) async throws { try await Self.send(events, to: "gap.events", through: producer) }
+            let runner = Self.projector(cluster, topic: "gap.events", group: "g-gap", database: database, client: client,
+                                        producer: producer, admin: admin, metrics: metrics)
             task = Task { try await runner.run() }
             // A first few applied: the partition has a stored position.
             try await send(Self.events(count: 10, seconds: 1, seed: 20))

@@ -138,27 +138,11 @@ public enum IngestSchema {
         // index. The maintenance now takes a transaction-scoped advisory lock first: the second
         // caller waits for the first and finds its days made.
         PostgresMigration(version: 106, name: "ingest_accepted_events_maintain_serialized", sql: """
-            CREATE OR REPLACE FUNCTION ingest_accepted_events_maintain(retention_days int, ahead_days int) RETURNS int LANGUAGE plpgsql AS $$
-            DECLARE
-                today date := (now() AT TIME ZONE 'UTC')::date;
-                cutoff date := ((now() - make_interval(days => retention_days)) AT TIME ZONE 'UTC')::date;
-                part record;
-                dropped int := 0;
+            ALTER FUNCTION ingest_accepted_events_maintain(int, int) RENAME TO ingest_accepted_events_maintain_days;
+            CREATE FUNCTION ingest_accepted_events_maintain(retention_days int, ahead_days int) RETURNS int LANGUAGE plpgsql AS $$
             BEGIN
                 PERFORM pg_advisory_xact_lock(hashtext('ingest_accepted_events_maintain'));
-                FOR d IN -1..ahead_days LOOP
-                    PERFORM ingest_accepted_events_add_day(today + d);
-                END LOOP;
-                FOR part IN
-                    SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-                    WHERE i.inhparent = 'ingest_accepted_events'::regclass AND c.relname ~ '^ingest_accepted_events_[0-9]{8}$'
-                LOOP
-                    IF to_date(right(part.relname, 8), 'YYYYMMDD') + 1 <= cutoff THEN
-                        EXECUTE format('DROP TABLE %I', part.relname);
-                        dropped := dropped + 1;
-                    END IF;
-                END LOOP;
-                RETURN dropped;
+                RETURN ingest_accepted_events_maintain_days(retention_days, ahead_days);
             END $$;
             """),
         // `room.uploads.v1` records (RoomUploadEvent), written in the transaction of the
