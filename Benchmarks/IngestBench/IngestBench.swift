@@ -148,6 +148,10 @@ struct IngestBench {
         let serverNew = try await serverSideLedger(database, insert: """
             INSERT INTO ingest_accepted_events (event_id, user_id) SELECT id, 'user-1' FROM unnest(ids) AS t (id)
             """, lookup: """
+            SELECT count(*) INTO n FROM ingest_accepted_events_find(ids, now() - interval '2 hours')
+            """)
+        // The by-day lookup before migration 107: one index probe per id.
+        let serverProbe = try await serverSideLedger(database, insert: "n := 0", lookup: """
             SELECT count(*) INTO n FROM unnest(ids) AS k (id) CROSS JOIN LATERAL (SELECT 1 FROM ingest_accepted_events e
                 WHERE e.event_id = k.id AND e.accepted_at >= now() - interval '2 hours' AND e.accepted_at < now() + interval '1 hour' LIMIT 1) AS f
             """)
@@ -176,6 +180,8 @@ struct IngestBench {
                      serverNew.insert, serverNew.lookup, 1e6 / (serverNew.insert + serverNew.lookup),
                      serverPrevious.insert, serverPrevious.lookup, 1e6 / (serverPrevious.insert + serverPrevious.lookup),
                      (serverPrevious.insert + serverPrevious.lookup) / (serverNew.insert + serverNew.lookup)))
+        print(String(format: "                                 by-day lookup as one probe per id (before migration 107): %.2f µs/id",
+                     serverProbe.lookup))
         print("")
         /// Column-aligned stage names (`%-34@` does not pad on Linux).
         func label(_ text: String) -> NSString { text.padding(toLength: 34, withPad: " ", startingAt: 0) as NSString }

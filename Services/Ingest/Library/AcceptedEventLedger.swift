@@ -36,16 +36,9 @@ public struct AcceptedEventLedger: Sendable {
         earliestAcceptanceAllowance = maxClockSkewAhead + 3600
         lookups = Coalescer(concurrentRuns: 2) { items in
             let earliest = items.lazy.map(\.earliest).min() ?? .distantPast
-            // One index probe per id (LATERAL … LIMIT 1): with `= ANY(array)` the planner
-            // switches to a sequential scan of a partition once a coalesced array is large
-            // next to it, which is most of the day.
-            let rows = try await database.query("""
-                SELECT k.id::text AS event_id FROM unnest($1::uuid[]) AS k (id)
-                CROSS JOIN LATERAL (
-                    SELECT 1 FROM ingest_accepted_events e
-                    WHERE e.event_id = k.id AND e.accepted_at >= $2 AND e.accepted_at < now() + interval '1 hour'
-                    LIMIT 1) AS found
-                """, [items.map(\.key), earliest])
+            // One index scan of the sorted ids per day, its plan pinned (migration 107).
+            let rows = try await database.query("SELECT event_id FROM ingest_accepted_events_find($1::uuid[], $2)",
+                                                [items.map(\.key), earliest])
             var found: Set<String> = []
             for row in rows { found.insert(try row.decode(String.self, "event_id")) }
             return found
