@@ -63,7 +63,7 @@ public final class KafkaProducer: Sendable {
         guard !records.isEmpty else { return [] }
         if let journal {
             do { try await journal.admit(records) } catch {
-                let failure = KafkaError(code: .backlogFull, message: "not sent: \(error)", isRetriable: true)
+                let failure = error as? KafkaError ?? KafkaError(code: .backlogFull, message: "not sent: \(error)", isRetriable: true)
                 return records.map { _ in .failure(failure) }
             }
         }

@@ -57,7 +57,8 @@ public struct KafkaDelivery: Sendable {
 public protocol KafkaDeliveryJournal: Sendable {
     /// Called before `records` are sent: returns once the broker has room for them, so that
     /// no record it holds unprocessed is dropped to make room (a broker that keeps a bounded
-    /// log in memory). A throw makes the producer fail them unsent (`KafkaError.Code.backlogFull`).
+    /// log in memory). A throw makes the producer fail them unsent (with that error when it is
+    /// a `KafkaError`, else as `KafkaError.Code.backlogFull`).
     /// Every call that returns is followed by one `settle(_:)` of the same records.
     func admit(_ records: [KafkaProducerRecord]) async throws
     /// Keeps `deliveries` (acknowledged records, in send order). A throw makes the producer

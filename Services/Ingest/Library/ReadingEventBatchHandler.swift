@@ -110,7 +110,7 @@ struct ReadingEventBatchHandler: Sendable {
         stages.lap("ledger_record")
         if let failure {
             metrics.increment("ingest_kafka_failures_total")
-            logger.error("Kafka did not acknowledge the batch", metadata: [
+            logger.error("the batch was not stored in Kafka (not acknowledged, or not sent)", metadata: [
                 "kafka.topic": configuration.readingEventsTopic, "error": failure.description,
                 "ingest.acknowledged": String(acknowledged.count), "ingest.events": String(candidates.count),
             ])
