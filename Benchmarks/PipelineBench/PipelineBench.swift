@@ -353,9 +353,13 @@ func scrapeLag(_ ports: [Int]) -> (lag: [String: Int64], skipped: Int64) {
         guard let client = try? LoadClient(port: port),
               let response = try? client.exchange(Array("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)) else { continue }
         for line in String(decoding: response.body, as: UTF8.self).split(separator: "\n") {
-            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
-            if line.hasPrefix("projection_records_skipped_total{") { skipped += Int64(value) }
-            guard line.hasPrefix("kafka_consumer_lag{") else { continue }
+            let isSkipped = line.hasPrefix("projection_records_skipped_total{")
+            guard isSkipped || line.hasPrefix("kafka_consumer_lag{"),
+                  let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            if isSkipped {
+                skipped += Int64(value)
+                continue
+            }
             func label(_ name: String) -> String? {
                 guard let r = line.range(of: "\(name)=\"") else { return nil }
                 return String(line[r.upperBound...].prefix { $0 != "\"" })

@@ -131,13 +131,22 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
             """) }
     }
 
-    /// The bytes `record` takes in the broker's log, near enough: key, value and an upper bound
-    /// of a record's own framing (its batch's header is covered by `backlogLimit`'s margin).
-    static func bytes(_ record: KafkaProducerRecord) -> Int { record.value.count + (record.key?.count ?? 0) + 32 }
+    /// An upper bound of a record's own framing in the broker's log (its batch's header is
+    /// covered by `backlogLimit`'s margin).
+    static let recordFraming = 32
 
-    func admit(_ records: [KafkaProducerRecord]) async throws {
+    /// The bytes `record` takes in the broker's log, near enough: key, value and framing.
+    static func bytes(_ record: KafkaProducerRecord) -> Int { record.value.count + (record.key?.count ?? 0) + recordFraming }
+
+    /// `bytes(_:)` of `records`, summed per topic.
+    static func bytesByTopic(_ records: some Sequence<KafkaProducerRecord>) -> [String: Int] {
         var bytes: [String: Int] = [:]
         for record in records { bytes[record.topic, default: 0] += Self.bytes(record) }
+        return bytes
+    }
+
+    func admit(_ records: [KafkaProducerRecord]) async throws {
+        let bytes = Self.bytesByTopic(records)
         let deadline = ContinuousClock.now + admissionWait
         while true {
             let admitted = room.withLock { room in
@@ -159,18 +168,22 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
 
     func keep(_ deliveries: [KafkaDelivery]) async throws {
         try await inserts.run(deliveries)
+        var kept: [KafkaTopicPartition: Int] = [:]
+        for delivery in deliveries {
+            kept[KafkaTopicPartition(topic: delivery.report.topic, partition: delivery.report.partition), default: 0] += Self.bytes(delivery.record)
+        }
         room.withLock { room in
-            for delivery in deliveries {
-                let bytes = Self.bytes(delivery.record)
-                room.backlog[delivery.report.topic, default: [:]][delivery.report.partition, default: 0] += bytes
-                room.keptDuringMeasure?[delivery.report.topic, default: [:]][delivery.report.partition, default: 0] += bytes
+            for (tp, bytes) in kept {
+                room.backlog[tp.topic, default: [:]][tp.partition, default: 0] += bytes
+                room.keptDuringMeasure?[tp.topic, default: [:]][tp.partition, default: 0] += bytes
             }
         }
     }
 
     func settle(_ records: [KafkaProducerRecord]) {
+        let bytes = Self.bytesByTopic(records)
         room.withLock { room in
-            for record in records { room.inFlight[record.topic, default: 0] -= Self.bytes(record) }
+            for (topic, count) in bytes { room.inFlight[topic, default: 0] -= count }
         }
     }
 
@@ -205,7 +218,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
             -- What the pruning leaves of the read topics (the statement's snapshot still holds
             -- the rows it deletes, so those are left out here).
             backlog AS (
-                SELECT j.topic, j.partition, sum(octet_length(j.value) + COALESCE(octet_length(j.key), 0) + 32)::bigint AS bytes
+                SELECT j.topic, j.partition, sum(octet_length(j.value) + COALESCE(octet_length(j.key), 0) + \(Self.recordFraming))::bigint AS bytes
                 FROM dev_broker_journal j
                 JOIN readers r ON r.topic = j.topic
                 LEFT JOIN processed p ON p.topic = j.topic AND p.partition = j.partition AND p.groups = r.groups
