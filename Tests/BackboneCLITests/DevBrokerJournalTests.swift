@@ -146,39 +146,17 @@ struct DevBrokerJournalTests {
             let admin = try KafkaAdmin(bootstrapServers: broker.cluster.bootstrapServers, logger: .disabled)
             let group = RunningProjections.Group(groupID: "lagging", topics: ["t.read"])
             try await broker.journal.prune(consuming: [group])
-            // 200 records of 1 KiB a send; twice what the broker keeps of a partition, at most.
-            func batch(_ topic: String) -> [KafkaProducerRecord] {
-                (0..<200).map { _ in KafkaProducerRecord(topic: topic, value: [UInt8](repeating: 0x61, count: 1024)) }
-            }
-            let sends = 2 * DevBrokerJournal.brokerPartitionBytes / (200 * 1024)
-
             // The witness: without the journal, the broker drops the oldest records past its limit.
             let plain = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: broker.cluster.bootstrapServers),
                                           logger: .disabled)
-            for _ in 0..<sends { for result in await plain.send(batch("t.unjournaled")) { _ = try result.get() } }
+            for _ in 0..<Self.sends { for result in await plain.send(Self.batch("t.unjournaled")) { _ = try result.get() } }
             await plain.shutdown()
             #expect(try await admin.watermarks(topic: "t.unjournaled", partition: 0).low > 0)
 
-            var delivered = 0
-            var refusal: KafkaError?
-            for _ in 0..<sends {
-                let results = await broker.producer.send(batch("t.read"))
-                if case .failure(let error) = results[0] {
-                    refusal = error
-                    #expect(results.allSatisfy { if case .failure = $0 { true } else { false } }, "a refused send sends none of its records")
-                    break
-                }
-                for result in results { _ = try result.get() }
-                delivered += results.count
-            }
-            let error = try #require(refusal, "every send was admitted while nothing was processed")
-            #expect(error.code == .backlogFull && error.isRetriable, "\(error)")
-            let marks = try await admin.watermarks(topic: "t.read", partition: 0)
-            #expect(marks.low == 0 && marks.high == Int64(delivered), "every delivered record is still in the broker: \(marks)")
-            #expect(delivered * 1024 <= DevBrokerJournal.backlogLimit)
+            let delivered = try await sendUntilRefused(broker.producer, topic: "t.read", admin: admin)
 
             // A send waiting for room goes through once the group processed what it held.
-            let waiting = Task { await broker.producer.send(batch("t.read")) }
+            let waiting = Task { await broker.producer.send(Self.batch("t.read")) }
             try await Task.sleep(for: .milliseconds(200))
             _ = try await client.execute("""
                 INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner, cluster_id) VALUES ('lagging', 't.read', 0, $1, 'x', $2)
@@ -186,6 +164,90 @@ struct DevBrokerJournalTests {
             #expect(try await broker.journal.prune(consuming: [group]) == delivered)
             for result in await waiting.value { _ = try result.get() }
             await broker.producer.shutdown()
+        }
+    }
+
+    /// 200 records of 1 KiB: one send of `sendUntilRefused`.
+    static func batch(_ topic: String) -> [KafkaProducerRecord] {
+        (0..<200).map { _ in KafkaProducerRecord(topic: topic, value: [UInt8](repeating: 0x61, count: 1024)) }
+    }
+
+    /// Sends of `batch` it takes to offer twice what the broker keeps of a partition.
+    static let sends = 2 * DevBrokerJournal.brokerPartitionBytes / (200 * 1024)
+
+    /// Sends `batch(topic)` (partition 0 of `topic`, whose readers process nothing) until the
+    /// journal refuses one; expects the refusal before the broker dropped any record. Returns
+    /// how many records were delivered.
+    func sendUntilRefused(_ producer: KafkaProducer, topic: String, admin: KafkaAdmin) async throws -> Int {
+        var delivered = 0
+        var refusal: KafkaError?
+        for _ in 0..<Self.sends {
+            let results = await producer.send(Self.batch(topic))
+            if case .failure(let error) = results[0] {
+                refusal = error
+                #expect(results.allSatisfy { if case .failure = $0 { true } else { false } }, "a refused send sends none of its records")
+                break
+            }
+            for result in results { _ = try result.get() }
+            delivered += results.count
+        }
+        let error = try #require(refusal, "every send was admitted while nothing was processed")
+        #expect(error.code == .backlogFull && error.isRetriable, "\(error)")
+        let marks = try await admin.watermarks(topic: topic, partition: 0)
+        #expect(marks.low == 0 && marks.high == Int64(delivered), "every delivered record is still in the broker: \(marks)")
+        #expect(delivered * 1024 <= DevBrokerJournal.backlogLimit)
+        return delivered
+    }
+
+    @Test("""
+        an operator command producing from a process of its own to a dev stack's broker journals what it sends and \
+        waits for the stack's consumers as the stack's sends do; to any other broker it produces without a journal
+        """)
+    func commandsJournalToTheStacksBroker() async throws {
+        try await withDatabase { client in
+            let stack = try await journaledBroker(client, topics: [("t.read", 1)])
+            defer { stack.cluster.shutdown() }
+            let settings = KafkaSettings(brokers: stack.cluster.bootstrapServers, logger: .disabled)
+            let unregistered = try await CommandProducer.open(clientID: "backbone-test", settings: settings, database: client)
+            #expect(unregistered.journal == nil, "a broker no dev stack registered")
+            await unregistered.shutdown()
+
+            // The stack registers its broker at start and its readers at each pruning pass.
+            try await stack.journal.register()
+            let group = RunningProjections.Group(groupID: "lagging", topics: ["t.read"])
+            try await stack.journal.prune(consuming: [group])
+            let command = try await CommandProducer.open(clientID: "backbone-test", settings: settings, database: client)
+            #expect(command.journal != nil)
+            await command.shutdown()
+
+            let guest = try #require(try await DevBrokerJournal.attach(brokers: stack.cluster.bootstrapServers, database: client,
+                                                                       admissionWait: .seconds(1), logger: .disabled))
+            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: stack.cluster.bootstrapServers),
+                                             journal: guest, logger: .disabled)
+            let admin = try KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled)
+            let delivered = try await sendUntilRefused(producer, topic: "t.read", admin: admin)
+            #expect(try await journalRows(client).count == delivered, "every record the command sent is kept")
+
+            // Its own pruning sees the group move (the stack's pruner does not run here).
+            let waiting = Task { await producer.send(Self.batch("t.read")) }
+            try await Task.sleep(for: .milliseconds(200))
+            _ = try await client.execute("""
+                INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner, cluster_id) VALUES ('lagging', 't.read', 0, $1, 'x', $2)
+                """, [Int64(delivered), guest.cluster])
+            for result in await waiting.value { _ = try result.get() }
+            await producer.shutdown()
+            await guest.detach()
+            #expect(try await journalRows(client).map(\.offset) == Array(Int64(delivered)..<Int64(delivered + 200)),
+                    "the processed copies are dropped, the rest kept")
+
+            // Another broker, and a database no dev stack ran on.
+            let other = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+            defer { other.shutdown() }
+            #expect(try await DevBrokerJournal.attach(brokers: other.bootstrapServers, database: client, logger: .disabled) == nil)
+            let onBare = try await TestDatabase.with("nojournal") { bare in
+                try await DevBrokerJournal.attach(brokers: stack.cluster.bootstrapServers, database: bare, logger: .disabled)
+            }
+            #expect(onBare == nil)
         }
     }
 

@@ -106,13 +106,7 @@ extension DeadLetterCommand {
     /// every record of it was acknowledged. Returns how many were sent.
     static func produce(_ letters: [Letter], dlq: String, cluster: String?, settings: KafkaSettings,
                         client: PostgresClient) async throws -> Int {
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(
-                bootstrapServers: settings.brokers, clientID: "backbone-dlq-replay", deliveryTimeout: .seconds(30)), logger: settings.logger)
-        } catch {
-            throw CommandError(code: .kafkaUnavailable, message: "cannot start a producer: \(error.message)", context: settings.brokers)
-        }
+        let producer = try await CommandProducer.open(clientID: "backbone-dlq-replay", settings: settings, database: client)
         let progress = CommandProgress(command: "dlq replay", total: letters.count)
         var sent = 0
         do {

@@ -28,6 +28,11 @@ import Synchronization
 /// it), a send waits for the consumers, and after `admissionWait` fails unsent — ingest answers
 /// 503 with `Retry-After`, an outbox keeps its row.
 ///
+/// The operator commands that produce (`backbone republish`, `backbone dlq replay`) run as
+/// processes of their own: against a broker the stack registered (`register()`), they produce
+/// through a journal of that stack's table too (`attach(brokers:database:logger:)`), admitted by
+/// the same room, which they measure from the readers the stack registered.
+///
 /// Headers are not part of the copy (no producer of the system sets any).
 final class DevBrokerJournal: KafkaDeliveryJournal {
     static let pruneInterval = Duration.milliseconds(500)
@@ -52,6 +57,8 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     let admissionWait: Duration
     private let inserts: Coalescer<KafkaDelivery, Void>
     private let room = Mutex(Room())
+    /// The pruning of an attached journal (`attach`), which runs in the producer's process.
+    private let guestPruning = Mutex<Task<Void, Never>?>(nil)
 
     /// What the broker holds unprocessed, as far as the journal knows it.
     private struct Room {
@@ -108,9 +115,20 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         return StoredOffsets.clusterIdentity(try await admin.clusterID(), bootstrapServers: brokers)
     }
 
-    /// Creates the journal's table (the dev stack's own; no service reads it).
+    /// Creates the journal's tables (the dev stack's own; no service reads them).
     static func prepare(_ database: PostgresClient) async throws {
         try await database.withConnection { connection in try await connection.runScript("""
+            -- The brokers of dev stacks whose records are journaled, and the consumer groups
+            -- of each stack and the topics they read: what a producer of another process
+            -- (an operator command) needs to journal its records and measure the room.
+            CREATE TABLE IF NOT EXISTS dev_broker_journal_brokers (
+                cluster_id text PRIMARY KEY,
+                registered_at timestamptz NOT NULL DEFAULT now());
+            CREATE TABLE IF NOT EXISTS dev_broker_journal_readers (
+                cluster_id text NOT NULL,
+                group_id text NOT NULL,
+                topic text NOT NULL,
+                PRIMARY KEY (cluster_id, group_id, topic));
             CREATE TABLE IF NOT EXISTS dev_broker_journal (
                 cluster_id text NOT NULL,
                 topic text NOT NULL,
@@ -129,6 +147,57 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
                 RETURN NULL;
             END $$;
             """) }
+    }
+
+    /// Registers this run's broker as journaled, so that the operator commands producing to it
+    /// journal their records too; forgets the brokers of earlier runs whose copies are all gone
+    /// (call it after `DevRecovery` republished them).
+    func register() async throws {
+        _ = try await database.query("""
+            WITH gone AS (
+                DELETE FROM dev_broker_journal_brokers b
+                WHERE b.cluster_id <> $1 AND NOT EXISTS (SELECT 1 FROM dev_broker_journal j WHERE j.cluster_id = b.cluster_id)
+                RETURNING b.cluster_id),
+            readers AS (DELETE FROM dev_broker_journal_readers r USING gone g WHERE r.cluster_id = g.cluster_id)
+            INSERT INTO dev_broker_journal_brokers (cluster_id) VALUES ($1) ON CONFLICT DO NOTHING
+            """, [cluster])
+    }
+
+    /// A journal for a producer of another process to the broker at `brokers`, when `database`
+    /// holds the journal of a running `backbone dev` whose broker that is (`register()`); nil
+    /// otherwise (a broker of another kind, a database without the journal). Sends wait up to
+    /// `admissionWait` for room. Its pruning runs until `detach()`.
+    static func attach(brokers: String, database: PostgresClient, admissionWait: Duration = .seconds(30),
+                       logger: Logger) async throws -> DevBrokerJournal? {
+        guard let cluster = try await clusterIdentity(brokers: brokers, logger: logger) else { return nil }
+        let registration: PostgresRows
+        do {
+            registration = try await database.query("SELECT 1 FROM dev_broker_journal_brokers WHERE cluster_id = $1", [cluster])
+        } catch {
+            // No dev stack ever ran on this database.
+            if error.sqlState == "42P01" { return nil }
+            throw error
+        }
+        guard !registration.isEmpty else { return nil }
+        let journal = DevBrokerJournal(database: database, cluster: cluster, admissionWait: admissionWait)
+        // The room before the first send, then measured while the process produces.
+        try await journal.prune(consuming: try await journal.registeredReaders())
+        journal.guestPruning.withLock { $0 = Task { await journal.pruneUntilCancelled(readers: journal.registeredReaders, logger: logger) } }
+        return journal
+    }
+
+    /// Stops an attached journal's pruning, after one last pass.
+    func detach() async {
+        let pruning = guestPruning.withLock { task in defer { task = nil }; return task }
+        pruning?.cancel()
+        await pruning?.value
+    }
+
+    /// The consumer groups the stack of this broker registered and the topics they read.
+    func registeredReaders() async throws -> [RunningProjections.Group] {
+        try await database.query("SELECT group_id, topic FROM dev_broker_journal_readers WHERE cluster_id = $1", [cluster]).map { row in
+            RunningProjections.Group(groupID: try row.decode(String.self, "group_id"), topics: [try row.decode(String.self, "topic")])
+        }
     }
 
     /// An upper bound of a record's own framing in the broker's log (its batch's header is
@@ -190,7 +259,8 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     /// Drops the copies that every group in `groups` reading their topic has processed
     /// (stored a position past, against this run's broker), and those of dead letters that
     /// `backbone dlq replay` replayed from this broker; returns how many. Measures what is
-    /// left unprocessed of the topics `groups` read, for `admit(_:)`.
+    /// left unprocessed of the topics `groups` read, for `admit(_:)`, and registers `groups`
+    /// as readers of this broker (`registeredReaders()`).
     @discardableResult
     func prune(consuming groups: [RunningProjections.Group]) async throws -> Int {
         let pairs = groups.flatMap { group in group.topics.map { (group.groupID, $0) } }
@@ -198,7 +268,10 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         let rows: PostgresRows
         do {
             rows = try await database.query("""
-            WITH consumers AS (SELECT * FROM unnest($2::text[], $3::text[]) AS c (group_id, topic)),
+            WITH consumers AS (SELECT DISTINCT * FROM unnest($2::text[], $3::text[]) AS c (group_id, topic)),
+            registered AS (
+                INSERT INTO dev_broker_journal_readers (cluster_id, group_id, topic) SELECT $1, group_id, topic FROM consumers
+                ON CONFLICT DO NOTHING),
             readers AS (SELECT topic, count(*) AS groups FROM consumers GROUP BY topic),
             processed AS (
                 SELECT c.topic, o.partition, min(o.next_offset) AS next_offset, count(*) AS groups
@@ -307,18 +380,25 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     func pruner(logger: Logger) -> any Service {
         ClosureService(name: "dev-broker-journal") { [self] in
             try? await Task.sleep(for: Self.firstPruneAfter)
-            while !Task.isCancelled {
-                do { try await prune(consuming: RunningProjections.groups) } catch {
-                    logger.warning("could not prune the broker journal; will retry", metadata: ["error": "\(error)"])
-                }
-                try? await Task.sleep(for: room.withLock(\.isBusy) ? Self.busyPruneInterval : Self.pruneInterval)
-            }
-            // The last pass must not see the shutdown's cancellation.
-            await Task {
-                do { try await prune(consuming: RunningProjections.groups) } catch {
-                    logger.warning("could not prune the broker journal at exit", metadata: ["error": "\(error)"])
-                }
-            }.value
+            await pruneUntilCancelled(readers: { RunningProjections.groups }, logger: logger)
         }
+    }
+
+    /// Prunes (`prune(consuming:)` of `readers`) every `pruneInterval` (`busyPruneInterval`
+    /// while a partition is past half the room) until cancelled, then once more.
+    private func pruneUntilCancelled(readers: @escaping @Sendable () async throws -> [RunningProjections.Group],
+                                     logger: Logger) async {
+        while !Task.isCancelled {
+            do { try await prune(consuming: try await readers()) } catch {
+                logger.warning("could not prune the broker journal; will retry", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: room.withLock(\.isBusy) ? Self.busyPruneInterval : Self.pruneInterval)
+        }
+        // The last pass must not see the shutdown's cancellation.
+        await Task {
+            do { try await prune(consuming: try await readers()) } catch {
+                logger.warning("could not prune the broker journal at exit", metadata: ["error": "\(error)"])
+            }
+        }.value
     }
 }

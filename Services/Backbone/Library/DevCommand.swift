@@ -83,7 +83,8 @@ enum DevCommand {
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         // The embedded broker keeps records in memory only: the stack's own services produce
-        // through a journal in PostgreSQL (services of other processes, with --infra-only, do not).
+        // through a journal in PostgreSQL, and so do the operator commands that produce to it
+        // (services of other processes, with --infra-only, do not).
         let journalDatabase = PostgresClient(configuration: PostgresConfiguration(url: databaseURL, maxConnections: 4,
                                                                                   applicationName: "backbone-dev-journal"),
                                              logger: logger)
@@ -101,6 +102,8 @@ enum DevCommand {
         // any consumer starts; what an earlier run accepted and never kept is gone.
         try await DevRecovery.recover(database: context.database, producer: context.producer,
                                       readingEventsTopic: Topics.readingEvents, currentCluster: brokerIdentity, logger: logger)
+        // From here on, `backbone republish` and `dlq replay` journal what they send to this broker.
+        try await journal?.register()
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])

@@ -37,7 +37,7 @@ struct PipelineDrain: Service {
         }
         defer { sources.forEach { $0.cancel() } }
         // The drain's own queries must not see the shutdown's cancellation.
-        await Task { await drain(interrupted: { interrupted.flag.load(ordering: .relaxed) }) }.value
+        _ = await Task { await drain(interrupted: { interrupted.flag.load(ordering: .relaxed) }) }.value
     }
 
     private final class Interrupted: Sendable {

@@ -25,13 +25,7 @@ enum RepublishCommand {
             print("republished 0 records")
             return 0
         }
-        let producer: KafkaProducer
-        do {
-            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(
-                bootstrapServers: settings.brokers, clientID: "backbone-republish", deliveryTimeout: .seconds(30)), logger: settings.logger)
-        } catch {
-            throw CommandError(code: .kafkaUnavailable, message: "cannot start a producer: \(error.message)", context: settings.brokers)
-        }
+        let producer = try await CommandProducer.open(clientID: "backbone-republish", settings: settings, database: nil)
         var sent = 0
         for start in stride(from: 0, to: records.count, by: chunkSize) {
             let chunk = Array(records[start..<min(start + chunkSize, records.count)])
