@@ -167,7 +167,7 @@ struct FaultSuiteTests {
             // Every poison record in its topic's DLQ, once per consumer group, with its origin.
             var missing = ["the dead-letter topics could not be read"]
             var lettered = 0
-            _ = try await Integration.eventually(timeout: .seconds(30), every: .milliseconds(500)) {
+            _ = await Integration.eventually(timeout: .seconds(30), every: .milliseconds(500)) {
                 missing = []
                 var letters = Set<String>()
                 for topic in Set(poison.map(\.0)) {

@@ -153,7 +153,7 @@ struct ProgressProjectionTests {
         await harness.close()
     }
 
-    @Test("GET progress: not_started for unread, 401 without a token, only the token's user")
+    @Test("GET progress: not_started for unread, 400 for an id ingest would reject, 401 without a token, only the token's user")
     func queries() async throws {
         let harness = try await ProgressHarness(databasePrefix: "progress_api")
         try harness.createTopics(["api.events", "api.events.progress"])
@@ -173,6 +173,13 @@ struct ProgressProjectionTests {
         #expect(await get("/materials/material-0/reading-progress", as: nil).status == .unauthorized)
         let unread = await get("/materials/unknown/reading-progress", as: "user-0")
         #expect(try ContractCoding.decode(ReadingProgressResponse.self, from: unread.body).status == .notStarted)
+        let longest = await get("/materials/\(String(repeating: "m", count: Identifier.maxBytes))/reading-progress", as: "user-0")
+        #expect(longest.status == .ok)
+        for impossible in [String(repeating: "m", count: Identifier.maxBytes + 1), "lesson\u{1}42", "lesson\u{85}"] {
+            let response = await get("/materials/\(impossible)/reading-progress", as: "user-0")
+            #expect(response.status == .badRequest, "\(impossible.utf8.count) bytes")
+            #expect(String(decoding: response.body, as: UTF8.self).contains("\"INVALID_FIELD\""))
+        }
         let read = try ContractCoding.decode(ReadingProgressResponse.self, from: await get("/materials/material-0/reading-progress", as: "user-0").body)
         #expect(read.status == .inProgress && read.lastPosition != nil)
         #expect(read.totalActiveSeconds == events.filter { $0.userId == "user-0" }.reduce(0) { $0 + $1.activeSecondsDelta })

@@ -12,7 +12,6 @@ struct MaterialRoutes: Sendable {
     let logger: Logger
     let retryAfterSeconds: Int
 
-    static let maxIDBytes = 256
     /// 1970-01-01 … 9999-12-31T23:59:59Z: what a catalog expiry can sensibly be.
     static let expiryRange: ClosedRange<TimeInterval> = 0...253_402_300_799
 
@@ -27,8 +26,8 @@ struct MaterialRoutes: Sendable {
             throw IngestRequestDecoding.invalidField("expiresAt", "expiresAt must be within the years 1970…9999")
         }
         for (name, value) in [("knowledgeBaseId", body.knowledgeBaseId), ("ownerUserId", body.ownerUserId)] {
-            if let value, value.isEmpty || value.utf8.count > Self.maxIDBytes || RoomVersionValidator.hasControlCharacters(value) {
-                throw IngestRequestDecoding.invalidField(name, "\(name) must be 1…\(Self.maxIDBytes) bytes without control characters")
+            if let value, !Identifier.isValid(value) {
+                throw IngestRequestDecoding.invalidField(name, "\(name) must be 1…\(Identifier.maxBytes) bytes without control characters")
             }
         }
         do {
@@ -53,9 +52,8 @@ struct MaterialRoutes: Sendable {
     }
 
     private func materialID(_ request: HTTPRequest) throws(HTTPError) -> String {
-        guard let id = request.pathParameters["id"], !id.isEmpty, id.utf8.count <= Self.maxIDBytes,
-              !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw IngestRequestDecoding.invalidField("id", "a material id is 1…\(Self.maxIDBytes) bytes without control characters")
+        guard let id = request.pathParameters["id"], Identifier.isValid(id) else {
+            throw IngestRequestDecoding.invalidField("id", "a material id is 1…\(Identifier.maxBytes) bytes without control characters")
         }
         return id
     }

@@ -12,7 +12,6 @@ import Foundation
 public struct ReadingEventValidator: Sendable {
     public static let maxActiveSecondsDelta = 3600
     public static let timezoneOffsetRange = -720...840
-    public static let maxIdentifierLength = 256
     public static let maxLabelLength = 64
 
     public var maxClockSkewAhead: TimeInterval
@@ -108,22 +107,11 @@ public struct ReadingEventValidator: Sendable {
         return index == 36
     }
 
-    /// Whether `text` has a character of general category Cc (U+0000–U+001F, U+007F–U+009F),
-    /// read straight from its UTF-8 (U+0080–U+009F are `C2 80`…`C2 9F`).
-    static func containsControlCharacter(_ text: String) -> Bool {
-        var previous: UInt8 = 0
-        for byte in text.utf8 {
-            if byte < 0x20 || byte == 0x7F || (previous == 0xC2 && byte >= 0x80 && byte <= 0x9F) { return true }
-            previous = byte
-        }
-        return false
-    }
 
     private func identifier(_ value: RawReadingEvent.Field<String>, _ name: String) throws -> String {
-        guard let text = value.value, !text.isEmpty, text.utf8.count <= Self.maxIdentifierLength,
-              !Self.containsControlCharacter(text) else {
+        guard let text = value.value, Identifier.isValid(text) else {
             throw Rejection(code: .invalidField, field: name,
-                            message: "\(name) must be a non-empty string of at most \(Self.maxIdentifierLength) bytes")
+                            message: "\(name) must be a non-empty string of at most \(Identifier.maxBytes) bytes without control characters")
         }
         return text
     }

@@ -137,7 +137,7 @@ struct RoomUploadHandler: Sendable {
         }
         let title = body.title.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !title.isEmpty, body.title.count <= RoomVersionValidator.maxTitleLength,
-              !RoomVersionValidator.hasControlCharacters(body.title) else {
+              !Identifier.containsControlCharacter(body.title) else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
                             message: "title must be 1…\(RoomVersionValidator.maxTitleLength) characters")
         }

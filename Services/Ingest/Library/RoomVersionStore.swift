@@ -122,7 +122,7 @@ public struct RoomVersionStore: Sendable {
 
     /// Kafka did not take the request: forget the pending version and give the bytes back.
     public func release(_ versionID: String) async throws {
-        try await database.withTransaction { connection in
+        _ = try await database.withTransaction { connection in
             try await Self.forget(versionID, status: "pending", on: connection)
         }
     }

@@ -29,7 +29,7 @@ public struct RoomVersionValidator: Sendable {
         }
         let title = request.title.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !title.isEmpty, request.title.count <= Self.maxTitleLength,
-              !request.title.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+              !Identifier.containsControlCharacter(request.title) else {
             throw Self.error(.badRequest, .invalidField, "title must be 1…\(Self.maxTitleLength) characters")
         }
         try validateTags(request.tags)
@@ -78,7 +78,7 @@ public struct RoomVersionValidator: Sendable {
 
     static func isSafeStorageKey(_ key: String) -> Bool {
         guard !key.isEmpty, key.utf8.count <= maxKeyBytes, !key.hasPrefix("/"), !key.contains("\\") else { return false }
-        if key.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { return false }
+        if Identifier.containsControlCharacter(key) { return false }
         return !key.split(separator: "/", omittingEmptySubsequences: false).contains { $0 == ".." || $0 == "." || $0.isEmpty }
     }
 
@@ -89,15 +89,10 @@ public struct RoomVersionValidator: Sendable {
         for (index, redaction) in redactions.enumerated() {
             guard redaction.region.isValid, !redaction.textureRef.isEmpty, redaction.textureRef.utf8.count <= Self.maxKeyBytes,
                   !redaction.method.isEmpty, redaction.method.utf8.count <= 64,
-                  !Self.hasControlCharacters(redaction.textureRef), !Self.hasControlCharacters(redaction.method) else {
+                  !Identifier.containsControlCharacter(redaction.textureRef), !Identifier.containsControlCharacter(redaction.method) else {
                 throw Self.error(.badRequest, .redactionInvalid, "redactions[\(index)] is not a valid normalised redaction")
             }
         }
-    }
-
-    /// Control characters (NUL above all) have no place in names, keys or labels.
-    public static func hasControlCharacters(_ text: String) -> Bool {
-        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     static func error(_ status: HTTPStatus, _ code: ErrorCode, _ message: String) -> HTTPError {

@@ -91,6 +91,11 @@ public struct ProgressProjectorService: Sendable {
         router.get("/materials/:id/reading-progress") { request in
             let user = try auth.userID(request)
             let material = request.pathParameters["id"] ?? ""
+            // An id ingest would reject is in no one's progress: the caller sent something else.
+            guard Identifier.isValid(material) else {
+                throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                                message: "id: a material id is 1…\(Identifier.maxBytes) bytes without control characters")
+            }
             let rows = try await database.queryPrepared(ProgressSQL.progress, [user, material])
             guard let row = rows.first else {
                 return Self.json(ReadingProgressResponse.notStarted(material).json)
