@@ -93,7 +93,14 @@ extension ProjectionRunner {
         do {
             if !kept.isEmpty {
                 let poison = kept.compactMap { index in batch.poison[index].map { (batch.items[index].record, $0) } }
-                if !poison.isEmpty { try await sendToDeadLetters(poison) }
+                if let (first, error) = poison.first {
+                    // One line a batch (a flood of bad records must not flood the log); each
+                    // dead letter carries its own origin and error.
+                    logger.error("records cannot be decoded; sent to the dead-letter topic", metadata: [
+                        "records.count": "\(poison.count)", "kafka.topic": first.topic, "kafka.partition": "\(first.partition)",
+                        "kafka.offset": "\(first.offset)", "error": "\(error)"])
+                    try await sendToDeadLetters(poison)
+                }
                 try await commit(kept.map { batch.items[$0] }, claims: &claims, lost: &lost, effects: &effects)
                 metrics.observe("projection_batch_seconds", Self.seconds(ContinuousClock.now - started), labels: ["group": configuration.groupID])
                 metrics.increment("projection_records_total", by: Double(kept.count), labels: ["group": configuration.groupID])

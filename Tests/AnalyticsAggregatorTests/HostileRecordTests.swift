@@ -25,4 +25,18 @@ struct AnalyticsHostileRecordTests {
         }
     }
 
+    @Test("the same fault at two offsets is the same error, so `backbone dlq list` counts them as one kind")
+    func errorsNameTheFaultNotThePlace() throws {
+        let projection = AnalyticsProjection()
+        func error(_ value: String, at offset: Int64) -> String {
+            do {
+                _ = try projection.decode(record(Array(value.utf8), offset: offset))
+                return "decoded"
+            } catch {
+                return "\(error)"
+            }
+        }
+        #expect(error("{not json", at: 3) == error("{not json", at: 90_210))
+        #expect(!error("{not json", at: 3).contains("kafka.offset"))
+    }
 }

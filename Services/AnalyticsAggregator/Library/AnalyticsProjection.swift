@@ -26,24 +26,25 @@ public struct AnalyticsProjection: Projection {
         self.streaks = StreakRuns(thresholdSeconds: streakThresholdSeconds)
     }
 
+    /// The error names what is wrong, not where: the dead letter carries its origin, and
+    /// `backbone dlq list` groups dead letters by their error.
     public func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
-        let context = ["kafka.topic": record.topic, "kafka.partition": String(record.partition), "kafka.offset": String(record.offset)]
         let event: ReadingEventRecord
         do {
             event = try ReadingEventRecord(json: record.value)
         } catch {
-            throw AnalyticsRecordError(code: .undecodable, message: "not a reading event record: \(error)", context: context)
+            throw AnalyticsRecordError(code: .undecodable, message: "not a reading event record: \(error)")
         }
-        try Self.validate(event, context: context)
+        try Self.validate(event)
         return event
     }
 
-    static func validate(_ event: ReadingEventRecord, context: [String: String] = [:]) throws(AnalyticsRecordError) {
+    static func validate(_ event: ReadingEventRecord) throws(AnalyticsRecordError) {
         func invalid(_ field: String, _ message: String) -> AnalyticsRecordError {
-            AnalyticsRecordError(code: .invalidField, message: message, context: context.merging(["field": field]) { $1 })
+            AnalyticsRecordError(code: .invalidField, message: message, context: ["field": field])
         }
         guard event.schemaVersion >= 1, event.schemaVersion <= ReadingEventRecord.currentSchemaVersion else {
-            throw AnalyticsRecordError(code: .unsupportedSchema, message: "schema version \(event.schemaVersion)", context: context)
+            throw AnalyticsRecordError(code: .unsupportedSchema, message: "schema version \(event.schemaVersion)")
         }
         if event.userId.isEmpty { throw invalid("userId", "empty user id") }
         if !Identifier.isAcceptable(event.userId) {

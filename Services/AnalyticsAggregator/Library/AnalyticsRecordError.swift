@@ -15,7 +15,7 @@ public struct AnalyticsRecordError: Error, Sendable, CustomStringConvertible {
 
     public var code: Code
     public var message: String
-    /// Where the record came from (`kafka.topic`, `kafka.partition`, `kafka.offset`, `field`).
+    /// What is wrong in the record (`field`); where it came from is the dead letter's origin.
     public var context: [String: String]
     /// Never: the same bytes fail the same way.
     public var isRetriable: Bool { false }
