@@ -13,6 +13,22 @@
 /* Starts a daemon bound to `address` (a sockaddr_in or sockaddr_in6, matching
  * MHD_USE_IPv6 in `flags`). Returns NULL on failure (errno is set by MHD when
  * the failure came from the OS, e.g. EADDRINUSE). */
+/* The initial request context (`*req_cls`) of a request whose path holds an escaped NUL:
+   libmicrohttpd unescapes the path into a C string, which the NUL cuts short, so
+   `PUT /materials/a%00b` would reach the handler as `/materials/a`. The URI log callback sees
+   the URI before unescaping and marks such a request; the access handler refuses it. */
+#define ZX_MHD_NUL_PATH_MARKER ((void *)(uintptr_t)1)
+
+static inline void *zx_mhd_uri_log(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    (void)cls;
+    (void)connection;
+    for (const char *p = uri; p != NULL && *p != '\0' && *p != '?'; p++) {
+        if (p[0] == '%' && p[1] == '0' && p[2] == '0') return ZX_MHD_NUL_PATH_MARKER;
+    }
+    return NULL;
+}
+
 static inline struct MHD_Daemon *zx_mhd_start_daemon(
     unsigned int flags,
     const struct sockaddr *address,
@@ -28,6 +44,7 @@ static inline struct MHD_Daemon *zx_mhd_start_daemon(
                             MHD_OPTION_EXTERNAL_LOGGER, logger, logger_cls, /* first, so every message goes to it */
                             MHD_OPTION_SOCK_ADDR, address,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, completed_cls,
+                            MHD_OPTION_URI_LOG_CALLBACK, zx_mhd_uri_log, NULL,
                             MHD_OPTION_CONNECTION_LIMIT, connection_limit,
                             MHD_OPTION_CONNECTION_TIMEOUT, connection_timeout_seconds,
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, connection_memory_limit,

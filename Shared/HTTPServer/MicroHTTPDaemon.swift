@@ -111,6 +111,8 @@ final class MicroHTTPDaemon: @unchecked Sendable {
     private static let requestCompleted: MHD_RequestCompletedCallback = { cls, _, contextSlot, _ in
         guard let cls, let contextSlot, let raw = contextSlot.pointee else { return }
         contextSlot.pointee = nil
+        // A request marked by the URI log callback that never reached the access handler.
+        guard raw != ServerCore.nulPathMarker else { return }
         Unmanaged<RequestContext>.fromOpaque(raw).release()
         Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().requestFinished()
     }

@@ -13,10 +13,11 @@ extension ServerCore {
     func access(connection: OpaquePointer, url: String, method: String,
                 uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
                 contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
-        guard let raw = contextSlot.pointee else {
+        guard let raw = contextSlot.pointee, raw != Self.nulPathMarker else {
+            let marked = contextSlot.pointee != nil
             let context = RequestContext(connection: connection, methodName: method, path: url)
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-            return headersReceived(context)
+            return headersReceived(context, refusing: marked ? Self.nulInPath : nil)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
@@ -27,8 +28,16 @@ extension ServerCore {
         return requestComplete(context)
     }
 
-    /// Call (1): the request line and headers are known.
-    private func headersReceived(_ context: RequestContext) -> MHD_Result {
+    /// What the URI log callback leaves in the context slot of a request whose path holds `%00`
+    /// (`ZX_MHD_NUL_PATH_MARKER`): MHD would hand the handler the path cut at the NUL.
+    static var nulPathMarker: UnsafeMutableRawPointer { UnsafeMutableRawPointer(bitPattern: 1)! }
+
+    static let nulInPath = HTTPError(.badRequest, code: "INVALID_FIELD",
+                                     message: "path: %00 (NUL) is in no resource's name")
+
+    /// Call (1): the request line and headers are known; `refusal`, when the request line
+    /// alone decided the answer.
+    private func headersReceived(_ context: RequestContext, refusing refusal: HTTPError? = nil) -> MHD_Result {
         let mode = requestStarted()
         context.request.headers = Self.values(of: context.connection, kind: .HEADER_KIND)
         context.request.query = Self.values(of: context.connection, kind: .GET_ARGUMENT_KIND).dictionary
@@ -40,6 +49,7 @@ extension ServerCore {
             return respondEarly(context, with: HTTPError(.init(501), code: "NOT_IMPLEMENTED",
                                                          message: "method \(context.methodName) is not supported"))
         }
+        if let refusal { return respondEarly(context, with: refusal) }
         if let declared = context.request.headers["Content-Length"].flatMap({ Int($0) }) {
             if declared > configuration.maxBodyBytes {
                 context.isTooLarge = true

@@ -66,6 +66,28 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("""
+        a %00 in the path is refused (400 INVALID_FIELD) before any handler runs — libmicrohttpd would hand \
+        over the path cut at the NUL, another resource's; an escaped percent sign before 00 is no NUL
+        """)
+    func pathWithNULIsRefused() async throws {
+        try await withServer { port in
+            let (refused, upper, body, next) = try await onThread {
+                let refused = try RawHTTPConnection(port: port).request("GET", "/describe/a%00b")
+                let upper = try RawHTTPConnection(port: port).request("GET", "/describe/a%00?q=1")
+                let body = try RawHTTPConnection(port: port).request("POST", "/echo/x%00y", body: Array("hello".utf8))
+                let next = try RawHTTPConnection(port: port).request("GET", "/describe/a%2500b?q=%00")
+                return (refused, upper, body, next)
+            }
+            for response in [refused, upper, body] {
+                #expect(response.status == 400, "\(response.text)")
+                #expect(response.text.contains("\"INVALID_FIELD\""), "\(response.text)")
+            }
+            #expect(next.status == 200, "an escaped percent sign and a NUL in the query are not a NUL in the path")
+            #expect((next.json as? [String: String])?["path"] == "/describe/a%00b")
+        }
+    }
+
     @Test("curl gets the echo over a reused connection", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl")))
     func curlInterop() async throws {
         try await withServer { port in
