@@ -1,6 +1,8 @@
 import BackboneTestSupport
 import Foundation
+import Kafka
 import Postgres
+import Projection
 import Testing
 
 @Suite("backbone dlq: dead letters listed, shown and replayed once after the fix", .serialized, .timeLimit(.minutes(3)),
@@ -83,6 +85,31 @@ struct DeadLetterCommandTests {
         #expect(missing.status == 1 && missing.stderr.contains(live.topic + ".dlq"), "the error names the dead-letter topics: \(missing.stderr)")
         task.cancel()
         _ = await task.result
+        await live.close()
+    }
+
+    @Test("a record two groups dead-lettered goes back to its topic once; each dead letter is recorded as replayed")
+    func replayOncePerRecord() async throws {
+        let live = try await LiveProjector("dlqshared")
+        func original(offset: Int64, _ value: String) -> KafkaConsumerRecord {
+            KafkaConsumerRecord(topic: live.topic, partition: 1, offset: offset, key: Array("u1".utf8), value: Array(value.utf8),
+                                timestamp: nil, headers: [])
+        }
+        let shared = original(offset: 41, #"{"eventId":"shared"}"#)
+        let letters = try [("progress-projector", shared), ("analytics-aggregator", shared),
+                           ("analytics-aggregator", original(offset: 42, #"{"eventId":"own"}"#))].map { group, record in
+            try KafkaProducerRecord.deadLetter(of: record, group: group, error: "apply failed: boom")
+        }
+        for result in await live.producer.send(letters) { _ = try result.get() }
+        let before = try await live.highWatermarks()
+
+        let replay = try await live.cli(["dlq", "replay", live.topic + ".dlq"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let summary = try #require(try LiveProjector.json(replay.lines).first)
+        #expect(summary["replayed"] as? Int == 3 && summary["records"] as? Int == 2, "\(summary)")
+        #expect(try await live.highWatermarks() == before + 2, "the shared record went back once")
+        let again = try #require(try LiveProjector.json(try await live.cli(["dlq", "replay", live.topic + ".dlq"]).lines).first)
+        #expect(again["replayed"] as? Int == 0 && again["alreadyReplayed"] as? Int == 3, "\(again)")
         await live.close()
     }
 }

@@ -64,14 +64,15 @@ extension DeadLetterCommand {
             var summary = Summary(dlq: topic, replayed: 0, alreadyReplayed: matching.count - unreadable - pending.count,
                                   notMatching: letters.count - matching.count, unreadable: unreadable, dryRun: args.flag("dry-run"),
                                   topics: Set(pending.compactMap { $0.record?.originalTopic }).sorted())
-            if summary.dryRun { summary.replayed = pending.count }
+            if summary.dryRun { (summary.replayed, summary.records) = (pending.count, Set(pending.map(Origin.init)).count) }
             if !pending.isEmpty && !summary.dryRun {
                 let existing = Set(try await settings.listTopics(admin).map(\.name))
                 if let missing = summary.topics.first(where: { !existing.contains($0) }) {
                     throw CommandError(code: .unknownTopic, message: "the dead letters' origin topic no longer exists — create it first",
                                        context: missing)
                 }
-                summary.replayed = try await produce(pending, dlq: topic, cluster: cluster, settings: settings, client: client)
+                (summary.replayed, summary.records) = try await produce(pending, dlq: topic, cluster: cluster, settings: settings,
+                                                                        client: client)
             }
             print(json ? summary.json : summary.text)
             return 0
@@ -86,38 +87,70 @@ extension DeadLetterCommand {
         var unreadable: Int
         var dryRun: Bool
         var topics: [String]
+        /// The records sent for `replayed` dead letters (fewer when several groups dead-lettered one record).
+        var records = 0
 
         var json: String {
             "{\"dlq\":\(JSONString.quote(dlq)),\"\(dryRun ? "wouldReplay" : "replayed")\":\(replayed),\"alreadyReplayed\":\(alreadyReplayed),"
-                + "\"notMatching\":\(notMatching),\"unreadable\":\(unreadable),\"topics\":[\(topics.map(JSONString.quote).joined(separator: ","))]}"
+                + "\"notMatching\":\(notMatching),\"unreadable\":\(unreadable),\"records\":\(records),"
+                + "\"topics\":[\(topics.map(JSONString.quote).joined(separator: ","))]}"
         }
 
         var text: String {
             var parts = ["\(alreadyReplayed) already replayed"]
             if notMatching > 0 { parts.append("\(notMatching) not matching --where") }
             if unreadable > 0 { parts.append("\(unreadable) not dead-letter records") }
+            if records < replayed { parts.append("\(records) original record(s): several groups dead-lettered the same one") }
             let head = (dryRun ? "dry run: would replay " : "replayed ") + "\(replayed) record(s)"
             let target = topics.isEmpty ? "" : " to \(topics.joined(separator: ", "))"
             return head + target + " (" + parts.joined(separator: ", ") + ")"
         }
     }
 
+    /// The record a dead letter came from: where it was and what it held (the same place on
+    /// another broker's run is another record).
+    struct Origin: Hashable {
+        var topic: String
+        var partition: Int32
+        var offset: Int64
+        var key: [UInt8]?
+        var value: [UInt8]
+
+        init(_ letter: Letter) {
+            let record = letter.record!
+            self.init(topic: record.originalTopic, partition: record.partition, offset: record.offset, key: record.keyOriginal,
+                      value: letter.value!)
+        }
+
+        init(topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8]) {
+            self.topic = topic
+            self.partition = partition
+            self.offset = offset
+            self.key = key
+            self.value = value
+        }
+    }
+
     /// Produces the original records, in chunks, recording each chunk as replayed once
-    /// every record of it was acknowledged. Returns how many were sent.
+    /// every record of it was acknowledged. A record that several groups dead-lettered goes
+    /// back once (every group reads its topic). Returns how many dead letters were replayed and
+    /// how many records that took.
     static func produce(_ letters: [Letter], dlq: String, cluster: String?, settings: KafkaSettings,
-                        client: PostgresClient) async throws -> Int {
+                        client: PostgresClient) async throws -> (letters: Int, records: Int) {
         let producer = try await CommandProducer.open(clientID: "backbone-dlq-replay", settings: settings, database: client)
         let progress = CommandProgress(command: "dlq replay", total: letters.count)
         var sent = 0
+        var sentOrigins = Set<Origin>()
         do {
             for start in stride(from: 0, to: letters.count, by: 500) {
                 let chunk = Array(letters[start..<min(start + 500, letters.count)])
-                let records = chunk.map { letter in
+                let originals = chunk.filter { sentOrigins.insert(Origin($0)).inserted }
+                let records = originals.map { letter in
                     KafkaProducerRecord(topic: letter.record!.originalTopic, key: letter.record!.keyOriginal, value: letter.value!)
                 }
-                for (letter, result) in zip(chunk, await producer.send(records)) {
+                for (letter, result) in zip(originals, await producer.send(records)) {
                     if case .failure(let error) = result {
-                        throw CommandError(code: .deliveryFailed, message: "\(error.message) (\(sent) earlier records were replayed and recorded)",
+                        throw CommandError(code: .deliveryFailed, message: "\(error.message) (\(sent) earlier dead letters were replayed and recorded)",
                                            context: "\(dlq)[\(letter.dlq.partition)]@\(letter.offset) → \(letter.record!.originalTopic)",
                                            isRetriable: error.isRetriable)
                     }
@@ -139,6 +172,6 @@ extension DeadLetterCommand {
         }
         await producer.shutdown()
         progress.finish()
-        return sent
+        return (sent, sentOrigins.count)
     }
 }
