@@ -4,6 +4,8 @@
 /// that names one is answered the same way.
 public enum Identifier {
     public static let maxBytes = 256
+    /// The rule in words, for error messages.
+    public static let rule = "1…\(maxBytes) bytes without control characters"
 
     public static func isValid(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.count <= maxBytes && !containsControlCharacter(text)

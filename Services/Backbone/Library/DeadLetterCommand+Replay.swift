@@ -116,19 +116,14 @@ extension DeadLetterCommand {
         var key: [UInt8]?
         var value: [UInt8]
 
+        /// Of a replayable letter.
         init(_ letter: Letter) {
             let record = letter.record!
-            self.init(topic: record.originalTopic, partition: record.partition, offset: record.offset, key: record.keyOriginal,
-                      value: letter.value!)
+            (topic, partition, offset, key, value) = (record.originalTopic, record.partition, record.offset, record.keyOriginal, letter.value!)
         }
 
-        init(topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8]) {
-            self.topic = topic
-            self.partition = partition
-            self.offset = offset
-            self.key = key
-            self.value = value
-        }
+        /// The record to produce again.
+        var record: KafkaProducerRecord { KafkaProducerRecord(topic: topic, key: key, value: value) }
     }
 
     /// Produces the original records, in chunks, recording each chunk as replayed once
@@ -144,11 +139,8 @@ extension DeadLetterCommand {
         do {
             for start in stride(from: 0, to: letters.count, by: 500) {
                 let chunk = Array(letters[start..<min(start + 500, letters.count)])
-                let originals = chunk.filter { sentOrigins.insert(Origin($0)).inserted }
-                let records = originals.map { letter in
-                    KafkaProducerRecord(topic: letter.record!.originalTopic, key: letter.record!.keyOriginal, value: letter.value!)
-                }
-                for (letter, result) in zip(originals, await producer.send(records)) {
+                let originals = chunk.map { ($0, Origin($0)) }.filter { sentOrigins.insert($0.1).inserted }
+                for ((letter, _), result) in zip(originals, await producer.send(originals.map(\.1.record))) {
                     if case .failure(let error) = result {
                         throw CommandError(code: .deliveryFailed, message: "\(error.message) (\(sent) earlier dead letters were replayed and recorded)",
                                            context: "\(dlq)[\(letter.dlq.partition)]@\(letter.offset) → \(letter.record!.originalTopic)",

@@ -27,7 +27,7 @@ struct MaterialRoutes: Sendable {
         }
         for (name, value) in [("knowledgeBaseId", body.knowledgeBaseId), ("ownerUserId", body.ownerUserId)] {
             if let value, !Identifier.isValid(value) {
-                throw IngestRequestDecoding.invalidField(name, "\(name) must be 1…\(Identifier.maxBytes) bytes without control characters")
+                throw IngestRequestDecoding.invalidField(name, "\(name) must be \(Identifier.rule)")
             }
         }
         do {
@@ -53,7 +53,7 @@ struct MaterialRoutes: Sendable {
 
     private func materialID(_ request: HTTPRequest) throws(HTTPError) -> String {
         guard let id = request.pathParameters["id"], Identifier.isValid(id) else {
-            throw IngestRequestDecoding.invalidField("id", "a material id is 1…\(Identifier.maxBytes) bytes without control characters")
+            throw IngestRequestDecoding.invalidField("id", "a material id is \(Identifier.rule)")
         }
         return id
     }

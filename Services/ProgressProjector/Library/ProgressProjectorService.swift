@@ -94,7 +94,7 @@ public struct ProgressProjectorService: Sendable {
             // An id ingest would reject is in no one's progress: the caller sent something else.
             guard Identifier.isValid(material) else {
                 throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
-                                message: "id: a material id is 1…\(Identifier.maxBytes) bytes without control characters")
+                                message: "id: a material id is \(Identifier.rule)")
             }
             let rows = try await database.queryPrepared(ProgressSQL.progress, [user, material])
             guard let row = rows.first else {
