@@ -103,7 +103,7 @@ final class MicroHTTPDaemon: @unchecked Sendable {
     private static let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, contextSlot in
         guard let cls, let connection, let url, let method, let uploadDataSize, let contextSlot else { return MHD_Result.NO }
         let core = Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue()
-        return core.access(connection: connection, url: String(cString: url), method: String(cString: method),
+        return core.access(connection: connection, url: url, method: method,
                            uploadData: uploadData, uploadDataSize: uploadDataSize, contextSlot: contextSlot)
     }
 

@@ -10,14 +10,20 @@ import Logging
 /// `*upload_data_size == 0` — and again after `MHD_resume_connection`. A response can only be queued
 /// in calls (1) and (3); queuing in (1) makes MHD skip the body and close the connection.
 extension ServerCore {
-    func access(connection: OpaquePointer, url: String, method: String,
+    /// `url` is the path as libmicrohttpd decoded it (percent escapes resolved), `method` the
+    /// request method; both are read only on the first call of a request.
+    func access(connection: OpaquePointer, url: UnsafePointer<CChar>, method: UnsafePointer<CChar>,
                 uploadData: UnsafePointer<CChar>?, uploadDataSize: UnsafeMutablePointer<Int>,
                 contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = contextSlot.pointee, raw != Self.nulPathMarker else {
             let marked = contextSlot.pointee != nil
-            let context = RequestContext(connection: connection, methodName: method, path: url)
+            // A path whose decoded bytes are not UTF-8 (`%FF`) would reach handlers with each bad
+            // sequence replaced by U+FFFD, so different paths would name one resource.
+            let path = String(validatingCString: url)
+            let context = RequestContext(connection: connection, methodName: String(cString: method),
+                                         path: path ?? String(cString: url))
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-            return headersReceived(context, refusing: marked ? Self.nulInPath : nil)
+            return headersReceived(context, refusing: marked ? Self.nulInPath : path == nil ? Self.pathNotUTF8 : nil)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
@@ -34,6 +40,9 @@ extension ServerCore {
 
     static let nulInPath = HTTPError(.badRequest, code: "INVALID_FIELD",
                                      message: "path: %00 (NUL) is in no resource's name")
+
+    static let pathNotUTF8 = HTTPError(.badRequest, code: "INVALID_FIELD",
+                                       message: "path: its percent-decoded bytes are not UTF-8 (e.g. %FF), which no resource's name is")
 
     /// Call (1): the request line and headers are known; `refusal`, when the request line
     /// alone decided the answer.

@@ -88,6 +88,27 @@ struct HTTPServerTests {
         }
     }
 
+    @Test("a path whose percent-decoded bytes are not UTF-8 is refused with INVALID_FIELD, not read as U+FFFD")
+    func pathNotUTF8IsRefused() async throws {
+        try await withServer { port in
+            let (responses, utf8, replacement) = try await onThread {
+                let responses = try ["/describe/%FF", "/describe/a%FF%FEb", "/describe/%C3", "/describe/%C0%AF", "/describe/%ED%A0%80"]
+                    .map { try RawHTTPConnection(port: port).request("GET", $0) }
+                    + [try RawHTTPConnection(port: port).request("POST", "/echo/%FF", body: Array("hello".utf8))]
+                let utf8 = try RawHTTPConnection(port: port).request("GET", "/describe/%C3%A9t%C3%A9")
+                // U+FFFD itself, sent as its UTF-8 bytes, is a character like any other.
+                let replacement = try RawHTTPConnection(port: port).request("GET", "/describe/%EF%BF%BD")
+                return (responses, utf8, replacement)
+            }
+            for response in responses {
+                #expect(response.status == 400, "\(response.text)")
+                #expect(response.text.contains("\"INVALID_FIELD\""), "\(response.text)")
+            }
+            #expect((utf8.json as? [String: String])?["path"] == "/describe/été")
+            #expect((replacement.json as? [String: String])?["path"] == "/describe/\u{FFFD}")
+        }
+    }
+
     @Test("curl gets the echo over a reused connection", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/curl")))
     func curlInterop() async throws {
         try await withServer { port in
