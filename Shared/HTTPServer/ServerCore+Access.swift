@@ -17,13 +17,12 @@ extension ServerCore {
                 contextSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>) -> MHD_Result {
         guard let raw = contextSlot.pointee, raw != Self.nulPathMarker else {
             let marked = contextSlot.pointee != nil
-            // A path whose decoded bytes are not UTF-8 (`%FF`) would reach handlers with each bad
-            // sequence replaced by U+FFFD, so different paths would name one resource.
+            // A path whose decoded bytes are not UTF-8 is refused (`HTTPError.pathNotUTF8`).
             let path = String(validatingCString: url)
             let context = RequestContext(connection: connection, methodName: String(cString: method),
                                          path: path ?? String(cString: url))
             contextSlot.pointee = Unmanaged.passRetained(context).toOpaque()
-            return headersReceived(context, refusing: marked ? Self.nulInPath : path == nil ? Self.pathNotUTF8 : nil)
+            return headersReceived(context, refusing: marked ? Self.nulInPath : path == nil ? HTTPError.pathNotUTF8 : nil)
         }
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
         if uploadDataSize.pointee > 0 {
@@ -40,9 +39,6 @@ extension ServerCore {
 
     static let nulInPath = HTTPError(.badRequest, code: "INVALID_FIELD",
                                      message: "path: %00 (NUL) is in no resource's name")
-
-    static let pathNotUTF8 = HTTPError(.badRequest, code: "INVALID_FIELD",
-                                       message: "path: its percent-decoded bytes are not UTF-8 (e.g. %FF), which no resource's name is")
 
     /// Call (1): the request line and headers are known; `refusal`, when the request line
     /// alone decided the answer.

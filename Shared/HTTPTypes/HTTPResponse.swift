@@ -99,6 +99,12 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     public static let internalError = HTTPError(.internalServerError, code: "INTERNAL", message: "internal error")
 
+    /// A request whose percent-decoded path is not UTF-8 (`%FF`, a cut or overlong sequence, an
+    /// encoded surrogate): read as a string, every bad sequence would become U+FFFD, and
+    /// different paths would name one resource. Servers answer it before routing.
+    public static let pathNotUTF8 = HTTPError(
+        .badRequest, code: "INVALID_FIELD", message: "path: its percent-decoded bytes are not UTF-8 (e.g. %FF), which no resource's name is")
+
     /// A human sentence for a `DecodingError`, naming the field path, never the raw input.
     public static func describe(decodingError error: any Error) -> String {
         guard let error = error as? DecodingError else { return "body is not valid JSON" }

@@ -60,13 +60,16 @@ enum LWSRequestReader {
         return query
     }
 
-    /// The request path and method (`nil` method for ones we do not route, e.g. CONNECT).
-    static func target(_ wsi: OpaquePointer) -> (method: HTTPMethod?, path: String) {
+    /// The request path and method (`nil` method for ones we do not route, e.g. CONNECT), and
+    /// whether the decoded path is UTF-8 (if not, `path` has U+FFFD for each bad sequence).
+    static func target(_ wsi: OpaquePointer) -> (method: HTTPMethod?, path: String, isUTF8: Bool) {
         var uri: UnsafeMutablePointer<CChar>?
         var length: Int32 = 0
         let index = lws_http_get_uri_and_method(wsi, &uri, &length)
-        guard index >= 0, let uri else { return (nil, "/") }
-        let path = String(decoding: UnsafeRawBufferPointer(start: uri, count: Int(length)), as: UTF8.self)
+        guard index >= 0, let uri else { return (nil, "/", true) }
+        let bytes = UnsafeRawBufferPointer(start: uri, count: Int(length))
+        let valid = String(validating: bytes, as: UTF8.self)
+        let path = valid ?? String(decoding: bytes, as: UTF8.self)
         let method: HTTPMethod? = switch Int(index) {
         case Int(LWSHUMETH_GET): .get
         case Int(LWSHUMETH_POST): .post
@@ -77,7 +80,7 @@ enum LWSRequestReader {
         case Int(LWSHUMETH_HEAD): .head
         default: nil
         }
-        return (method, path.isEmpty ? "/" : path)
+        return (method, path.isEmpty ? "/" : path, valid != nil)
     }
 
     static func remoteAddress(_ wsi: OpaquePointer) -> String? {

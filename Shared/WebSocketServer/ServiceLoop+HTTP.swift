@@ -24,7 +24,7 @@ extension ServiceLoop {
 
     /// A request that is not an upgrade: read it, then route it (now, or once the body is in).
     func beginHTTP(_ wsi: OpaquePointer) -> Int32 {
-        let (method, path) = LWSRequestReader.target(wsi)
+        let (method, path, pathIsUTF8) = LWSRequestReader.target(wsi)
         let headers = LWSRequestReader.headers(wsi)
         let request = HTTPRequest(
             method: method ?? .get, path: path, query: LWSRequestReader.query(wsi), headers: headers,
@@ -36,6 +36,7 @@ extension ServiceLoop {
         guard method != nil else {
             return respondNow(wsi, exchange, HTTPError(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message: "method not supported").response)
         }
+        guard pathIsUTF8 else { return respondNow(wsi, exchange, HTTPError.pathNotUTF8.response) }
         if contentLength > configuration.maxHTTPBodyBytes {
             return respondNow(wsi, exchange, HTTPError(.payloadTooLarge, code: "PAYLOAD_TOO_LARGE", message: "request body is too large").response)
         }

@@ -21,7 +21,7 @@ extension ServiceLoop {
     /// Upgrade requested: asks the delegate, and answers a refusal as a plain HTTP response.
     func confirmUpgrade(_ wsi: OpaquePointer, protocol upgrade: String) -> Int32 {
         guard upgrade.lowercased() == "websocket" else { return -1 }
-        let (_, path) = LWSRequestReader.target(wsi)
+        let (_, path, _) = LWSRequestReader.target(wsi)  // a path that is not UTF-8 matches no endpoint
         let request = WebSocketUpgradeRequest(
             path: path, query: LWSRequestReader.query(wsi), headers: LWSRequestReader.headers(wsi),
             remoteAddress: LWSRequestReader.remoteAddress(wsi))

@@ -143,14 +143,14 @@ struct FlowAEndToEndTests {
                         try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
                     }
                 }
-                let subscribed = try await Integration.eventually(timeout: .seconds(30)) {
+                let subscribed = await Integration.eventually(timeout: .seconds(30)) {
                     lines().contains { $0["status"] as? String == "SUBSCRIBED" }
                 }
                 #expect(subscribed, "\(lines())")
 
                 // Only now does the worker start, so every status happens while the client listens.
                 workerTasks = Self.start(worker)
-                let finished = try await Integration.eventually(timeout: .seconds(120), every: .milliseconds(200)) { !listener.isRunning }
+                let finished = await Integration.eventually(timeout: .seconds(120), every: .milliseconds(200)) { !listener.isRunning }
                 #expect(finished && listener.terminationStatus == 0, "\(lines())")
                 let broadcasts = lines().compactMap { $0["broadcast"] as? [String: Any] }
                 let events = broadcasts.compactMap { $0["event"] as? String }

@@ -77,7 +77,7 @@ struct RoomCatalogTests {
                 _ = try result.get()
             }
             try await harness.produce([kitchen, study, hall, rough, loft, attic])
-            let settled = try await Integration.eventually(timeout: .seconds(60)) {
+            let settled = await Integration.eventually(timeout: .seconds(60)) {
                 let mine = await Self.get(router, "/rest/v1/rooms", query: ["owner_id": "eq.alice", "select": "id,state"], user: "alice")
                 let states = (Self.json(mine) as? [[String: Any]])?.compactMap { $0["state"] as? String } ?? []
                 let roughAnswer = await Self.get(router, "/rest/v1/rooms", query: ["id": "eq.\(rough.roomId)"], user: "bob")
@@ -98,7 +98,7 @@ struct RoomCatalogTests {
             // The owner retries the failed version: a second attempt, failed again.
             let retry = await JobLifecycleTests.call(router, .post, "/rooms/versions/\(hall.versionId)/retry", user: "alice")
             #expect(retry.status == .accepted)
-            let retried = try await Integration.eventually {
+            let retried = await Integration.eventually {
                 let answer = await Self.get(router, "/rest/v1/room_versions", query: ["id": "eq.\(hall.versionId)"], user: "alice")
                 let row = (Self.json(answer) as? [[String: Any]])?.first
                 return row?["attempts"] as? Int == 2 && row?["status"] as? String == "failed"
@@ -206,7 +206,7 @@ struct RoomCatalogTests {
             let fresh = Self.request(harness, owner: "carol", title: "Fresh loft", tags: [], visibility: .public, at: Date())
             let freshRough = Self.request(harness, owner: "carol", title: "rough fresh attic", tags: [], visibility: .public, at: Date())
             try await harness.produce([fresh, freshRough])
-            let arrived = try await Integration.eventually(timeout: .seconds(30)) {
+            let arrived = await Integration.eventually(timeout: .seconds(30)) {
                 let top = await feed(["limit": "10"]).compactMap { $0["id"] as? String }
                 return top.contains(fresh.roomId) && top.contains(freshRough.roomId)
             }
@@ -246,7 +246,7 @@ struct RoomCatalogTests {
                     "owner_id": "eq.alice", "order": "id", "select": "id,title,state,latest_status,room_versions(id,status)"], user: user)
                 return Self.json(answer) as? [[String: Any]] ?? []
             }
-            let seen = try await Integration.eventually(timeout: .seconds(30)) {
+            let seen = await Integration.eventually(timeout: .seconds(30)) {
                 let rooms = await mine("alice")
                 return rooms.compactMap { $0["id"] as? String }.sorted() == [roomA, roomC].sorted()
                     && rooms.first { $0["id"] as? String == roomC }?["latest_status"] as? String == "queued"
@@ -268,7 +268,7 @@ struct RoomCatalogTests {
 
             // Room A's upload is abandoned too: the room leaves "my rooms".
             for result in await harness.producer.send([try upload(roomA, "a-v1", .abandoned, at: 30)]) { _ = try result.get() }
-            let gone = try await Integration.eventually(timeout: .seconds(30)) {
+            let gone = await Integration.eventually(timeout: .seconds(30)) {
                 let rooms = await mine("alice")
                 return rooms.compactMap { $0["id"] as? String } == [roomC]
             }

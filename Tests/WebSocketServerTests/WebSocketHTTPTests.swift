@@ -128,6 +128,26 @@ struct WebSocketHTTPTests {
         await server.shutdown()
     }
 
+    @Test("a path whose percent-decoded bytes are not UTF-8 is refused with INVALID_FIELD before routing, with or without a body")
+    func pathNotUTF8IsRefused() async throws {
+        var router = Router()
+        router.get("/realtime/v1/channels/:channel/events") { request in .json(["channel": request.pathParameters["channel"] ?? ""]) }
+        router.post("/echo/:name") { request in .json(["name": request.pathParameters["name"] ?? ""]) }
+        let server = try makeServer(RecordingDelegate(), router: router)
+        let base = "http://127.0.0.1:\(server.port)"
+        for path in ["/realtime/v1/channels/room:%FF/events", "/realtime/v1/channels/room:a%C3/events",
+                     "/realtime/v1/channels/room:%ED%A0%80/events"] {
+            let refused = try await runProcess("/usr/bin/curl", ["-i", "-s", "--max-time", "5", base + path])
+            #expect(refused.stdout.hasPrefix("HTTP/1.1 400"), "\(path): \(refused.stdout)")
+            #expect(refused.stdout.contains("\"code\":\"INVALID_FIELD\""), "\(path): \(refused.stdout)")
+        }
+        let posted = try await runProcess("/usr/bin/curl", ["-i", "-s", "--max-time", "5", "--data-binary", "hello", "\(base)/echo/%FE"])
+        #expect(posted.stdout.hasPrefix("HTTP/1.1 400"), "\(posted.stdout)")
+        let utf8 = try await runProcess("/usr/bin/curl", ["-s", "--max-time", "5", "\(base)/realtime/v1/channels/room:%C3%A9/events"])
+        #expect(utf8.stdout == "{\"channel\":\"room:é\"}", "\(utf8.stdout)")
+        await server.shutdown()
+    }
+
     @Test("starting on a port that is already taken fails with a retriable listen error")
     func portInUseFailsStart() async throws {
         let first = try makeServer(RecordingDelegate())
