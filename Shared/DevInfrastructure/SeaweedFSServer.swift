@@ -190,7 +190,9 @@ public final class SeaweedFSServer: Sendable {
             "actions": ["Admin", "Read", "Write", "List", "Tagging"],
         ]]]
         let data = try JSONSerialization.data(withJSONObject: json, options: [.prettyPrinted, .sortedKeys])
-        FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600])
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw Failure(description: "cannot write SeaweedFS's identity file \(path)")
+        }
         return (access, secret)
     }
 

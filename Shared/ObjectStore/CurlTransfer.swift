@@ -138,7 +138,7 @@ enum CurlTransfer {
 
         switch exchange.sink {
         case .file(let path):
-            FileManager.default.createFile(atPath: path, contents: nil)
+            _ = FileManager.default.createFile(atPath: path, contents: nil)  // checked by opening it
             guard let file = FileHandle(forWritingAtPath: path) else {
                 return .failure(ObjectStoreError(code: .file, message: "cannot write \(path)"))
             }

@@ -49,11 +49,12 @@ public struct ObjectStoreError: Error, Sendable, CustomStringConvertible {
 
     /// Maps an HTTP status to a code.
     static func code(forStatus status: Int, storeCode: String?) -> Code {
+        // A store asking to slow down is unavailable for now, whatever status it sent that with.
+        if storeCode == "SlowDown" { return .unavailable }
         switch status {
         case 403: return .forbidden
         case 404: return .notFound
-        case 429, 503 where storeCode == "SlowDown": return .unavailable
-        case 500...599: return .unavailable
+        case 429, 500...599: return .unavailable
         default: return .rejected
         }
     }

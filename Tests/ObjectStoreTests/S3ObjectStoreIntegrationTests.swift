@@ -8,7 +8,7 @@ import Testing
 struct S3ObjectStoreIntegrationTests {
     static func file(_ bytes: Int, fill: UInt8 = 0x5A) -> String {
         let path = NSTemporaryDirectory() + "s3-body-\(UInt32.random(in: 0...UInt32.max))"
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: fill, count: bytes))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: fill, count: bytes)))
         return path
     }
 
@@ -28,7 +28,7 @@ struct S3ObjectStoreIntegrationTests {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let data = try await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
         process.waitUntilExit()
         return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -85,5 +85,7 @@ struct SignatureV4Tests {
         #expect(!ObjectStoreError(code: ObjectStoreError.code(forStatus: 403, storeCode: nil), message: "x").isRetriable)
         #expect(ObjectStoreError.code(forStatus: 404, storeCode: "NoSuchKey") == .notFound)
         #expect(ObjectStoreError.code(forStatus: 400, storeCode: nil) == .rejected)
+        #expect(ObjectStoreError.code(forStatus: 400, storeCode: "SlowDown") == .unavailable)
+        #expect(ObjectStoreError.code(forStatus: 429, storeCode: nil) == .unavailable)
     }
 }

@@ -51,7 +51,7 @@ public enum PlainHTTP {
         let pipe = Pipe()
         process.standardOutput = pipe
         try process.run()
-        let data = try await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
+        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
         process.waitUntilExit()
         var text = String(decoding: data, as: UTF8.self)
         let status = Int(text.split(separator: "\n").last ?? "") ?? 0
