@@ -35,22 +35,23 @@ func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
 
 let sharedModules: [Target] = [
     shared("Logging"),
+    shared("BlockingCalls"),
     shared("HTTPTypes"),
     shared("Metrics"),
     shared("Hashing", ["COpenSSL"]),
     shared("Auth", ["Hashing"]),
-    shared("Kafka", ["CRdKafka", "Logging"]),
-    shared("Postgres", ["CLibPQ", "Logging"]),
+    shared("Kafka", ["CRdKafka", "Logging", "BlockingCalls"]),
+    shared("Postgres", ["CLibPQ", "Logging", "BlockingCalls"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "Hashing", "ServiceRuntime"]),
     shared("USD", ["CLZ4"]),
-    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime"]),
+    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
-    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing"]),
+    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing", "BlockingCalls"]),
     shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
 ]
 
@@ -134,7 +135,7 @@ let testTargets: [Target] = [
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
-    tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure"]),
+    tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "Hashing", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),

@@ -1,9 +1,10 @@
+import BlockingCalls
 import Dispatch
 import Foundation
 import Postgres
 
-/// Runs helper programs (initdb, pg_ctl, useradd, other local servers) to completion on a dedicated queue,
-/// so blocking reads and `waitpid` never run on the cooperative thread pool.
+/// Runs helper programs (initdb, pg_ctl, useradd, other local servers) to completion on threads of
+/// their own (`BlockingCall`), so blocking reads and `waitpid` never hold a thread that runs tasks.
 ///
 /// Uses `posix_spawn` + `waitpid` directly: Foundation's `Process.waitUntilExit` depends on
 /// run-loop/SIGCHLD plumbing that can stall when called from a dispatch worker thread.
@@ -13,8 +14,6 @@ package enum ProcessRunner {
         package var output: String
         package var succeeded: Bool { status == 0 }
     }
-
-    private static let queue = DispatchQueue(label: "dev-infrastructure.process-runner", attributes: .concurrent)
 
     /// Runs `executable` with `arguments`; as root with `user` set, through `runuser -u user --`.
     /// `environment` entries are added to (or replace) the current environment.
@@ -29,11 +28,7 @@ package enum ProcessRunner {
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
         let (path, args, env) = (launch, launchArguments, merged.map { "\($0.key)=\($0.value)" })
-        return await withCheckedContinuation { continuation in
-            queue.async {
-                continuation.resume(returning: runBlocking(path, args, env))
-            }
-        }
+        return await BlockingCall.run("dev-infrastructure.process-runner") { runBlocking(path, args, env) }
     }
 
     private static func runBlocking(_ executable: String, _ arguments: [String], _ environment: [String]) -> Outcome {

@@ -1,3 +1,4 @@
+import BlockingCalls
 import Foundation
 import Hashing
 import Logging
@@ -149,7 +150,7 @@ public final class SeaweedFSServer: Sendable {
         guard let pid = state.withLock({ current -> pid_t? in defer { current = nil }; return current }) else { return }
         defer { try? FileManager.default.removeItem(atPath: pidFile) }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
+            BlockingCall.detach("dev-infrastructure.seaweedfs-stop") {
                 kill(pid, SIGTERM)
                 var status: Int32 = 0
                 for _ in 0..<100 {

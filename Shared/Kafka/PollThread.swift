@@ -1,3 +1,4 @@
+import BlockingCalls
 import Foundation
 import Synchronization
 
@@ -40,14 +41,16 @@ final class PollThread: Sendable {
     }
 }
 
-/// Runs blocking C calls on a dedicated dispatch queue, off the cooperative pool.
+/// Runs librdkafka's blocking calls on threads of their own, off the threads that run tasks
+/// (`BlockingCall`), and async work from a poll thread.
 enum Blocking {
-    private static let queue = DispatchQueue(label: "kafka.blocking", attributes: .concurrent)
-
     static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
-        }
+        await BlockingCall.run("kafka.blocking", body)
+    }
+
+    /// Runs `body` without waiting for it.
+    static func detach(_ body: @escaping @Sendable () -> Void) {
+        BlockingCall.detach("kafka.blocking", body)
     }
 
     /// Runs an async closure from a dedicated (non-cooperative) thread and blocks that thread

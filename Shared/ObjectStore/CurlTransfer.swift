@@ -1,3 +1,4 @@
+import BlockingCalls
 import CCurl
 import Dispatch
 import Foundation
@@ -32,10 +33,9 @@ struct HTTPAnswer: Sendable {
     var body: [UInt8]
 }
 
-/// Runs blocking libcurl transfers on dedicated threads (a concurrent `DispatchQueue`
-/// outside the cooperative pool), bridged to async callers with continuations.
+/// Runs blocking libcurl transfers on threads of their own (`BlockingCall`: not the threads
+/// that run tasks, which a transfer of minutes would otherwise hold), bridged to async callers.
 enum CurlTransfer {
-    private static let queue = DispatchQueue(label: "objectstore.curl", attributes: .concurrent)
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
     /// Connection and whole-transfer bounds.
@@ -43,16 +43,13 @@ enum CurlTransfer {
     static let transferTimeoutSeconds = 600
 
     static func perform(_ exchange: HTTPExchange) async throws(ObjectStoreError) -> HTTPAnswer {
-        let result: Result<HTTPAnswer, ObjectStoreError> = await withCheckedContinuation { continuation in
-            queue.async { continuation.resume(returning: performBlocking(exchange)) }
-        }
-        return try result.get()
+        try await BlockingCall.run("objectstore.curl") { performBlocking(exchange) }.get()
     }
 
-    /// Starts `exchange` on the transfer queue and calls `completion` there when it ends.
+    /// Starts `exchange` on a thread of its own and calls `completion` there when it ends.
     static func start(_ exchange: HTTPExchange,
                       completion: @escaping @Sendable (Result<HTTPAnswer, ObjectStoreError>) -> Void) {
-        queue.async { completion(performBlocking(exchange)) }
+        BlockingCall.detach("objectstore.curl") { completion(performBlocking(exchange)) }
     }
 
     /// Context of one transfer, lent to libcurl's callbacks for the duration of `curl_easy_perform`.

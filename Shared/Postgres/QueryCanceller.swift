@@ -1,3 +1,4 @@
+import BlockingCalls
 import Dispatch
 import Synchronization
 internal import CLibPQ
@@ -58,7 +59,8 @@ final class QueryCanceller: Sendable {
             return false
         }
         guard runningNow else { return }
-        DispatchQueue.global().async {
+        // PQcancel connects to the server and waits for it: off the threads that run tasks.
+        BlockingCall.detach("postgres.cancel") {
             self.state.withLock { state in
                 guard state.running == operation, let token = state.token else { return }
                 var buffer = [CChar](repeating: 0, count: 256)

@@ -79,7 +79,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     let logger: Logger
     let ownership = PartitionOwnership()
     let offsets: OffsetStore
-    let adminClient = Mutex<KafkaAdmin?>(nil)
+    /// The client the position checks ask (opened on first use, replaced after a failure).
+    let clusterAdmin: ReplaceableKafkaAdmin
     /// Set once `run()` is cancelled: the rebalance listener runs outside the run task (on the
     /// consumer's poll thread), so its retries watch this instead of task cancellation.
     let stopping = Atomic<Bool>(false)
@@ -98,6 +99,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         logger[metadataKey: "projection.group"] = configuration.groupID
         self.logger = logger
         self.offsets = OffsetStore(groupID: configuration.groupID, memberID: configuration.memberID)
+        self.clusterAdmin = ReplaceableKafkaAdmin(bootstrapServers: configuration.bootstrapServers,
+                                                  clientID: "\(configuration.groupID)-positions", timeout: .seconds(5), logger: logger)
         metrics.describe("projection_records_total", type: "counter", help: "Records consumed and committed by a projection.")
         metrics.describe("projection_dead_letters_total", type: "counter", help: "Records sent to a dead-letter topic.")
         metrics.describe("projection_batch_seconds", type: "histogram", help: "Time to apply and commit one batch.")
@@ -157,13 +160,15 @@ public final class ProjectionRunner<P: Projection>: Sendable {
 
     /// One consumer's life: consumes until the task is cancelled (returns) or the consumer fails (throws).
     func consume() async throws {
-        let consumer = try KafkaConsumer(
-            configuration: KafkaConsumerConfiguration(bootstrapServers: configuration.bootstrapServers,
-                                                      groupID: configuration.groupID, topics: configuration.topics,
-                                                      clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout,
-                                                      bufferCapacity: configuration.consumerBufferCapacity,
-                                                      extra: configuration.consumerProperties),
-            rebalanceListener: RebalanceBridge(runner: self), logger: logger)
+        let consumerConfiguration = KafkaConsumerConfiguration(
+            bootstrapServers: configuration.bootstrapServers, groupID: configuration.groupID, topics: configuration.topics,
+            clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout,
+            bufferCapacity: configuration.consumerBufferCapacity, extra: configuration.consumerProperties)
+        let (listener, logger) = (RebalanceBridge(runner: self), self.logger)
+        // Opened off the cooperative pool: librdkafka's constructor can take a second while the broker is down.
+        let consumer = try await KafkaClients.open { () throws(KafkaError) in
+            try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: listener, logger: logger)
+        }
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var next = Task { try await fetch(consumer) }
         let afterCommit = AfterCommitQueue<P.Effects>()
@@ -280,7 +285,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             stored[KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: try row.decode(Int32.self, "partition"))]
                 = try row.decode(Int64.self, "next_offset")
         }
-        let admin = try clusterAdmin()
+        let admin = try await clusterAdmin.admin()
         var waiting: Int64 = 0
         for topic in try await admin.listTopics() where configuration.topics.contains(topic.name) {
             for partition in topic.partitions {
@@ -306,7 +311,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                 return try await self.checked(stored)
             } catch {
                 // A client that lived through a broker outage can keep timing out: retry on a new one.
-                self.adminClient.withLock { $0 = nil }
+                self.clusterAdmin.replace()
                 throw error
             }
         }
@@ -319,7 +324,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// (see `OffsetStore.check`); a position that cannot be trusted is replaced, logged once
     /// with the numbers and counted in `projection_offset_resets_total{reason}`.
     func checked(_ stored: [KafkaTopicPartition: OffsetStore.StoredClaim]) async throws -> [KafkaTopicPartition: PartitionOwnership.Claim] {
-        let admin = try clusterAdmin()
+        let admin = try await clusterAdmin.admin()
         let cluster = Self.clusterIdentity(try await admin.clusterID(), bootstrapServers: configuration.bootstrapServers)
         var claims: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
         for (tp, entry) in stored {
@@ -376,17 +381,6 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         } catch {
             logger.warning("taking over moved positions failed; retrying", metadata: ["error": "\(error)"])
             try? await offsets.releaseMoved(taken, client: database)
-        }
-    }
-
-    /// The admin client the position checks ask (one per runner, made on first use).
-    func clusterAdmin() throws -> KafkaAdmin {
-        try adminClient.withLock { admin in
-            if let admin { return admin }
-            let made = try KafkaAdmin(bootstrapServers: configuration.bootstrapServers, clientID: "\(configuration.groupID)-positions",
-                                      timeout: .seconds(5), logger: logger)
-            admin = made
-            return made
         }
     }
 

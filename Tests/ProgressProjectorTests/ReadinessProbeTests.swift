@@ -2,7 +2,6 @@ import BackboneTestSupport
 import DevInfrastructure
 import Foundation
 import Kafka
-import Synchronization
 @testable import ServiceRuntime
 import Testing
 
@@ -18,12 +17,12 @@ struct ReadinessProbeTests {
         try cluster.createTopic("probe.topic", partitions: 1)
         let probe = KafkaReadinessProbe(bootstrapServers: cluster.bootstrapServers, clientID: "probe-test")
         #expect(await probe.check())
-        let before = probe.admin.withLock { $0.map(ObjectIdentifier.init) }
+        let before = probe.admin.openClient.map(ObjectIdentifier.init)
 
         try cluster.setAllBrokersDown()
         #expect(await Integration.eventually(timeout: .seconds(15), every: .milliseconds(200)) { await !probe.check() })
         // The client that saw the outage is gone; the next check makes a new one.
-        #expect(probe.admin.withLock { $0.map(ObjectIdentifier.init) } != before)
+        #expect(probe.admin.openClient.map(ObjectIdentifier.init) != before)
         try cluster.setAllBrokersUp()
         #expect(await Integration.eventually(timeout: .seconds(30), every: .milliseconds(200)) { await probe.check() })
     }

@@ -33,11 +33,13 @@ struct LiveEventConsumer: Sendable {
     let logger: Logger
 
     func run() async throws {
-        let consumer = try KafkaConsumer(
-            configuration: KafkaConsumerConfiguration(bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic],
-                                                      clientID: groupID, sessionTimeout: .seconds(6),
-                                                      extra: RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": fetchWait]) { $1 }),
-            rebalanceListener: StartAtEnd(hub: hub), logger: logger)
+        let configuration = KafkaConsumerConfiguration(
+            bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic], clientID: groupID, sessionTimeout: .seconds(6),
+            extra: RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": fetchWait]) { $1 })
+        let (listener, logger) = (StartAtEnd(hub: hub), self.logger)
+        let consumer = try await KafkaClients.open { () throws(KafkaError) in
+            try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: logger)
+        }
         logger.info("live event consumer started", metadata: ["kafka.topic": topic, "kafka.group": groupID])
         do {
             while !Task.isCancelled {
