@@ -64,12 +64,13 @@ public final class ReplaceableKafkaAdmin: Sendable {
         let made = try await KafkaClients.open { () throws(KafkaError) in
             try KafkaAdmin(bootstrapServers: bootstrapServers, clientID: clientID, timeout: timeout, logger: logger)
         }
-        let (kept, surplus) = current.withLock { current -> (KafkaAdmin, KafkaAdmin?) in
-            if let current { return (current, made) }
+        let kept = current.withLock { current -> KafkaAdmin? in
+            if let current { return current }
             current = made
-            return (made, nil)
+            return nil
         }
-        if let surplus { KafkaClients.release(surplus) }
+        guard let kept else { return made }
+        KafkaClients.release(consume made)
         return kept
     }
 
@@ -84,6 +85,7 @@ public final class ReplaceableKafkaAdmin: Sendable {
             current = nil
             return admin
         }
-        if let old { KafkaClients.release(old) }
+        guard let old else { return }
+        KafkaClients.release(consume old)
     }
 }
