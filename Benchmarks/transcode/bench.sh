@@ -14,7 +14,8 @@
 # `backbone dev` (embedded Kafka, private PostgreSQL and SeaweedFS, every service in one process,
 # ports offset by $BENCH_PORT_OFFSET, default 2300), then `flow-a-bench`: UPLOADS
 # uploads of the ~10 MB package one after another, each timed from the 202 of upload-complete
-# to the `ready` broadcast received on the realtime WebSocket; p50/p99/max.
+# to the `ready` broadcast received on the realtime WebSocket; p50/p99/max. Meanwhile
+# probe_healthz.py times /healthz of the progress projector in the same process (p50/p99/max).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY="${PYTHON:-$( [[ -x .venv/bin/python ]] && echo .venv/bin/python || echo python3 )}"
@@ -42,7 +43,12 @@ if [[ "${1:-}" == latency ]]; then
     [[ -f "$BACKBONE_HOME/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
     read -r name bytes meshes triangles textures <"$WORK/scans.txt"
     printf "%s: %s bytes, %s meshes, %s triangles, %s textures\n" "$name" "$bytes" "$meshes" "$triangles" "$textures"
+    # Meanwhile, what the same process's other services feel: /healthz of the progress projector.
+    PROGRESS_URL=$(sed -n 's/^PROGRESS_URL=//p' "$BACKBONE_HOME/dev.env" | tr -d "'\"")
+    "$PY" Benchmarks/transcode/probe_healthz.py "$PROGRESS_URL" "$WORK/probe.stop" &
+    PROBE=$!
     .build/release/flow-a-bench "$UPLOADS" "$WORK/$name.usdz" "$WORK/$name.roomplan.json"
+    touch "$WORK/probe.stop"; wait $PROBE
     printf "load average: %s; %s cores\n" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
     exit 0
 fi
