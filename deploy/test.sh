@@ -19,7 +19,7 @@ TEST_DATABASE_URL=$(pg_start_throwaway "$pg_dir" "$port")
 export BACKBONE_INTEGRATION=1
 
 log "building"
-swift build --build-tests "$@"
+swift build --build-tests  # the arguments are `swift test`'s (--filter), not the build's
 log "testing (integration tests enabled)"
 if [ $# -gt 0 ]; then
     # A chosen subset (`deploy/test.sh --filter Suite`): one suite at a time.
