@@ -12,11 +12,14 @@ import Dispatch
 /// serial queue per call, 0.2 ms late. A serial queue runs on libdispatch's overcommit pool,
 /// which adds a thread when the ones it has are blocked; each call gets a queue of its own.
 public enum BlockingCall {
-    /// Runs `body` on a thread outside the task pool and returns its result.
-    public static func run<T: Sendable>(_ label: String, _ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue(label: label).async { continuation.resume(returning: body()) }
+    /// Runs `body` on a thread outside the task pool and returns its result, or throws its error.
+    public static func run<T: Sendable, Failure: Error>(
+        _ label: String, _ body: @escaping @Sendable () throws(Failure) -> T
+    ) async throws(Failure) -> T {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, Failure>, Never>) in
+            DispatchQueue(label: label).async { continuation.resume(returning: Result(catching: body)) }
         }
+        return try result.get()
     }
 
     /// Runs `body` on a thread outside the task pool without waiting for it.

@@ -1,3 +1,4 @@
+import BlockingCalls
 import Logging
 import Synchronization
 
@@ -16,13 +17,7 @@ public enum KafkaClients {
     /// Runs `make` (a `KafkaAdmin`, `KafkaConsumer` or `KafkaProducer` initializer) on a
     /// thread outside the cooperative pool and returns what it made.
     public static func open<Client: Sendable>(_ make: @escaping @Sendable () throws(KafkaError) -> Client) async throws(KafkaError) -> Client {
-        try await Blocking.run { () -> Result<Client, KafkaError> in
-            do throws(KafkaError) {
-                return .success(try make())
-            } catch {
-                return .failure(error)
-            }
-        }.get()
+        try await BlockingCall.run("kafka.open", make)
     }
 
     /// Gives up the caller's reference to `client` on a thread outside the cooperative pool:
@@ -43,8 +38,8 @@ public enum KafkaClients {
 /// brokers are back (seen with librdkafka's mock cluster: its requests go unanswered on a
 /// connection it believes up), so the next request asks on a new one.
 public final class ReplaceableKafkaAdmin: Sendable {
-    public let bootstrapServers: String
-    public let clientID: String
+    let bootstrapServers: String
+    let clientID: String
     let timeout: Duration
     let logger: Logger
     private let current = Mutex<KafkaAdmin?>(nil)
@@ -60,8 +55,7 @@ public final class ReplaceableKafkaAdmin: Sendable {
     /// keep the first stored; the other is released.
     public func admin() async throws(KafkaError) -> KafkaAdmin {
         if let admin = current.withLock({ $0 }) { return admin }
-        let (bootstrapServers, clientID, timeout, logger) = (self.bootstrapServers, self.clientID, self.timeout, self.logger)
-        let made = try await KafkaClients.open { () throws(KafkaError) in
+        let made = try await KafkaClients.open { [self] () throws(KafkaError) in
             try KafkaAdmin(bootstrapServers: bootstrapServers, clientID: clientID, timeout: timeout, logger: logger)
         }
         let kept = current.withLock { current -> KafkaAdmin? in

@@ -164,10 +164,9 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             bootstrapServers: configuration.bootstrapServers, groupID: configuration.groupID, topics: configuration.topics,
             clientID: configuration.groupID, sessionTimeout: configuration.sessionTimeout,
             bufferCapacity: configuration.consumerBufferCapacity, extra: configuration.consumerProperties)
-        let (listener, logger) = (RebalanceBridge(runner: self), self.logger)
         // Opened off the cooperative pool: librdkafka's constructor can take a second while the broker is down.
-        let consumer = try await KafkaClients.open { () throws(KafkaError) in
-            try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: listener, logger: logger)
+        let consumer = try await KafkaClients.open { [self] () throws(KafkaError) in
+            try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: RebalanceBridge(runner: self), logger: logger)
         }
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var next = Task { try await fetch(consumer) }

@@ -55,7 +55,7 @@ struct RebuildCommandTests {
                 if name == "progress-projector" { progressURL = "http://127.0.0.1:\(port)" } else { analyticsURL = "http://127.0.0.1:\(port)" }
                 let claimed = await Integration.eventually(timeout: .seconds(30)) {
                     let rows = try? await self.client.query("SELECT count(*) AS n FROM consumer_offsets WHERE group_id = $1", [group])
-                    return ((try? rows?.first?.decode(Int64.self, "n")) ?? 0) ?? 0 > 0
+                    return ((try? rows?.first?.decode(Int64.self, "n")) ?? 0) > 0
                 }
                 #expect(claimed, "\(name) did not start: \(services.last?.log ?? "")")
             }

@@ -30,7 +30,7 @@ struct RoomUploadIntegrationTests {
 
     static func file(_ bytes: Int, fill: UInt8 = 0x41) -> String {
         let path = NSTemporaryDirectory() + "upload-\(UInt32.random(in: 0...UInt32.max))"
-        FileManager.default.createFile(atPath: path, contents: Data(repeating: fill, count: bytes))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: fill, count: bytes)))
         return path
     }
 
@@ -109,7 +109,7 @@ struct RoomUploadIntegrationTests {
                                             visibility: .public, status: .ready, at: Date())
             _ = try await harness.context.producer.send(KafkaProducerRecord(
                 topic: harness.configuration.roomStatusTopic, key: Array(answer.roomId.utf8), value: try ContractCoding.encode(ready)))
-            #expect(try await Integration.eventually {
+            #expect(await Integration.eventually {
                 let answer = await harness.request(.post, "/rooms/versions", token: token, body: body)
                 return (try? answer.decoded(RoomVersionAccepted.self).status) == .ready
             })

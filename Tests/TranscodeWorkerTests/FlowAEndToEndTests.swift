@@ -89,7 +89,7 @@ struct FlowAEndToEndTests {
                 let hub = notifier.hub
                 let notifierContext = contexts[2]
                 tasks.append(Task { try await ServiceHost.run(context: notifierContext, parts: notifierParts, handlesSignals: false) })
-                #expect(try await Integration.eventually(timeout: .seconds(60)) { port.withLock { $0 } != nil && hub.isLive })
+                #expect(await Integration.eventually(timeout: .seconds(60)) { port.withLock { $0 } != nil && hub.isLive })
                 let realtimePort = try #require(port.withLock { $0 })
 
                 // The app: upload-init, both files PUT to the presigned URLs, upload-complete.

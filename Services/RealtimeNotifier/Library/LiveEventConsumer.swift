@@ -36,9 +36,8 @@ struct LiveEventConsumer: Sendable {
         let configuration = KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic], clientID: groupID, sessionTimeout: .seconds(6),
             extra: RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": fetchWait]) { $1 })
-        let (listener, logger) = (StartAtEnd(hub: hub), self.logger)
-        let consumer = try await KafkaClients.open { () throws(KafkaError) in
-            try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: logger)
+        let consumer = try await KafkaClients.open { [self] () throws(KafkaError) in
+            try KafkaConsumer(configuration: configuration, rebalanceListener: StartAtEnd(hub: hub), logger: logger)
         }
         logger.info("live event consumer started", metadata: ["kafka.topic": topic, "kafka.group": groupID])
         do {
