@@ -45,14 +45,15 @@ final class FaultStack: @unchecked Sendable {
         services = Self.services + (s3 == nil ? [] : ["transcode-worker"])
         directory = NSTemporaryDirectory() + "backbone-fault-\(name)-\(UInt32.random(in: 0...UInt32.max))"
         kafka = try EmbeddedKafkaCluster(brokers: 1)
-        postgres = PrivatePostgresCluster(directory: directory + "/pg", port: Integration.freePort(), database: "backbone", logger: .disabled)
+        postgres = PrivatePostgresCluster(directory: directory + "/pg", port: Integration.stablePort(), database: "backbone", logger: .disabled)
         databaseURL = try await postgres.start()
         client = PostgresClient(configuration: PostgresConfiguration(url: databaseURL, maxConnections: 2), logger: .disabled)
         producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: kafka.bootstrapServers), logger: .disabled)
         admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: .disabled)
         codec = JWTCodec(secret: secret)
         var ports: [String: Int] = [:]
-        for service in services { ports[service] = Integration.freePort() }
+        // Every service is killed and started again on its port: ports no outgoing connection takes meanwhile.
+        for service in services { ports[service] = Integration.stablePort() }
         self.ports = ports
         try createTopics()
     }
@@ -66,7 +67,7 @@ final class FaultStack: @unchecked Sendable {
             "KAFKA_BROKERS": kafka.bootstrapServers, "DATABASE_URL": databaseURL, "JWT_SECRET": secret,
             "HTTP_HOST": "127.0.0.1",
             // A second instance of a service answers on a port of its own.
-            "HTTP_PORT": String(instance == 0 ? ports[service]! : Integration.freePort()),
+            "HTTP_PORT": String(instance == 0 ? ports[service]! : Integration.stablePort()),
             "SHUTDOWN_TIMEOUT_SECONDS": String(shutdownTimeoutSeconds), "KAFKA_SESSION_TIMEOUT_MS": "6000",
             "INGEST_RATE_LIMIT_PER_SECOND": "1000", "INGEST_RATE_LIMIT_BURST": "1000",
         ]

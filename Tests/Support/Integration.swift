@@ -37,6 +37,12 @@ public enum Integration {
     /// A free TCP port on loopback.
     public static func freePort() -> Int { LoopbackPort.free() ?? 0 }
 
+    /// A port free on loopback below the ephemeral range, for a server that must bind it again
+    /// after a restart: a port from `freePort()` is in the range every outgoing connection draws
+    /// from, and another test's socket can take it while the server is down (seen: a fault suite's
+    /// transcode worker restarted after `kill -9` found its port taken, in the lanes of `.ci/run`).
+    public static func stablePort() -> Int { freePortOffset(for: [0]) }
+
     /// An offset that moves every one of `ports` to a port free on loopback, all of them below
     /// the ephemeral range: `freePort()` and every outgoing connection draw from that range, so
     /// a block taken from it can lose one of its ports to another test's socket between this
