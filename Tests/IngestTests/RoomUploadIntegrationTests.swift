@@ -6,6 +6,7 @@ import HTTPTypes
 import Ingest
 import Logging
 import ObjectStore
+import Postgres
 import Projection
 import ServiceRuntime
 import Testing
@@ -114,6 +115,48 @@ struct RoomUploadIntegrationTests {
                 return (try? answer.decoded(RoomVersionAccepted.self).status) == .ready
             })
             #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 2).count == 1)
+        }
+    }
+
+    @Test("nobody completes a version from another user's uploaded objects: an id upload-init never minted is 404, another's version 403, another's keys 400")
+    func completeOnlyWhatInitMinted() async throws {
+        try await Self.withStack { harness, _ in
+            let owner = harness.userToken("victim")
+            let answer = try await harness.request(.post, "/rooms/uploads", token: owner,
+                                                   body: try ContractCoding.encode(Self.initBody(usdz: 1200, json: 200)))
+                .decoded(RoomUploadInitResponse.self)
+            let usdz = Self.file(1200), json = Self.file(200, fill: 0x7B)
+            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
+            #expect(try await PlainHTTP.send("PUT", try #require(answer.usdz.url), headers: answer.usdz.headers, file: usdz).status == 200)
+            #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: json).status == 200)
+
+            let thief = harness.userToken("thief")
+            // A version and room of the thief's own invention, over the victim's objects.
+            var forged = Self.complete(answer)
+            forged.roomId = UUID().uuidString.lowercased()
+            forged.versionId = UUID().uuidString.lowercased()
+            let invented = await harness.request(.post, "/rooms/versions", token: thief, body: try ContractCoding.encode(forged))
+            #expect(invented.status == .notFound && invented.errorCode == "NOT_FOUND")
+            // The victim's own version and room.
+            let taken = await harness.request(.post, "/rooms/versions", token: thief, body: try ContractCoding.encode(Self.complete(answer)))
+            #expect(taken.status == .forbidden && taken.errorCode == "FORBIDDEN")
+            // A version upload-init minted for the thief, naming the victim's keys.
+            let own = try await harness.request(.post, "/rooms/uploads", token: thief,
+                                                body: try ContractCoding.encode(Self.initBody(usdz: 1200, json: 200)))
+                .decoded(RoomUploadInitResponse.self)
+            var swapped = Self.complete(own)
+            swapped.source = Self.complete(answer).source
+            let keys = await harness.request(.post, "/rooms/versions", token: thief, body: try ContractCoding.encode(swapped))
+            #expect(keys.status == .badRequest && keys.errorCode == "INVALID_FIELD")
+            #expect(try harness.readTopic("room.transcode.requests.v1", expecting: 1).isEmpty)
+            let versions = try await harness.context.database.query(
+                "SELECT count(*)::bigint AS n FROM room_versions WHERE owner_user_id = 'thief' AND status <> 'uploading'", [])
+            #expect(try versions.first?.decode(Int.self, "n") == 0)
+
+            // The owner's completion still goes through, once.
+            let accepted = await harness.request(.post, "/rooms/versions", token: owner, body: try ContractCoding.encode(Self.complete(answer)))
+            #expect(accepted.status == .accepted)
+            #expect(try harness.readTopic("room.transcode.requests.v1", expecting: 2).count == 1)
         }
     }
 

@@ -15,10 +15,12 @@ import ServiceRuntime
 /// `versionId` again gets the same answer without a second request (a version still
 /// `pending` after a crash is produced again).
 ///
-/// With an object store: a version from upload-init (`uploading`) is completed only once
-/// its objects are there with the declared sizes (a multipart `source.usdz` is assembled
-/// from the reported parts first); otherwise 409 `UPLOAD_INCOMPLETE` naming the object,
-/// and nothing is queued. Its bytes were reserved at upload-init and are not charged again.
+/// With an object store: only a version upload-init minted for the caller is completed (any
+/// other `versionId` is 404 `NOT_FOUND`, another user's 403 `FORBIDDEN`), over the keys it
+/// minted, once its objects are there with the declared sizes (a multipart `source.usdz` is
+/// assembled from the reported parts first); otherwise 409 `UPLOAD_INCOMPLETE` naming the
+/// object, and nothing is queued. Its bytes were reserved at upload-init and are not charged
+/// again. Without a store, the keys must be the version's own.
 struct RoomVersionHandler: Sendable {
     let configuration: IngestConfiguration
     let validator: RoomVersionValidator
@@ -43,10 +45,17 @@ struct RoomVersionHandler: Sendable {
             if let upload, upload.status == "uploading" {
                 return try await complete(body, upload: upload, userID: userID, objects: objects, now: now)
             }
-            if upload == nil {
-                try await verify(body.source.usdzKey, "source.usdz", bytes: body.source.usdzBytes, in: objects)
-                try await verify(body.source.roomplanJsonKey, "roomplan.json", bytes: body.source.roomplanJsonBytes, in: objects)
+            // Only a version upload-init minted is completed, over the keys it minted: objects
+            // at keys the body names (another user's, under ids the public catalog shows) never
+            // become somebody else's room.
+            guard upload != nil else {
+                throw HTTPError(.notFound, code: ErrorCode.notFound.rawValue,
+                                message: "no such upload: upload-complete is for a version that upload-init created")
             }
+        } else {
+            // Without a store (the Kafka path alone) nothing was minted: the keys are at least
+            // the version's own, so they can name no other version's objects.
+            try requireOwnKeys(body)
         }
         let reservation: RoomVersionStore.Reservation
         do {
@@ -109,6 +118,15 @@ struct RoomVersionHandler: Sendable {
             metrics.increment("ingest_room_versions_total")
         }
         return accepted(body.versionId)
+    }
+
+    private func requireOwnKeys(_ body: RoomVersionCompleteRequest) throws(HTTPError) {
+        let room = body.roomId.lowercased(), version = body.versionId.lowercased()
+        guard body.source.usdzKey.lowercased() == RoomUploadHandler.usdzKey(room: room, version: version),
+              body.source.roomplanJsonKey.lowercased() == RoomUploadHandler.roomplanKey(room: room, version: version) else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "source keys must be the version's own (rooms/{roomId}/{versionId}/source.usdz and roomplan.json)")
+        }
     }
 
     private func head(_ key: String, in objects: any ObjectStore) async throws(HTTPError) -> ObjectInfo? {
