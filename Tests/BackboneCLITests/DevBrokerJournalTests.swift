@@ -18,6 +18,7 @@ struct DevBrokerJournalTests {
         try await TestDatabase.with("journal") { client in
             _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(client)
             try await DevBrokerJournal.prepare(client)
+            try await DevRecovery.prepare(client)
             try await body(client)
         }
     }
@@ -253,17 +254,28 @@ struct DevBrokerJournalTests {
 
     @Test("""
         at start, the ledger forgets accepted ids that no event log holds and the journal does not bring back \
-        (the app's resend of them is accepted); journaled ones stay remembered and are republished
+        (the app's resend of them is accepted); journaled ones, and ones logged in any spelling, stay remembered; \
+        the next start checks only what was accepted since
         """)
     func recoveryForgetsOnlyWhatIsGone() async throws {
         try await withDatabase { client in
             let journaled = UUID().uuidString.lowercased(), gone = UUID().uuidString.lowercased()
-            let processed = UUID().uuidString.lowercased()
+            let processed = UUID().uuidString.lowercased(), upper = UUID().uuidString.lowercased()
+            let mixed = UUID().uuidString.lowercased(), halfway = UUID().uuidString.lowercased()
             _ = try await client.query("SELECT ingest_accepted_events_maintain(30, 3)")
-            for id in [journaled, gone, processed] {
+            for id in [journaled, gone, processed, upper, mixed, halfway] {
                 _ = try await client.execute("INSERT INTO ingest_accepted_events (event_id, user_id) VALUES ($1::uuid, 'u1')", [id])
             }
             try await markProcessed(processed, in: client)
+            // The logs keep the id as the app spelled it: iOS's UUID().uuidString is upper case.
+            try await markProcessed(upper.uppercased(), in: client)
+            try await markProcessed(String(mixed.prefix(8)).uppercased() + mixed.dropFirst(8), in: client)
+            // In one log only: not processed by the other projection.
+            _ = try await client.execute("""
+                INSERT INTO progress_event_log (event_id, user_id, material_id, client_session_id, event_type, client_timestamp,
+                                                sequence, active_seconds_delta, kafka_partition, kafka_offset)
+                VALUES ($1, 'u1', 'm1', 's1', 'heartbeat', now(), 1, 1, 0, 0)
+                """, [halfway])
             let value = Array(#"{"eventId":"\#(journaled.uppercased())","userId":"u1"}"#.utf8)
             _ = try await client.execute("""
                 INSERT INTO dev_broker_journal (cluster_id, topic, partition, "offset", key, value) VALUES ('earlier run', $1, 0, 7, $2, $3)
@@ -280,10 +292,17 @@ struct DevBrokerJournalTests {
             let identity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: .disabled)
             let outcome = try await DevRecovery.recover(database: client, producer: producer, readingEventsTopic: Topics.readingEvents,
                                                         currentCluster: identity, logger: .disabled)
-            await producer.shutdown()
-            #expect(outcome == .init(republished: [Topics.readingEvents: 2], lost: 1))
+            #expect(outcome == .init(republished: [Topics.readingEvents: 2], lost: 2, checked: 6))
             let remembered = Set(try await client.query("SELECT event_id::text AS id FROM ingest_accepted_events").map { try $0.decode(String.self, "id") })
-            #expect(remembered == [journaled, processed])
+            #expect(remembered == [journaled, processed, upper, mixed])
+
+            // Started again: only the id accepted since the last start is looked at.
+            let later = UUID().uuidString.lowercased()
+            _ = try await client.execute("INSERT INTO ingest_accepted_events (event_id, user_id) VALUES ($1::uuid, 'u1')", [later])
+            let again = try await DevRecovery.recover(database: client, producer: producer, readingEventsTopic: Topics.readingEvents,
+                                                      currentCluster: identity, logger: .disabled)
+            await producer.shutdown()
+            #expect(again == .init(republished: [:], lost: 1, checked: 1))
         }
     }
 

@@ -89,6 +89,7 @@ enum DevCommand {
                                                                                   applicationName: "backbone-dev-journal"),
                                              logger: logger)
         try await DevBrokerJournal.prepare(journalDatabase)
+        try await DevRecovery.prepare(journalDatabase)
         let brokerIdentity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: logger)
         if brokerIdentity == nil {
             logger.warning("the embedded broker reports no cluster id: its records are not journaled and a kill -9 loses the unprocessed ones")
@@ -130,7 +131,11 @@ enum DevCommand {
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }
         var services = background
-        if let journal { services.append(journal.pruner(logger: logger)) }
+        if let journal {
+            services.append(journal.pruner(logger: logger))
+            services.append(DevRecovery.marker(cluster: journal.cluster, topic: Topics.readingEvents, database: journalDatabase,
+                                               logger: logger))
+        }
         if entries.isEmpty {
             services.append(ClosureService(name: "infrastructure") {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }

@@ -1,6 +1,8 @@
+import Foundation
 import Kafka
 import Logging
 import Postgres
+import ServiceRuntime
 
 /// What `backbone dev` does at start about an earlier run that did not drain. Its embedded
 /// broker kept the only copy of the records in memory; the copies in the journal
@@ -11,10 +13,68 @@ import Postgres
 /// never processed, so the ledger forgets the ids that a projection's event log lacks and the
 /// journal does not hold (a resend is accepted again; each projection still skips what its own
 /// log holds, so nothing is counted twice), and the log says how many there were.
+///
+/// The check touches only the ledger rows accepted since the last moment every earlier one was
+/// known processed (`dev_recovery_checked`): the end of the last recovery, a drain that found
+/// nothing left, and the journal's pruning while the stack runs (`markChecked`). A restart after
+/// millions of events therefore looks at the last few seconds' ids, not at the whole ledger; the
+/// first start of a folder whose ledger predates that mark checks every row once, and says so.
+/// Each id is found in the event logs through their primary keys (the lower- and upper-case
+/// spellings of the uuid, as apps send them); the rare id found in neither spelling is looked
+/// for once more, all of them in one pass over each log.
 enum DevRecovery {
     struct Outcome: Equatable {
         var republished: [String: Int]
         var lost: Int
+        /// Ledger rows the check looked at.
+        var checked: Int = 0
+    }
+
+    /// Ids forgotten per statement.
+    static let batchSize = 20_000
+
+    /// Creates the mark of what was checked (the dev stack's own table).
+    static func prepare(_ database: PostgresClient) async throws {
+        try await database.withConnection { connection in try await connection.runScript("""
+            -- Every ledger row accepted before `through` was processed by both projections, or was
+            -- forgotten by a recovery; a recovery checks only the rows accepted since.
+            CREATE TABLE IF NOT EXISTS dev_recovery_checked (
+                singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                through timestamptz NOT NULL);
+            """) }
+    }
+
+    /// Moves the mark forward to `through` (never back).
+    static func markChecked(through: Date, database: PostgresClient) async throws {
+        try await database.execute("""
+            INSERT INTO dev_recovery_checked (singleton, through) VALUES (true, $1)
+            ON CONFLICT (singleton) DO UPDATE SET through = greatest(dev_recovery_checked.through, EXCLUDED.through)
+            """, [through])
+    }
+
+    /// How often a running stack moves the mark (`marker`).
+    static let markInterval = Duration.seconds(10)
+
+    /// While the stack runs with its journal: every ledger row accepted before the oldest copy
+    /// of `topic` still kept for `cluster` was processed (its copy was kept before Kafka
+    /// acknowledged it, and ingest recorded the id after that; a copy goes only once every
+    /// reader processed it), so the mark moves there every `markInterval`. Valid for what the
+    /// stack's own producers send, which is all a full stack's ingest sends.
+    static func marker(cluster: String, topic: String, database: PostgresClient, logger: Logger) -> any Service {
+        ClosureService(name: "dev-recovery-mark") {
+            while !Task.isCancelled {
+                do { try await Task.sleep(for: markInterval) } catch { return }
+                do {
+                    try await database.execute("""
+                        INSERT INTO dev_recovery_checked (singleton, through)
+                        SELECT true, least(now(), (SELECT min(kept_at) FROM dev_broker_journal WHERE cluster_id = $1 AND topic = $2))
+                        ON CONFLICT (singleton) DO UPDATE SET through = greatest(dev_recovery_checked.through, EXCLUDED.through)
+                        """, [cluster, topic])
+                } catch {
+                    logger.warning("could not mark what the consumers processed", metadata: ["error": "\(error)"])
+                }
+            }
+        }
     }
 
     @discardableResult
@@ -25,18 +85,11 @@ enum DevRecovery {
         var outcome = Outcome(republished: [:], lost: 0)
         // First what is gone: ids neither processed nor in the journal (with the copies still
         // there, whatever the producer below does with the ones it republishes).
-        let rows = try await database.query("""
-            WITH kept AS (
-                SELECT DISTINCT dev_broker_journal_event_id(value) AS event_id FROM dev_broker_journal WHERE topic = $1),
-            lost AS (
-                DELETE FROM ingest_accepted_events a
-                WHERE (NOT EXISTS (SELECT 1 FROM progress_event_log p WHERE lower(p.event_id) = a.event_id::text)
-                       OR NOT EXISTS (SELECT 1 FROM analytics_events e WHERE lower(e.event_id) = a.event_id::text))
-                  AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.event_id = a.event_id::text)
-                RETURNING 1)
-            SELECT count(*)::bigint AS lost FROM lost
-            """, [readingEventsTopic])
-        outcome.lost = try rows.first?.decode(Int.self, "lost") ?? 0
+        let started = try await database.query("SELECT now() AS now, (SELECT through FROM dev_recovery_checked) AS through")
+        let checkStart = try started.first?.decode(Date.self, "now") ?? Date()
+        let through = try started.first?.decode(Date?.self, "through")
+        (outcome.checked, outcome.lost) = try await forgetLost(since: through, readingEventsTopic: readingEventsTopic,
+                                                               database: database, logger: logger)
         if outcome.lost > 0 {
             logger.warning("an earlier run in this folder stopped without processing events it had accepted and not journaled (killed?): "
                            + "they went with its broker; the dedup ledger forgets them, so the app's resends are accepted",
@@ -51,6 +104,63 @@ enum DevRecovery {
                           metadata: ["records.republished": "\(outcome.republished.values.reduce(0, +))",
                                      "records.topics": "\(outcome.republished.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","))"])
         }
+        // Everything accepted before this start went to an earlier broker and is now settled.
+        try await markChecked(through: checkStart, database: database)
         return outcome
+    }
+
+    /// Forgets the ids accepted since `since` (every one when nil) that an event log lacks and
+    /// the journal does not hold. Returns how many rows it looked at and how many it forgot.
+    ///
+    /// One statement: the ledger has no index on `accepted_at` (ids are written by COPY into
+    /// day partitions), so the rows since `since` are one pass over the days that hold them,
+    /// and each is looked up in the event logs by primary key.
+    static func forgetLost(since: Date?, readingEventsTopic: String, database: PostgresClient,
+                           logger: Logger) async throws -> (checked: Int, lost: Int) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        if since == nil {
+            logger.notice("checking every id of the dedup ledger once against the event logs "
+                          + "(the first start in this folder of a version that keeps a mark of what it checked)")
+        }
+        let rows = try await database.query("""
+            WITH candidates AS MATERIALIZED (
+                SELECT a.event_id::text AS id FROM ingest_accepted_events a WHERE a.accepted_at >= $1),
+            unseen AS (
+                SELECT c.id FROM candidates c
+                WHERE NOT (EXISTS (SELECT 1 FROM progress_event_log p WHERE p.event_id IN (c.id, upper(c.id)))
+                           AND EXISTS (SELECT 1 FROM analytics_events e WHERE e.event_id IN (c.id, upper(c.id)))))
+            SELECT NULL AS id, (SELECT count(*) FROM candidates)::bigint AS checked
+            UNION ALL
+            SELECT id, NULL FROM unseen
+            """, [since ?? Date(timeIntervalSince1970: 0)])
+        var checked = 0
+        var unseen: [String] = []
+        for row in rows {
+            if let id = try row.decode(String?.self, "id") { unseen.append(id) } else { checked = try row.decode(Int.self, "checked") }
+        }
+        let elapsed = clock.now - started
+        if elapsed >= .seconds(1) {
+            logger.info("checked the dedup ledger against the event logs",
+                        metadata: ["events.checked": "\(checked)", "events.unseen": "\(unseen.count)", "duration": "\(elapsed)"])
+        }
+        guard !unseen.isEmpty else { return (checked, 0) }
+        // Spelled otherwise in a log (mixed case): one pass over each log for all of them.
+        var processedIn: [Set<String>] = []
+        for log in ["progress_event_log", "analytics_events"] {
+            let found = try await database.query(
+                "SELECT DISTINCT lower(event_id) AS id FROM \(log) WHERE lower(event_id) = ANY($1::text[])", [unseen])
+            processedIn.append(Set(try found.map { try $0.decode(String.self, "id") }))
+        }
+        // The journal's copies come back with the republish: those ids stay remembered.
+        let kept = Set(try await database.query("""
+            SELECT DISTINCT dev_broker_journal_event_id(value) AS id FROM dev_broker_journal WHERE topic = $1
+            """, [readingEventsTopic]).compactMap { try $0.decode(String?.self, "id") })
+        let lost = unseen.filter { id in !kept.contains(id) && !processedIn.allSatisfy { $0.contains(id) } }
+        for start in stride(from: 0, to: lost.count, by: batchSize) {
+            try await database.execute("DELETE FROM ingest_accepted_events WHERE event_id = ANY($1::uuid[])",
+                                       [Array(lost[start..<min(start + batchSize, lost.count)])])
+        }
+        return (checked, lost.count)
     }
 }

@@ -66,6 +66,10 @@ struct PipelineDrain: Service {
                 levelSince = since
                 if now - since >= settle {
                     logger.info("every accepted record is processed", metadata: ["drain.seconds": "\(String(format: "%.2f", CommandLoop.seconds(now - started)))"])
+                    // The next start has nothing of this run's to check (`DevRecovery`).
+                    do { try await DevRecovery.markChecked(through: Date(), database: database) } catch {
+                        logger.warning("could not mark what the consumers processed", metadata: ["error": "\(error)"])
+                    }
                     return [:]
                 }
             } else {
