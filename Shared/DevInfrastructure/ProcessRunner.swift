@@ -84,17 +84,56 @@ package enum ProcessRunner {
         return Outcome(status: code, output: String(decoding: output, as: UTF8.self))
     }
 
+    package struct SpawnError: Error { package var errno: Int32 }
+
+    /// Starts `executable` and returns at once (the caller reaps it). Standard input is
+    /// `standardInput` (else /dev/null), output goes to `log` (appended) or stays this process's;
+    /// `inherited` maps descriptors of this process onto the child's (from 3 up); nothing else
+    /// of this process reaches it. `newProcessGroup`: out of the terminal's foreground group, so
+    /// a Ctrl-C there does not reach it.
+    package static func spawn(_ executable: String, _ arguments: [String], log: String? = nil, standardInput: Int32? = nil,
+                              inherited: [(from: Int32, to: Int32)] = [], newProcessGroup: Bool = false) throws(SpawnError) -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let standardInput {
+            posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        if let log {
+            posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
+        for (from, to) in inherited { posix_spawn_file_actions_adddup2(&actions, from, to) }
+        // Like every server started next to the embedded broker: none of its sockets inherited.
+        closeInheritedDescriptors(&actions, from: 3 + Int32(inherited.count))
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if newProcessGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard result == 0 else { throw SpawnError(errno: result) }
+        return pid
+    }
+
     /// Adds "close every descriptor from 3 up" to `actions` (glibc's
     /// `posix_spawn_file_actions_addclosefrom_np`, looked up at run time: the Glibc module
     /// does not declare it); without it, marks this process's descriptors close-on-exec.
-    package static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+    package static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t, from first: Int32 = 3) {
         typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
         if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") {
             let closeFrom = unsafeBitCast(symbol, to: CloseFrom.self)
-            if closeFrom(&actions, 3) == 0 { return }
+            if closeFrom(&actions, first) == 0 { return }
         }
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        for fd in entries.compactMap({ Int32($0) }) where fd > 2 {
+        for fd in entries.compactMap({ Int32($0) }) where fd >= first {
             let flags = fcntl(fd, F_GETFD)
             if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
         }

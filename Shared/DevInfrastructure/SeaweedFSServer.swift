@@ -198,20 +198,11 @@ public final class SeaweedFSServer: Sendable {
     }
 
     private static func spawn(_ executable: String, _ arguments: [String], log: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        // Like every server started next to the embedded broker: none of its sockets inherited.
-        ProcessRunner.closeInheritedDescriptors(&actions)
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard result == 0 else { throw Failure(description: "cannot start \(executable): errno \(result)") }
-        return pid
+        // In a process group of its own: a Ctrl-C in the terminal reaches `backbone dev`, which
+        // stops this server after its drain (the transcode worker may still read the store).
+        do { return try ProcessRunner.spawn(executable, arguments, log: log, newProcessGroup: true) } catch {
+            throw Failure(description: "cannot start \(executable): errno \(error.errno)")
+        }
     }
 
     /// Where the running server's process id is kept, for the next start in this folder.
@@ -222,7 +213,7 @@ public final class SeaweedFSServer: Sendable {
     /// the old one answered in its place, owned by nobody. Only a live process whose command
     /// line is `weed` on this data directory is stopped (SIGTERM, SIGKILL after 10 s).
     /// - Returns: whether there was one.
-    private func stopLeftover(data: String) async -> Bool {
+    package func stopLeftover(data: String) async -> Bool {
         guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
               let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return false }
         defer { try? FileManager.default.removeItem(atPath: pidFile) }

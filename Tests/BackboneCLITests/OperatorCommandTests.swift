@@ -53,7 +53,7 @@ struct OperatorCommandTests {
         #expect(status == 0, "dev exit: \(String(describing: status))\n\(dev.log)")
     }
 
-    @Test("dev killed with SIGKILL and started again in the same folder stops the SeaweedFS it left and starts its own; an S3 port in use is a clear error")
+    @Test("dev killed with SIGKILL: its PostgreSQL and SeaweedFS stop with it, and the folder starts again at once; a SeaweedFS left by a stack whose watchdog died too is stopped by the next start; an S3 port in use is a clear error")
     func devRestartAfterKill() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)
         let arguments = ["--infra-only", "--port-offset", String(offset)]
@@ -63,19 +63,33 @@ struct OperatorCommandTests {
             pid_t(try String(contentsOfFile: first.home + "/seaweedfs/weed.pid", encoding: .utf8)
                 .trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        let leftover = try #require(try weedPID())
+        let weed = try #require(try weedPID())
+        let postmaster = try #require(try await first.postmasterPID())
         kill(first.process.processIdentifier, SIGKILL)
         _ = await first.exited.wait(timeout: .seconds(10))
-        #expect(kill(leftover, 0) == 0, "the killed stack's SeaweedFS still runs, holding its port")
+        #expect(await Integration.eventually(timeout: .seconds(30), every: .milliseconds(100)) {
+            kill(weed, 0) != 0 && kill(postmaster, 0) != 0
+        }, "the killed stack's SeaweedFS and PostgreSQL stopped with it")
+        #expect(DevStack.processes(mentioning: first.home).isEmpty, "\(DevStack.processes(mentioning: first.home))")
 
         let second = try await DevStack.start(arguments, home: first.home)
         defer { second.cleanUp() }
+        let leftover = try #require(try weedPID())
+        #expect(leftover != weed)
+        // The stack and its watchdog both killed: the SeaweedFS stays, holding its port.
+        kill(second.process.processIdentifier, SIGKILL)
+        for pid in DevStack.processes(mentioning: first.home) where pid.commandLine.contains("dev-watchdog") { kill(pid.pid, SIGKILL) }
+        _ = await second.exited.wait(timeout: .seconds(10))
+        #expect(kill(leftover, 0) == 0, "nobody stopped that SeaweedFS")
+
+        let third = try await DevStack.start(arguments, home: first.home)
+        defer { third.cleanUp() }
         let replacement = try #require(try weedPID())
         #expect(replacement != leftover)
-        #expect(second.log.contains("left running"), "\(second.log)")
-        let endpoint = try #require(second.value("S3_ENDPOINT"))
+        #expect(third.log.contains("left running"), "\(third.log)")
+        let endpoint = try #require(third.value("S3_ENDPOINT"))
         #expect(endpoint.hasSuffix(":\(8333 + offset)"))
-        _ = try await second.objectStore().list(prefix: "")
+        _ = try await third.objectStore().list(prefix: "")
         #expect(await Integration.eventually(timeout: .seconds(15), every: .milliseconds(100)) { kill(leftover, 0) != 0 },
                 "the leftover SeaweedFS was stopped")
 
@@ -85,9 +99,41 @@ struct OperatorCommandTests {
         let refused = try await CLIProcess.run(["dev"] + arguments, environment: ["BACKBONE_HOME": other])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("port \(8333 + offset)") && refused.stderr.contains("in use"), "\(refused.stderr)")
+        #expect(await Integration.eventually(timeout: .seconds(30), every: .milliseconds(100)) {
+            DevStack.processes(mentioning: other).isEmpty
+        }, "a failed start leaves nothing running: \(DevStack.processes(mentioning: other).map(\.commandLine))")
 
-        #expect(await second.interrupt() == 0, "\(second.log)")
+        #expect(await third.interrupt() == 0, "\(third.log)")
         #expect(kill(replacement, 0) != 0, "Ctrl-C stops its SeaweedFS")
+    }
+
+    @Test("dev stopped by Ctrl-C, SIGTERM or SIGKILL at any moment of its start (servers starting, migrations and recovery, services starting, serving) leaves no process of its folder running")
+    func devStoppedWhileStarting() async throws {
+        let offset = Integration.freePortOffset(for: DevStack.ports)
+        let home = CLIProcess.emptyHome()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let moments: [(signal: Int32, after: Duration)] = [
+            (SIGINT, .milliseconds(150)), (SIGINT, .milliseconds(900)), (SIGINT, .milliseconds(1800)), (SIGTERM, .milliseconds(1200)),
+            (SIGKILL, .milliseconds(1500)), (SIGINT, .seconds(6)),
+        ]
+        for (signal, after) in moments {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Integration.executable("backbone"))
+            process.arguments = ["dev", "--port-offset", String(offset)]
+            process.environment = CLIProcess.environment(["BACKBONE_HOME": home, "LOG_LEVEL": "warning"])
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            let exited = ExitWatch()
+            process.terminationHandler = { exited.finish($0.terminationStatus) }
+            try process.run()
+            try await Task.sleep(for: after)
+            kill(process.processIdentifier, signal)
+            #expect(await exited.wait(timeout: .seconds(60)) != nil, "signal \(signal) after \(after): still running")
+            let gone = await Integration.eventually(timeout: .seconds(60), every: .milliseconds(200)) {
+                DevStack.processes(mentioning: home).isEmpty
+            }
+            #expect(gone, "signal \(signal) after \(after): left \(DevStack.processes(mentioning: home).map(\.commandLine))")
+        }
     }
 
     @Test("dev started again in the same folder while it runs refuses, naming the running one, and leaves it working; after Ctrl-C the folder starts again")
@@ -226,6 +272,24 @@ final class DevStack {
             if parts.count == 2 { values[parts[0]] = parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "'")) }
         }
         return DevStack(home: home, process: process, exited: exited, values: values)
+    }
+
+    /// The process id of the stack's private PostgreSQL (its data directory's `postmaster.pid`).
+    func postmasterPID() async throws -> pid_t? {
+        let database = try #require(value("DATABASE_URL"))
+        let directory = try await CLIProcess.shell("psql '\(database)' -At -c 'show data_directory'")
+        let pidFile = directory.output.trimmingCharacters(in: .whitespacesAndNewlines) + "/postmaster.pid"
+        return (try? String(contentsOfFile: pidFile, encoding: .utf8))?.split(separator: "\n").first.flatMap { pid_t($0) }
+    }
+
+    /// The processes whose command line names `folder` (a stack's servers and watchdog name its folder).
+    static func processes(mentioning folder: String) -> [(pid: pid_t, commandLine: String)] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { entry in
+            guard let pid = pid_t(entry), let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+            let commandLine = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }.joined(separator: " ")
+            return commandLine.contains(folder) ? (pid, commandLine) : nil
+        }
     }
 
     /// SIGINT (Ctrl-C), then the exit status within 30 s (nil: still running).

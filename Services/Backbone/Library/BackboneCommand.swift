@@ -60,6 +60,7 @@ public enum BackboneCommand {
         do {
             switch command {
             case "dev": return try await DevCommand.run(rest, logger: logger)
+            case "dev-watchdog": return await DevWatchdog.run(rest, logger: logger)
             case "migrate": return try await MigrateCommand.run(rest, logger: logger)
             case "token": return try TokenCommand.run(rest)
             case "usd": return USDInspectCommand.run(arguments: rest)

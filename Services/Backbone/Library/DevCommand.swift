@@ -28,7 +28,9 @@ enum DevCommand {
         try ServiceCatalog.validateSettings()
         let home = DevEnvironment.directory
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        try DevFolderLock.acquire(in: home)
+        let lock = try DevFolderLock.acquire(in: home, logger: logger)
+        // Before any server: whatever ends this process, they stop with it.
+        try DevWatchdog.start(home: home, lockDescriptor: lock, logger: logger)
         // A shell that sourced the previous run's dev.env carries its DATABASE_URL and S3_*,
         // which name that run's private servers: they are made again, not connected to.
         let (environment, ignored) = DevEnvironment.withoutPreviousRun(ProcessInfo.processInfo.environment,
@@ -172,6 +174,7 @@ enum DevCommand {
         await journalDatabase.close()
         await privateCluster?.stop()
         await seaweed?.stop()
+        DevWatchdog.release()
         cluster.shutdown()
         logger.info("dev stack stopped")
         if let failure { throw failure }

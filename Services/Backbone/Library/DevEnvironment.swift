@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// `.backbone/dev.env`: the shell-sourceable settings of a running dev stack
 /// (`KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, one `*_URL` per service). Commands
@@ -79,24 +80,37 @@ struct DevEnvironment {
 /// `.backbone/dev.lock`, held for the life of the process — the kernel releases it when the
 /// process ends, however it ends, so a stack that was killed never locks its folder out.
 enum DevFolderLock {
-    /// Takes the folder's lock or says who holds it; the descriptor stays open until exit.
-    static func acquire(in home: String) throws {
+    /// Takes the folder's lock or says who holds it; returns its descriptor, open until exit.
+    /// A lock whose holder has ended is held by that run's watchdog (`DevWatchdog`) while it
+    /// stops the servers the run left: the start waits for it (at most `watchdogWait`).
+    static func acquire(in home: String, watchdogWait: Duration = .seconds(90), logger: Logger) throws -> Int32 {
         let path = home + "/dev.lock"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             throw CommandError(code: .io, message: "cannot open the folder's lock: \(String(cString: strerror(errno)))", context: path)
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        let deadline = ContinuousClock.now + watchdogWait
+        var announced = false
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let holder = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-            close(fd)
-            throw CommandError(code: .alreadyRunning,
-                               message: "another backbone dev is running in this folder\(holder.isEmpty ? "" : " (pid \(holder))") — "
-                                   + "its settings are in \(home)/dev.env; stop it first (Ctrl-C in its terminal), "
-                                   + "or run this one with another BACKBONE_HOME and --port-offset",
-                               context: home)
+            let holderEnded = pid_t(holder).map { kill($0, 0) != 0 && errno == ESRCH } ?? false
+            guard holderEnded, ContinuousClock.now < deadline else {
+                close(fd)
+                throw CommandError(code: .alreadyRunning,
+                                   message: "another backbone dev is running in this folder\(holder.isEmpty ? "" : " (pid \(holder))") — "
+                                       + "its settings are in \(home)/dev.env; stop it first (Ctrl-C in its terminal), "
+                                       + "or run this one with another BACKBONE_HOME and --port-offset",
+                                   context: home)
+            }
+            if !announced {
+                announced = true
+                logger.notice("the previous run in this folder (pid \(holder)) ended without stopping its servers; waiting while they stop")
+            }
+            usleep(100_000)
         }
         let pid = Array("\(getpid())\n".utf8)
         _ = ftruncate(fd, 0)
         _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        return fd
     }
 }
