@@ -44,6 +44,8 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomSt
     /// upload-complete before the objects are in the store with their declared sizes.
     public static let uploadIncomplete: ErrorCode = "UPLOAD_INCOMPLETE"
     public static let roomTranscodeFailed: ErrorCode = "ROOM_TRANSCODE_FAILED"
+    /// upload-init repeated with an `Idempotency-Key` already used for another request (422).
+    public static let idempotencyKeyReused: ErrorCode = "IDEMPOTENCY_KEY_REUSED"
 
     // Account deletion (seed `002_*` §11 P-4)
     /// An upload from an account whose deletion is scheduled (403).

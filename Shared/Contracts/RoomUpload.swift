@@ -44,9 +44,13 @@ public struct RoomUploadInitRequest: Sendable, Hashable, Codable {
     public var roomplanJsonBytes: Int64
     public var roomId: String?
     public var versionId: String?
+    /// The app's own id of this upload (the seed's clientTaskId), an `Idempotency-Key` given in
+    /// the body: a repeat answers the same room and version.
+    public var clientUploadId: String?
 
     public init(title: String, tags: [String], visibility: RoomVisibility, usdzBytes: Int64, roomplanJsonBytes: Int64,
-                roomId: String? = nil, versionId: String? = nil) {
+                roomId: String? = nil, versionId: String? = nil, clientUploadId: String? = nil) {
+        self.clientUploadId = clientUploadId
         self.title = title
         self.tags = tags
         self.visibility = visibility

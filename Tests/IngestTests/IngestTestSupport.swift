@@ -78,9 +78,11 @@ final class IngestHarness: Sendable {
     func userToken(_ user: String) -> String { codec.issue(userID: user) }
     var serviceToken: String { codec.issue(userID: "catalog-service", role: "service") }
 
-    func request(_ method: HTTPMethod, _ path: String, token: String?, body: [UInt8]) async -> HTTPResponse {
+    func request(_ method: HTTPMethod, _ path: String, token: String?, body: [UInt8],
+                 headers extra: [(String, String)] = []) async -> HTTPResponse {
         var headers: HTTPHeaders = ["Content-Type": "application/json"]
         if let token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+        for (name, value) in extra { headers.add(name: name, value: value) }
         return await router.respond(to: HTTPRequest(method: method, path: path, headers: headers, body: body))
     }
 

@@ -160,6 +160,57 @@ struct RoomUploadIntegrationTests {
         }
     }
 
+    @Test("upload-init retried with the same Idempotency-Key (or clientUploadId) answers the same room and version, charged once, even twice at once; the key with another request is 422 IDEMPOTENCY_KEY_REUSED; without a key each init is a new version")
+    func idempotentInit() async throws {
+        try await Self.withStack { harness, _ in
+            let token = harness.userToken("retrier")
+            let body = try ContractCoding.encode(Self.initBody(usdz: 1500, json: 200))
+            let key = [("Idempotency-Key", "task-\(UUID().uuidString)")]
+            let first = await harness.request(.post, "/rooms/uploads", token: token, body: body, headers: key)
+            #expect(first.status == .created)
+            let answer = try first.decoded(RoomUploadInitResponse.self)
+            let again = await harness.request(.post, "/rooms/uploads", token: token, body: body, headers: key)
+            #expect(again.status == .created && again.headers["Idempotent-Replayed"] == "true")
+            let replayed = try again.decoded(RoomUploadInitResponse.self)
+            #expect(replayed.roomId == answer.roomId && replayed.versionId == answer.versionId && replayed.usdz.key == answer.usdz.key)
+            #expect(try await Self.quota(harness, token).usedBytes == 1700, "charged once")
+
+            // The seed's clientTaskId in the body is the same key.
+            var withID = Self.initBody(usdz: 1500, json: 200)
+            withID.clientUploadId = key[0].1
+            let inBody = await harness.request(.post, "/rooms/uploads", token: token, body: try ContractCoding.encode(withID))
+            #expect(try inBody.decoded(RoomUploadInitResponse.self).versionId == answer.versionId)
+
+            let reused = await harness.request(.post, "/rooms/uploads", token: token,
+                                               body: try ContractCoding.encode(Self.initBody(usdz: 9999, json: 200)), headers: key)
+            #expect(reused.status == .unprocessableEntity && reused.errorCode == "IDEMPOTENCY_KEY_REUSED")
+            let hostile = await harness.request(.post, "/rooms/uploads", token: token, body: body,
+                                                headers: [("Idempotency-Key", String(repeating: "k", count: 300))])
+            #expect(hostile.status == .badRequest && hostile.errorCode == "INVALID_FIELD")
+
+            // Keys are the user's own: another user's same key is another upload.
+            let other = await harness.request(.post, "/rooms/uploads", token: harness.userToken("someone-else"), body: body, headers: key)
+            #expect(try other.decoded(RoomUploadInitResponse.self).versionId != answer.versionId)
+
+            // Two at once (the app's retry racing the first): one version, charged once.
+            let racing = [("Idempotency-Key", "race-\(UUID().uuidString)")]
+            async let a = harness.request(.post, "/rooms/uploads", token: token, body: body, headers: racing)
+            async let b = harness.request(.post, "/rooms/uploads", token: token, body: body, headers: racing)
+            let (ra, rb) = await (a, b)
+            #expect(ra.status == .created && rb.status == .created)
+            #expect(try ra.decoded(RoomUploadInitResponse.self).versionId == rb.decoded(RoomUploadInitResponse.self).versionId)
+            #expect(try await Self.quota(harness, token).usedBytes == 3400)
+
+            // Without a key, as before: each init is a version of its own.
+            let plain1 = try await harness.request(.post, "/rooms/uploads", token: token, body: body).decoded(RoomUploadInitResponse.self)
+            let plain2 = try await harness.request(.post, "/rooms/uploads", token: token, body: body).decoded(RoomUploadInitResponse.self)
+            #expect(plain1.versionId != plain2.versionId)
+            let versions = try await harness.context.database.query(
+                "SELECT count(*)::bigint AS n FROM room_versions WHERE owner_user_id = 'retrier'", [])
+            #expect(try versions.first?.decode(Int.self, "n") == 4)
+        }
+    }
+
     @Test("the room endpoints are rate-limited per user: 429 RATE_LIMITED with Retry-After, another user unaffected")
     func rateLimited() async throws {
         try await Self.withStack(IngestConfiguration(rateLimitPerSecond: 0.01, rateLimitBurst: 2)) { harness, _ in

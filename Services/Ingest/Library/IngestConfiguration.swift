@@ -51,6 +51,8 @@ public struct IngestConfiguration: Sendable {
     public var multipartThresholdBytes: Int64 = 30 << 20
     public var multipartPartBytes: Int64 = 5 << 20
     public var abandonUploadsAfter: Duration = .seconds(86_400)
+    /// How long a repeat of upload-init with the same idempotency key answers the same version.
+    public var idempotencyWindow: Duration = .seconds(86_400)
     public var uploadSweepInterval: Duration = .seconds(60)
     /// Where upload-init and the sweep announce versions (`RoomUploadEvent`), and how often.
     public var roomUploadsTopic: String = Topics.roomUploads
@@ -114,6 +116,8 @@ public struct IngestConfiguration: Sendable {
                                                              range: (5 << 20)...(5 << 30)))
         configuration.abandonUploadsAfter = .seconds(reader.int("INGEST_ABANDON_UPLOADS_AFTER_SECONDS", default: 86_400,
                                                                 range: 1...(90 * 86_400)))
+        configuration.idempotencyWindow = .seconds(reader.int("INGEST_UPLOAD_IDEMPOTENCY_SECONDS", default: 86_400,
+                                                              range: 1...(90 * 86_400)))
         configuration.uploadSweepInterval = reader.loopInterval("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
         configuration.roomUploadsTopic = reader.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
         configuration.uploadOutboxInterval = reader.loopInterval("INGEST_UPLOAD_OUTBOX_INTERVAL_MS", default: .milliseconds(250))

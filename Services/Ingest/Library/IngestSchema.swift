@@ -199,5 +199,15 @@ public enum IngestSchema {
                 created_at timestamptz NOT NULL DEFAULT now()
             );
             """),
+        // upload-init's idempotency key (`Idempotency-Key`, or `clientUploadId` in the body): a
+        // repeat by the same owner before `idempotency_expires_at` answers the same version; the
+        // request it was first given with (`idempotency_request`) tells a reuse for another.
+        PostgresMigration(version: 122, name: "ingest_room_upload_idempotency", sql: """
+            ALTER TABLE room_versions ADD COLUMN IF NOT EXISTS idempotency_key text,
+                ADD COLUMN IF NOT EXISTS idempotency_request text,
+                ADD COLUMN IF NOT EXISTS idempotency_expires_at timestamptz;
+            CREATE UNIQUE INDEX IF NOT EXISTS room_versions_idempotency ON room_versions (owner_user_id, idempotency_key)
+                WHERE idempotency_key IS NOT NULL;
+            """),
     ]
 }

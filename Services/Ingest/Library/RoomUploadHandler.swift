@@ -13,7 +13,9 @@ import ServiceRuntime
 /// (`QUOTA_EXCEEDED`), and answers presigned PUT URLs for `source.usdz` and `roomplan.json`
 /// that accept exactly the declared sizes until `expiresAt`; a `source.usdz` over the
 /// multipart threshold gets one URL per part. Asking again with the `versionId` of a version
-/// still `uploading` re-signs, charging nothing.
+/// still `uploading` re-signs, charging nothing; so does asking again with the same
+/// idempotency key (`Idempotency-Key`, or `clientUploadId`) and the same request, within
+/// `INGEST_UPLOAD_IDEMPOTENCY_SECONDS`.
 struct RoomUploadHandler: Sendable {
     let configuration: IngestConfiguration
     let validator: RoomVersionValidator
@@ -48,6 +50,14 @@ struct RoomUploadHandler: Sendable {
         if let versionID = body.versionId {
             return try await resign(versionID, userID: userID, expiresAt: expiresAt)
         }
+        // A retried upload-init (the answer was lost) answers the version the first one made.
+        let idempotency = try Self.idempotencyKey(request, body).map { key in
+            RoomUploadStore.Idempotency(key: key, request: Self.fingerprint(body),
+                                        expiresAt: now.addingTimeInterval(TimeInterval(configuration.idempotencyWindow.components.seconds)))
+        }
+        if let idempotency, let replay = try await replay(idempotency, userID: userID, expiresAt: expiresAt, now: now) {
+            return replay
+        }
         let roomID = body.roomId?.lowercased() ?? UUID().uuidString.lowercased()
         let versionID = UUID().uuidString.lowercased()
         var upload = RoomUploadStore.Upload(
@@ -63,7 +73,8 @@ struct RoomUploadHandler: Sendable {
         do {
             reservation = try await uploads.reserve(
                 upload, request: body, quotaBytes: configuration.monthlyUploadQuotaBytes,
-                expiresAt: now.addingTimeInterval(TimeInterval(configuration.abandonUploadsAfter.components.seconds)), now: now)
+                expiresAt: now.addingTimeInterval(TimeInterval(configuration.abandonUploadsAfter.components.seconds)),
+                idempotency: idempotency, now: now)
         } catch {
             await abortMultipart(upload)
             throw unavailable("room store unavailable")
@@ -78,7 +89,65 @@ struct RoomUploadHandler: Sendable {
             await abortMultipart(upload)
             throw HTTPError(.forbidden, code: ErrorCode.quotaExceeded.rawValue,
                             message: "monthly upload quota exceeded (\(used) of \(configuration.monthlyUploadQuotaBytes) bytes used)")
+        case .idempotencyKeyTaken:
+            // The same request in flight twice: the other one's version is the answer.
+            await abortMultipart(upload)
+            if let idempotency, let replay = try await replay(idempotency, userID: userID, expiresAt: expiresAt, now: now) {
+                return replay
+            }
+            throw unavailable("room store unavailable")
         }
+    }
+
+    /// The longest idempotency key accepted.
+    static let maxIdempotencyKeyLength = 255
+
+    /// The `Idempotency-Key` header, else `clientUploadId` of the body; 1…255 printable ASCII
+    /// characters. Both given and different: `INVALID_FIELD`.
+    static func idempotencyKey(_ request: HTTPRequest, _ body: RoomUploadInitRequest) throws(HTTPError) -> String? {
+        let header = request.headers["Idempotency-Key"]
+        if let header, let own = body.clientUploadId, header != own {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "the Idempotency-Key header and clientUploadId differ")
+        }
+        guard let key = header ?? body.clientUploadId else { return nil }
+        guard (1...maxIdempotencyKeyLength).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "an idempotency key is 1…\(maxIdempotencyKeyLength) printable ASCII characters")
+        }
+        return key
+    }
+
+    /// What makes two upload-inits the same request: every field but the key itself.
+    static func fingerprint(_ body: RoomUploadInitRequest) -> String {
+        var same = body
+        same.clientUploadId = nil
+        same.roomId = same.roomId?.lowercased()
+        return (try? String(decoding: ContractCoding.encode(same), as: UTF8.self)) ?? ""
+    }
+
+    /// The answer to a repeat of an upload-init made with `idempotency.key`: the same room and
+    /// version with freshly signed URLs (`Idempotent-Replayed: true`), 422
+    /// `IDEMPOTENCY_KEY_REUSED` when the key came with another request, 409 when the version
+    /// is past uploading; nil when no upload-init used the key.
+    private func replay(_ idempotency: RoomUploadStore.Idempotency, userID: String, expiresAt: Date,
+                        now: Date) async throws -> HTTPResponse? {
+        let existing: (upload: RoomUploadStore.Upload, request: String)?
+        do { existing = try await uploads.upload(ownerUserID: userID, idempotencyKey: idempotency.key, now: now) } catch {
+            throw unavailable("room store unavailable")
+        }
+        guard let existing else { return nil }
+        guard existing.request == idempotency.request else {
+            throw HTTPError(.unprocessableEntity, code: ErrorCode.idempotencyKeyReused.rawValue,
+                            message: "this Idempotency-Key was used for another upload-init request")
+        }
+        guard existing.upload.status == "uploading" else {
+            throw HTTPError(.conflict, code: ErrorCode.invalidField.rawValue,
+                            message: "the upload of this Idempotency-Key (version \(existing.upload.versionID)) is \(existing.upload.status), not uploading")
+        }
+        var answer = try response(existing.upload, expiresAt: expiresAt, status: .created)
+        answer.headers.replaceOrAdd(name: "Idempotent-Replayed", value: "true")
+        return answer
     }
 
     private func resign(_ versionID: String, userID: String, expiresAt: Date) async throws -> HTTPResponse {

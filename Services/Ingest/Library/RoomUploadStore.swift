@@ -27,6 +27,16 @@ public struct RoomUploadStore: Sendable {
         case reserved
         case roomOwnedByAnotherUser
         case quotaExceeded(usedBytes: Int64)
+        /// A concurrent upload-init with the same idempotency key reserved first.
+        case idempotencyKeyTaken
+    }
+
+    /// upload-init's idempotency key, the request it came with (canonical JSON), and until when
+    /// a repeat answers the same version.
+    public struct Idempotency: Sendable, Equatable {
+        public var key: String
+        public var request: String
+        public var expiresAt: Date
     }
 
     private struct Rollback: Error { let reservation: Reservation }
@@ -43,10 +53,17 @@ public struct RoomUploadStore: Sendable {
 
     /// One transaction: the room (created, or updated by its owner), the quota, the `uploading` row.
     public func reserve(_ upload: Upload, request: RoomUploadInitRequest, quotaBytes: Int64, expiresAt: Date,
-                        now: Date) async throws -> Reservation {
+                        idempotency: Idempotency? = nil, now: Date) async throws -> Reservation {
         let month = RoomVersionStore.quotaMonth(now)
         do {
             return try await database.withTransaction { connection in
+                if let idempotency {
+                    // A key past its time is free again.
+                    try await connection.execute("""
+                        UPDATE room_versions SET idempotency_key = NULL, idempotency_request = NULL, idempotency_expires_at = NULL
+                        WHERE owner_user_id = $1 AND idempotency_key = $2 AND idempotency_expires_at <= $3
+                        """, [upload.ownerUserID, idempotency.key, now])
+                }
                 let room = try await connection.query(RoomVersionStore.upsertRoomSQL, [upload.roomID, upload.ownerUserID, request.visibility.rawValue, request.title, request.tags])
                 guard !room.isEmpty else { throw Rollback(reservation: .roomOwnedByAnotherUser) }
                 let bytes = upload.usdzBytes + upload.roomplanJsonBytes
@@ -57,10 +74,12 @@ public struct RoomUploadStore: Sendable {
                 }
                 try await connection.execute("""
                     INSERT INTO room_versions (version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes,
-                        roomplan_json_key, roomplan_json_bytes, quota_month, usdz_upload_id, upload_expires_at)
-                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10)
+                        roomplan_json_key, roomplan_json_bytes, quota_month, usdz_upload_id, upload_expires_at,
+                        idempotency_key, idempotency_request, idempotency_expires_at)
+                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10, $11, $12, $13)
                     """, [upload.versionID, upload.roomID, upload.ownerUserID, upload.usdzKey, upload.usdzBytes,
-                          upload.roomplanJsonKey, upload.roomplanJsonBytes, month, upload.usdzUploadID, expiresAt])
+                          upload.roomplanJsonKey, upload.roomplanJsonBytes, month, upload.usdzUploadID, expiresAt,
+                          idempotency?.key, idempotency?.request, idempotency?.expiresAt])
                 try await Self.announce(RoomUploadEvent(
                     roomId: upload.roomID, versionId: upload.versionID, ownerUserId: upload.ownerUserID, status: .uploading,
                     title: request.title, tags: request.tags, visibility: request.visibility, expiresAt: expiresAt, at: now),
@@ -69,7 +88,21 @@ public struct RoomUploadStore: Sendable {
             }
         } catch let rollback as Rollback {
             return rollback.reservation
+        } catch let error as PostgresError where error.sqlState == "23505" && idempotency != nil {
+            return .idempotencyKeyTaken
         }
+    }
+
+    /// The version `ownerUserID` reserved with idempotency key `key` (still before its time at
+    /// `now`), and the request it came with.
+    public func upload(ownerUserID: String, idempotencyKey key: String, now: Date) async throws -> (upload: Upload, request: String)? {
+        let rows = try await database.query("""
+            SELECT version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key, roomplan_json_bytes,
+                usdz_upload_id, idempotency_request FROM room_versions
+            WHERE owner_user_id = $1 AND idempotency_key = $2 AND idempotency_expires_at > $3
+            """, [ownerUserID, key, now])
+        guard let row = rows.first else { return nil }
+        return (try Self.decode(row), try row.decode(String.self, "idempotency_request"))
     }
 
     public func upload(_ versionID: String) async throws -> Upload? {

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Benchmark: how long `backbone dev` takes to serve again in a folder that holds a day of real
+# use. Seeds EVENTS accepted reading events (default 10 million) the fast way — the dedup
+# ledger and both projections' event logs, half the ids spelled in upper case as iOS sends
+# them, accepted over the last 20 hours — into a fresh folder's private PostgreSQL, then times
+# from `backbone dev` to ingest's /readyz answering 200 for:
+#   first      the first start of this version on that data (no mark of what was checked yet:
+#              every ledger id is checked once, and the start says so)
+#   restart    started again after Ctrl-C
+#   after -9   started again after kill -9 of the running stack
+# The baseline, in the same run: the start-up recovery statement of the previous version, run
+# by psql on the same data with a time limit (LIMIT seconds, default 120), and its plan's cost.
+# Needs what deploy/dev.sh installs. Usage: Benchmarks/dev/restart.sh [BACKBONE]  (EVENTS=10000000 LIMIT=120)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PWD/.venv/bin:$PATH"
+BIN="${1:-.build/release/backbone}"
+EVENTS="${EVENTS:-10000000}"
+LIMIT="${LIMIT:-120}"
+WORK="$(mktemp -d /tmp/dev-restart-bench.XXXX)"
+HOME_DIR="$WORK/home"
+DEV=""
+cleanup() {
+    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$HOME_DIR"
+
+ELAPSED=0
+start() {  # $1: extra arguments; waits for dev.env (and, without --infra-only, ingest's /readyz); sets ELAPSED
+    rm -f "$HOME_DIR/dev.env"
+    local started; started=$(date +%s.%N)
+    BACKBONE_HOME="$HOME_DIR" LOG_LEVEL=info "$BIN" dev --port-offset 300 $1 >> "$WORK/dev.log" 2>&1 &
+    DEV=$!
+    for _ in $(seq 1 6000); do
+        if [[ "$1" == "--infra-only" ]]; then [[ -f "$HOME_DIR/dev.env" ]] && break
+        else curl -sf -o /dev/null http://127.0.0.1:8380/readyz && break; fi
+        kill -0 "$DEV" 2>/dev/null || { echo "backbone dev exited" >&2; tail -20 "$WORK/dev.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    ELAPSED=$(echo "$(date +%s.%N) - $started" | bc)
+}
+stop() { kill -INT "$DEV"; wait "$DEV" || true; DEV=""; }
+
+start --infra-only
+DB="$(grep '^DATABASE_URL=' "$HOME_DIR/dev.env" | cut -d= -f2- | tr -d "'")"
+echo "seeding $EVENTS accepted events (ledger and both event logs)…"
+seed_started=$(date +%s)
+psql -q "$DB" -v ON_ERROR_STOP=1 -v n="$EVENTS" <<'SQL'
+SET synchronous_commit = off;
+SET client_min_messages = warning;
+SELECT count(ingest_accepted_events_add_day(d::date)) AS days FROM generate_series(now() - interval '1 day', now(), interval '1 day') d \gset
+CREATE TEMP TABLE seed AS
+    SELECT gen_random_uuid() AS id, i, now() - interval '20 hours' * (1 - i::float8 / :n) AS at FROM generate_series(1, :n) i;
+INSERT INTO ingest_accepted_events (event_id, user_id, accepted_at) SELECT id, 'u' || (i % 300), at FROM seed;
+INSERT INTO progress_event_log (event_id, user_id, material_id, client_session_id, event_type, client_timestamp, sequence,
+                                active_seconds_delta, kafka_partition, kafka_offset)
+    SELECT CASE WHEN i % 2 = 0 THEN upper(id::text) ELSE id::text END, 'u' || (i % 300), 'm' || (i % 50), 's1', 'heartbeat', at, i, 1,
+           i % 6, i FROM seed;
+INSERT INTO analytics_events (event_id, user_id, client_session_id, material_id, event_type, active_seconds, client_ts,
+                              tz_offset_minutes, local_day, received_at)
+    SELECT CASE WHEN i % 2 = 0 THEN upper(id::text) ELSE id::text END, 'u' || (i % 300), 's1', 'm' || (i % 50), 'heartbeat', 1, at, 0,
+           at::date, at FROM seed;
+ANALYZE ingest_accepted_events; ANALYZE progress_event_log; ANALYZE analytics_events;
+SQL
+echo "seeded in $(( $(date +%s) - seed_started )) s"
+stop
+
+# The baseline: the previous version's recovery statement, on the same data.
+BASELINE_SQL="WITH kept AS (SELECT DISTINCT dev_broker_journal_event_id(value) AS event_id FROM dev_broker_journal WHERE topic = 'reading.events.v2'),
+lost AS (DELETE FROM ingest_accepted_events a
+         WHERE (NOT EXISTS (SELECT 1 FROM progress_event_log p WHERE lower(p.event_id) = a.event_id::text)
+                OR NOT EXISTS (SELECT 1 FROM analytics_events e WHERE lower(e.event_id) = a.event_id::text))
+           AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.event_id = a.event_id::text) RETURNING 1)
+SELECT count(*) FROM lost"
+start --infra-only
+DB="$(grep '^DATABASE_URL=' "$HOME_DIR/dev.env" | cut -d= -f2- | tr -d "'")"
+cost=$(psql -At "$DB" -c "EXPLAIN $BASELINE_SQL" | head -1 | sed -E 's/.*cost=[0-9.]+\.\.([0-9.]+).*/\1/')
+base_started=$(date +%s.%N)
+if psql -At "$DB" -c "SET statement_timeout = '${LIMIT}s'; BEGIN; $BASELINE_SQL; ROLLBACK;" > /dev/null 2>&1; then
+    baseline="$(echo "$(date +%s.%N) - $base_started" | bc) s"
+else
+    baseline="did not finish within ${LIMIT} s (cancelled)"
+fi
+# The first start of this version in a folder: no mark yet.
+psql -q "$DB" -c "DELETE FROM dev_recovery_checked"
+stop
+
+start ""; first=$ELAPSED
+grep -a '"checked the dedup ledger' "$WORK/dev.log" | tail -1 | cut -c1-300 || true
+stop
+start ""; restart=$ELAPSED
+kill -9 "$DEV"; wait "$DEV" 2>/dev/null || true; DEV=""
+start ""; killed=$ELAPSED
+stop
+
+printf '\n%-44s %s\n' "events in the folder" "$EVENTS"
+printf '%-44s %s\n' "previous recovery statement (baseline)" "$baseline; plan cost $cost"
+printf '%-44s %.1f s\n' "first start of this version (checks all)" "$first"
+printf '%-44s %.1f s\n' "restart after Ctrl-C" "$restart"
+printf '%-44s %.1f s\n' "restart after kill -9" "$killed"
