@@ -49,6 +49,32 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Any JSON value as `JSONValue`'s `Encodable` conformance writes it (integral numbers
+    /// below 9e15 as integers, object keys sorted).
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let b): bool(b)
+        case .number(let n):
+            if n == n.rounded(), abs(n) < 9.0e15 { int(Int(n)) } else { double(n) }
+        case .string(let text): string(text)
+        case .array(let values):
+            beginArray()
+            for element in values { self.value(element) }
+            endArray()
+        case .object(let members):
+            beginObject()
+            for key in members.keys.sorted(by: JSONWriter.keyOrder) {
+                dynamicKey(key)
+                self.value(members[key]!)
+            }
+            endObject()
+        }
+    }
+
+    /// The order `.sortedKeys` puts object keys in.
+    public static func keyOrder(_ a: String, _ b: String) -> Bool { a < b }
+
     public mutating func int(_ value: Int) {
         separate()
         bytes.append(contentsOf: String(value).utf8)

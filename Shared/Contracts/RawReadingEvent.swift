@@ -59,7 +59,7 @@ public struct RawReadingEvent: Sendable {
         }
     }
 
-    /// A position object: its values and whether it had keys outside the three forms.
+    /// A position object: the values of the keys this system recognises, and the others as sent.
     public struct RawPosition: Sendable {
         public var page: Field<Int> = .missing
         public var totalPages: Field<Int> = .missing
@@ -67,7 +67,10 @@ public struct RawReadingEvent: Sendable {
         public var scrollOffset: Field<Double> = .missing
         public var contentLength: Field<Double> = .missing
         public var anchor: Field<String> = .missing
-        public var hasUnknownKeys = false
+        public var extra: [String: JSONValue] = [:]
+        /// A member that cannot be kept: nested deeper than `ReadingPosition.maxDepth`, or a
+        /// number beyond a double's range.
+        public var unkeepable = false
     }
 
     /// False when the item is not a JSON object at all.
@@ -211,21 +214,25 @@ extension ReadingPosition {
             if case .invalid = value { throw .init("\(field.map { "\($0)." } ?? "")\(name): value of the wrong type") }
             return value.value
         }
+        if raw.unkeepable {
+            throw .init("\(field.map { "\($0)." } ?? "")a value nested deeper than \(Self.maxDepth) levels, or a number out of range")
+        }
         self.init(page: try optional(raw.page, "page"), totalPages: try optional(raw.totalPages, "totalPages"),
                   progress: try optional(raw.progress, "progress"), scrollOffset: try optional(raw.scrollOffset, "scrollOffset"),
-                  contentLength: try optional(raw.contentLength, "contentLength"), anchor: try optional(raw.anchor, "anchor"))
+                  contentLength: try optional(raw.contentLength, "contentLength"), anchor: try optional(raw.anchor, "anchor"),
+                  extra: raw.extra)
     }
 
     /// As `ContractCoding.encoder` writes it (keys sorted, nil members left out).
     public func write(to w: inout JSONWriter) {
-        w.beginObject()
-        w.string("anchor", anchor)
-        if let contentLength { w.key("contentLength"); w.double(contentLength) }
-        if let page { w.key("page"); w.int(page) }
-        if let progress { w.key("progress"); w.double(progress) }
-        if let scrollOffset { w.key("scrollOffset"); w.double(scrollOffset) }
-        if let totalPages { w.key("totalPages"); w.int(totalPages) }
-        w.endObject()
+        var members = extra
+        if let anchor { members["anchor"] = .string(anchor) }
+        if let contentLength { members["contentLength"] = .number(contentLength) }
+        if let page { members["page"] = .number(Double(page)) }
+        if let progress { members["progress"] = .number(progress) }
+        if let scrollOffset { members["scrollOffset"] = .number(scrollOffset) }
+        if let totalPages { members["totalPages"] = .number(Double(totalPages)) }
+        w.value(.object(members))
     }
 }
 

@@ -13,11 +13,16 @@ public enum ReadingEventType: String, Sendable, Codable, CaseIterable {
     case closed
 }
 
-/// Where the reader is in a material. One of three forms, each optionally with an opaque
-/// `anchor` the app uses to restore the exact spot:
-/// - page-based `{"page":3,"totalPages":12}` (1-based),
-/// - fraction `{"progress":0.42}` (0…1),
-/// - scroll `{"scrollOffset":1200,"contentLength":5000}`.
+/// Where the reader is in a material: the on-device runtime's own position object, kept as the
+/// app sent it and given back in `lastPosition`. Keys this system recognises, each optional:
+/// - page-based `page` (1-based) and `totalPages`,
+/// - fraction `progress` (0…1),
+/// - scroll `scrollOffset` and `contentLength`,
+/// - `anchor`, an opaque string the app uses to restore the exact spot.
+///
+/// Every other key (`chapterId`, `cfi`, `pdfPage`, `zoom`, nested objects…) is carried in
+/// `extra` untouched. The percent comes from the recognised keys; a position without them
+/// keeps the material's last known percent.
 public struct ReadingPosition: Sendable, Hashable, Codable {
     public var page: Int?
     public var totalPages: Int?
@@ -25,15 +30,25 @@ public struct ReadingPosition: Sendable, Hashable, Codable {
     public var scrollOffset: Double?
     public var contentLength: Double?
     public var anchor: String?
+    /// The members of other keys, as sent.
+    public var extra: [String: JSONValue]
+
+    /// The largest position accepted, as written (`ContractCoding`'s JSON), and how deeply its
+    /// values may nest.
+    public static let maxBytes = 4096
+    public static let maxDepth = 8
+    public static let maxAnchorBytes = 1024
+    static let recognisedKeys: Set<String> = ["page", "totalPages", "progress", "scrollOffset", "contentLength", "anchor"]
 
     public init(page: Int? = nil, totalPages: Int? = nil, progress: Double? = nil, scrollOffset: Double? = nil,
-                contentLength: Double? = nil, anchor: String? = nil) {
+                contentLength: Double? = nil, anchor: String? = nil, extra: [String: JSONValue] = [:]) {
         self.page = page
         self.totalPages = totalPages
         self.progress = progress
         self.scrollOffset = scrollOffset
         self.contentLength = contentLength
         self.anchor = anchor
+        self.extra = extra.filter { !Self.recognisedKeys.contains($0.key) }
     }
 
     public static func page(_ page: Int, of total: Int, anchor: String? = nil) -> ReadingPosition {
@@ -48,36 +63,81 @@ public struct ReadingPosition: Sendable, Hashable, Codable {
         ReadingPosition(scrollOffset: offset, contentLength: length, anchor: anchor)
     }
 
-    /// Exactly one complete form, values in range, anchor at most 1,024 bytes.
-    public var isValid: Bool {
-        if let anchor, anchor.utf8.count > 1024 { return false }
-        let pageForm = page != nil || totalPages != nil
-        let fractionForm = progress != nil
-        let scrollForm = scrollOffset != nil || contentLength != nil
-        guard [pageForm, fractionForm, scrollForm].filter({ $0 }).count == 1 else { return false }
-        if pageForm {
-            guard let page, let totalPages, totalPages >= 1, totalPages <= 1_000_000, page >= 1, page <= totalPages else { return false }
-        }
-        if fractionForm {
-            guard let progress, progress.isFinite, progress >= 0, progress <= 1 else { return false }
-        }
-        if scrollForm {
-            guard let scrollOffset, let contentLength, scrollOffset.isFinite, contentLength.isFinite,
-                  contentLength > 0, scrollOffset >= 0, scrollOffset <= contentLength else { return false }
-        }
-        return true
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
-    /// How far through the material, 0…1 (page 12 of 12 is 1).
-    public var fraction: Double {
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        page = try c.decodeIfPresent(Int.self, forKey: Key("page"))
+        totalPages = try c.decodeIfPresent(Int.self, forKey: Key("totalPages"))
+        progress = try c.decodeIfPresent(Double.self, forKey: Key("progress"))
+        scrollOffset = try c.decodeIfPresent(Double.self, forKey: Key("scrollOffset"))
+        contentLength = try c.decodeIfPresent(Double.self, forKey: Key("contentLength"))
+        anchor = try c.decodeIfPresent(String.self, forKey: Key("anchor"))
+        var extra: [String: JSONValue] = [:]
+        for key in c.allKeys where !Self.recognisedKeys.contains(key.stringValue) {
+            extra[key.stringValue] = try c.decode(JSONValue.self, forKey: key)
+        }
+        self.extra = extra
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encodeIfPresent(page, forKey: Key("page"))
+        try c.encodeIfPresent(totalPages, forKey: Key("totalPages"))
+        try c.encodeIfPresent(progress, forKey: Key("progress"))
+        try c.encodeIfPresent(scrollOffset, forKey: Key("scrollOffset"))
+        try c.encodeIfPresent(contentLength, forKey: Key("contentLength"))
+        try c.encodeIfPresent(anchor, forKey: Key("anchor"))
+        for (key, value) in extra { try c.encode(value, forKey: Key(key)) }
+    }
+
+    /// No recognised key with an impossible value: a page below 1 or past `totalPages`,
+    /// `totalPages` outside 1…1,000,000, `progress` outside 0…1, a negative `scrollOffset`, a
+    /// `contentLength` not above 0 or below the offset, an anchor over 1,024 bytes; the whole
+    /// within `maxBytes` and `maxDepth`. Any other object is a position.
+    public var isValid: Bool {
+        if let anchor, anchor.utf8.count > Self.maxAnchorBytes { return false }
+        if let page, page < 1 { return false }
+        if let totalPages, totalPages < 1 || totalPages > 1_000_000 { return false }
+        if let page, let totalPages, page > totalPages { return false }
+        if let progress, !(progress.isFinite && progress >= 0 && progress <= 1) { return false }
+        if let scrollOffset, !(scrollOffset.isFinite && scrollOffset >= 0) { return false }
+        if let contentLength, !(contentLength.isFinite && contentLength > 0) { return false }
+        if let scrollOffset, let contentLength, scrollOffset > contentLength { return false }
+        guard extra.values.allSatisfy({ $0.depth < Self.maxDepth }) else { return false }
+        var w = JSONWriter(capacity: 256)
+        write(to: &w)
+        return w.bytes.count <= Self.maxBytes
+    }
+
+    /// How far through the material, 0…1 (page 12 of 12 is 1), from the recognised keys; nil
+    /// when they do not tell.
+    public var fraction: Double? {
         if let page, let totalPages, totalPages > 0 { return min(1, max(0, Double(page) / Double(totalPages))) }
         if let progress { return min(1, max(0, progress)) }
         if let scrollOffset, let contentLength, contentLength > 0 { return min(1, max(0, scrollOffset / contentLength)) }
-        return 0
+        return nil
     }
 
-    /// Percent rounded to two decimals.
-    public var percent: Double { (fraction * 10_000).rounded() / 100 }
+    /// Percent rounded to two decimals; nil when the position does not tell.
+    public var percent: Double? { fraction.map { ($0 * 10_000).rounded() / 100 } }
+}
+
+extension JSONValue {
+    /// How deeply containers nest in this value (a scalar is 0).
+    var depth: Int {
+        switch self {
+        case .array(let values): 1 + (values.map(\.depth).max() ?? 0)
+        case .object(let members): 1 + (members.values.map(\.depth).max() ?? 0)
+        default: 0
+        }
+    }
 }
 
 /// One event as the app uploads it (`ReadingEventUploadItem` of seed `001_*`).

@@ -3,7 +3,8 @@ import Foundation
 
 /// The streaming reader behind `RawReadingEvent.parseBatch`, `RawReadingEvent.parse` and
 /// `ReadingPosition(json:)`: yajl's event parser (UTF-8 validated, whole input consumed)
-/// fills `RawReadingEvent`s field by field as the tokens arrive; values of unknown keys are skipped.
+/// fills `RawReadingEvent`s field by field as the tokens arrive; values of unknown keys are skipped,
+/// except a position's, which are kept as sent.
 public enum ReadingEventJSON {
     /// The bytes are not JSON, or not of the expected shape (`{"events":[…]}` for a batch,
     /// an object for a record).
@@ -52,7 +53,7 @@ public enum ReadingEventJSON {
     private static let callbacks: yajl_callbacks = {
         var c = yajl_callbacks()
         c.yajl_null = { reader($0).value(.null) }
-        c.yajl_boolean = { context, _ in reader(context).value(.boolean) }
+        c.yajl_boolean = { context, value in reader(context).value(.boolean(value != 0)) }
         c.yajl_number = { context, text, length in
             reader(context).value(.number(UnsafeRawBufferPointer(start: text, count: length)))
         }
@@ -73,7 +74,8 @@ public enum ReadingEventJSON {
 // MARK: - The reader's state
 
 private enum Token {
-    case null, boolean, startObject, startArray
+    case null, startObject, startArray
+    case boolean(Bool)
     case number(UnsafeRawBufferPointer)
     case string(UnsafeRawBufferPointer)
 
@@ -90,7 +92,9 @@ private enum EventKey: CaseIterable {
     case activeSecondsDelta, clientTimestamp, clientTimezoneOffsetMinutes, sequence, platform, appVersion
     case schemaVersion, userId, receivedAt
 
+    /// Each key's name, and `timezoneOffsetMinutes` (seed `000_*` §3, §5) for `clientTimezoneOffsetMinutes` (`001_*`).
     static let names: [(name: [UInt8], key: EventKey)] = allCases.map { (Array("\($0)".utf8), $0) }
+        + [(Array("timezoneOffsetMinutes".utf8), .clientTimezoneOffsetMinutes)]
 }
 
 private enum PositionKey: CaseIterable {
@@ -119,6 +123,15 @@ private final class Reader {
     private var eventKey: EventKey?
     private var positionKey: PositionKey?
     private var position = RawReadingEvent.RawPosition()
+    /// A position member of a key this system does not interpret: its name, and the containers
+    /// of its value being built (kept as sent, up to `ReadingPosition.maxDepth` deep).
+    private var extraKey = ""
+    private var building: [Building] = []
+
+    private enum Building {
+        case object([String: JSONValue], key: String)
+        case array([JSONValue])
+    }
 
     init(shape: ReadingEventJSON.Shape) {
         self.shape = shape
@@ -129,6 +142,10 @@ private final class Reader {
     func value(_ token: Token) -> Int32 {
         if skipping > 0 {
             if token.opensContainer { skipping += 1 }
+            return 1
+        }
+        if !building.isEmpty {
+            build(token)
             return 1
         }
         switch stack.last {
@@ -182,12 +199,16 @@ private final class Reader {
 
     func key(_ text: UnsafeRawBufferPointer) -> Int32 {
         guard skipping == 0 else { return 1 }
+        if case .object(let members, _) = building.last {
+            building[building.count - 1] = .object(members, key: String(decoding: text, as: UTF8.self))
+            return 1
+        }
         switch stack.last {
         case .top: topKeyIsEvents = text.elementsEqual("events".utf8)
         case .event: eventKey = lookup(text, in: EventKey.names)
         case .position:
             positionKey = lookup(text, in: PositionKey.names)
-            if positionKey == nil { position.hasUnknownKeys = true }
+            if positionKey == nil { extraKey = String(decoding: text, as: UTF8.self) }
         default: break
         }
         return 1
@@ -196,6 +217,13 @@ private final class Reader {
     func end() -> Int32 {
         if skipping > 0 {
             skipping -= 1
+            return 1
+        }
+        if let done = building.popLast() {
+            switch done {
+            case .object(let members, _): place(.object(members))
+            case .array(let values): place(.array(values))
+            }
             return 1
         }
         if stack.popLast() == .position {
@@ -237,14 +265,14 @@ private final class Reader {
                 position = RawReadingEvent.RawPosition()
                 stack.append(.position)
             case .null: events[i].position = .null
-            default: events[i].position = .invalid
+            default: events[i].position = invalid(token)
             }
         }
     }
 
     private func setPositionField(_ token: Token) {
         guard let key = positionKey else {
-            if token.opensContainer { skipping = 1 }
+            build(token)
             return
         }
         switch key {
@@ -254,6 +282,44 @@ private final class Reader {
         case .scrollOffset: position.scrollOffset = double(token)
         case .contentLength: position.contentLength = double(token)
         case .anchor: position.anchor = string(token)
+        }
+    }
+
+    // MARK: Values kept as sent (a position's other members)
+
+    /// One token of a value being kept: a scalar goes where the innermost container (or the
+    /// member) wants it; a container opens a level, past `ReadingPosition.maxDepth` skipped and
+    /// the position marked.
+    private func build(_ token: Token) {
+        switch token {
+        case .startObject, .startArray:
+            guard building.count < ReadingPosition.maxDepth else {
+                position.unkeepable = true
+                skipping = 1
+                return
+            }
+            if case .startObject = token { building.append(.object([:], key: "")) } else { building.append(.array([])) }
+        case .null: place(.null)
+        case .boolean(let value): place(.bool(value))
+        case .number(let text):
+            guard let number = Number.double(text) else { position.unkeepable = true; return place(.null) }
+            place(.number(number))
+        case .string(let text): place(.string(String(decoding: text, as: UTF8.self)))
+        }
+    }
+
+    /// Puts a finished value into the container being built, or into the position.
+    private func place(_ value: JSONValue) {
+        // Taken out and put back, so the container is mutated in place, not copied.
+        switch building.popLast() {
+        case .object(var members, let key)?:
+            members[key] = value
+            building.append(.object(members, key: key))
+        case .array(var values)?:
+            values.append(value)
+            building.append(.array(values))
+        case nil:
+            position.extra[extraKey] = value
         }
     }
 

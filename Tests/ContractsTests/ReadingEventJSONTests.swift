@@ -140,7 +140,7 @@ struct ReadingEventJSONTests {
             return
         }
         #expect(first.clientTimezoneOffsetMinutes.value == 100)
-        #expect(first.position.value?.page.value == 2 && first.position.value?.hasUnknownKeys == true)
+        #expect(first.position.value?.page.value == 2 && first.position.value?.extra == ["extra": .array([.number(1)])])
         #expect(first.clientTimestamp.value?.date?.timeIntervalSince1970 == 1_796_026_545.123)
         #expect(events[1...3].allSatisfy { !$0.isObject })
         let last = events[4]

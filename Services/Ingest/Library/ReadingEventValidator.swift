@@ -141,13 +141,16 @@ public struct ReadingEventValidator: Sendable {
     }
 
     private func position(_ value: RawReadingEvent.Field<RawReadingEvent.RawPosition>, required: Bool) throws -> ReadingPosition? {
-        let invalid = Rejection(code: .invalidPosition, field: "position",
-                                message: "position must be {page,totalPages}, {progress} or {scrollOffset,contentLength}, optionally with anchor")
+        let invalid = Rejection(code: .invalidPosition, field: "position", message: """
+            position must be a JSON object of at most \(ReadingPosition.maxBytes) bytes, nested at most \(ReadingPosition.maxDepth) \
+            levels; of the keys this system reads, page ≥ 1 and ≤ totalPages (1…1000000), progress 0…1, \
+            0 ≤ scrollOffset ≤ contentLength, anchor at most \(ReadingPosition.maxAnchorBytes) bytes
+            """)
         if value.isAbsent {
             if required { throw invalid }
             return nil
         }
-        guard let raw = value.value, !raw.hasUnknownKeys else { throw invalid }
+        guard let raw = value.value, !raw.unkeepable else { throw invalid }
         func get<T>(_ field: RawReadingEvent.Field<T>) throws -> T? {
             switch field {
             case .missing, .null: return nil
@@ -157,7 +160,7 @@ public struct ReadingEventValidator: Sendable {
         }
         let position = ReadingPosition(page: try get(raw.page), totalPages: try get(raw.totalPages),
                                        progress: try get(raw.progress), scrollOffset: try get(raw.scrollOffset),
-                                       contentLength: try get(raw.contentLength), anchor: try get(raw.anchor))
+                                       contentLength: try get(raw.contentLength), anchor: try get(raw.anchor), extra: raw.extra)
         guard position.isValid else { throw invalid }
         return position
     }

@@ -42,11 +42,15 @@ enum ProgressSQL {
             last_read_at = GREATEST(p.last_read_at, EXCLUDED.last_read_at),
             completed_at = LEAST(p.completed_at, EXCLUDED.completed_at),
             status = CASE WHEN p.completed_at IS NOT NULL OR EXCLUDED.completed_at IS NOT NULL THEN 'completed' ELSE 'in_progress' END,
-            \(UpsertSQL.taking(["last_position", "position_percent", "position_ts", "position_seq", "position_event_id"],
+            \(UpsertSQL.taking(["last_position", "position_ts", "position_seq", "position_event_id"],
                               when: newerPosition, existing: "p"))
+            -- A newer position that does not tell its percent (no key this system reads) keeps
+            -- the last known one.
+            position_percent = CASE WHEN \(newerPosition) THEN COALESCE(EXCLUDED.position_percent, p.position_percent)
+                ELSE p.position_percent END,
             progress_percent = CASE
                 WHEN p.completed_at IS NOT NULL OR EXCLUDED.completed_at IS NOT NULL THEN 100
-                WHEN \(newerPosition) THEN COALESCE(EXCLUDED.position_percent, 0)
+                WHEN \(newerPosition) THEN COALESCE(EXCLUDED.position_percent, p.position_percent, 0)
                 ELSE COALESCE(p.position_percent, 0) END,
             \(UpsertSQL.taking(["last_session_id", "reading_target_type", "knowledge_base_id", "latest_ts", "latest_seq",
                                "latest_event_id"], when: newerLatest, existing: "p"))

@@ -50,7 +50,7 @@ public struct ReadingProgressProjection: Projection {
             throw InvalidReadingEvent(description: "userId must be at most \(Identifier.maxUTF8Length) bytes without whitespace or control characters")
         }
         if let position = event.position, !position.isValid {
-            throw InvalidReadingEvent(description: "position is not one of the accepted forms")
+            throw InvalidReadingEvent(description: "position has a recognised key with an impossible value, or is over its bounds")
         }
         guard event.activeSecondsDelta >= 0, event.activeSecondsDelta <= 3600 else {
             throw InvalidReadingEvent(description: "activeSecondsDelta out of range")
@@ -118,7 +118,7 @@ public struct ReadingProgressProjection: Projection {
         let rows = try await connection.query(ProgressSQL.upsert, [
             deltas.map(\.userID), deltas.map(\.materialID), deltas.map { Int64($0.activeSeconds) },
             deltas.map { ts($0.firstRead) }, deltas.map { ts($0.lastRead) }, deltas.map { ts($0.completedAt) },
-            positions, deltas.map { $0.position.map { String($0.position.percent) } ?? "" },
+            positions, deltas.map { $0.position?.position.percent.map { String($0) } ?? "" },
             deltas.map { ts($0.position?.key.timestamp) }, deltas.map { $0.position.map { Int64($0.key.sequence) } ?? 0 },
             deltas.map { $0.position?.key.eventID ?? "" },
             deltas.map(\.latest.sessionID), deltas.map(\.latest.targetType.rawValue), deltas.map { $0.latest.knowledgeBaseID ?? "" },

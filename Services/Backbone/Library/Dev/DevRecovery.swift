@@ -32,6 +32,8 @@ enum DevRecovery {
 
     /// Ids forgotten per statement.
     static let batchSize = 20_000
+    /// Up to this many ids since the mark are looked up one by one; more are matched in bulk.
+    static let probeLimit = 200_000
 
     /// Creates the mark of what was checked (the dev stack's own table).
     static func prepare(_ database: PostgresClient) async throws {
@@ -112,32 +114,42 @@ enum DevRecovery {
     /// Forgets the ids accepted since `since` (every one when nil) that an event log lacks and
     /// the journal does not hold. Returns how many rows it looked at and how many it forgot.
     ///
-    /// One statement: the ledger has no index on `accepted_at` (ids are written by COPY into
-    /// day partitions), so the rows since `since` are one pass over the days that hold them,
-    /// and each is looked up in the event logs by primary key.
+    /// The ledger has no index on `accepted_at` (ids are written by COPY into day partitions),
+    /// so the rows since `since` are one pass over the days that hold them. Up to
+    /// `probeLimit` of them (a restart: seconds' worth) are each looked up in the event logs by
+    /// primary key; more (the first start of this version in a folder with data) are matched
+    /// against each whole log in one hash join on its lower-cased ids.
     static func forgetLost(since: Date?, readingEventsTopic: String, database: PostgresClient,
                            logger: Logger) async throws -> (checked: Int, lost: Int) {
         let clock = ContinuousClock()
         let started = clock.now
-        if since == nil {
-            logger.notice("checking every id of the dedup ledger once against the event logs "
-                          + "(the first start in this folder of a version that keeps a mark of what it checked)")
-        }
-        let rows = try await database.query("""
-            WITH candidates AS MATERIALIZED (
-                SELECT a.event_id::text AS id FROM ingest_accepted_events a WHERE a.accepted_at >= $1),
-            unseen AS (
+        let from = since ?? Date(timeIntervalSince1970: 0)
+        let counted = try await database.query("SELECT count(*)::bigint AS n FROM ingest_accepted_events WHERE accepted_at >= $1", [from])
+        let checked = try counted.first?.decode(Int.self, "n") ?? 0
+        guard checked > 0 else { return (0, 0) }
+        let candidates = "WITH candidates AS MATERIALIZED (SELECT a.event_id::text AS id FROM ingest_accepted_events a WHERE a.accepted_at >= $1)"
+        var unseen: [String]
+        let exhaustive = checked > probeLimit
+        if exhaustive {
+            logger.notice("checking every id of the dedup ledger since the last mark against the event logs "
+                          + "(the first start of this version in this folder, or a run killed long after its last mark)",
+                          metadata: ["events.accepted": "\(checked)"])
+            unseen = try await database.withTransaction { connection in
+                try await connection.execute("SET LOCAL work_mem = '256MB'")
+                return try await connection.query("""
+                    \(candidates)
+                    SELECT c.id FROM candidates c WHERE NOT EXISTS (SELECT 1 FROM progress_event_log p WHERE lower(p.event_id) = c.id)
+                    UNION
+                    SELECT c.id FROM candidates c WHERE NOT EXISTS (SELECT 1 FROM analytics_events e WHERE lower(e.event_id) = c.id)
+                    """, [from]).map { try $0.decode(String.self, "id") }
+            }
+        } else {
+            unseen = try await database.query("""
+                \(candidates)
                 SELECT c.id FROM candidates c
                 WHERE NOT (EXISTS (SELECT 1 FROM progress_event_log p WHERE p.event_id IN (c.id, upper(c.id)))
-                           AND EXISTS (SELECT 1 FROM analytics_events e WHERE e.event_id IN (c.id, upper(c.id)))))
-            SELECT NULL AS id, (SELECT count(*) FROM candidates)::bigint AS checked
-            UNION ALL
-            SELECT id, NULL FROM unseen
-            """, [since ?? Date(timeIntervalSince1970: 0)])
-        var checked = 0
-        var unseen: [String] = []
-        for row in rows {
-            if let id = try row.decode(String?.self, "id") { unseen.append(id) } else { checked = try row.decode(Int.self, "checked") }
+                           AND EXISTS (SELECT 1 FROM analytics_events e WHERE e.event_id IN (c.id, upper(c.id))))
+                """, [from]).map { try $0.decode(String.self, "id") }
         }
         let elapsed = clock.now - started
         if elapsed >= .seconds(1) {
@@ -145,9 +157,10 @@ enum DevRecovery {
                         metadata: ["events.checked": "\(checked)", "events.unseen": "\(unseen.count)", "duration": "\(elapsed)"])
         }
         guard !unseen.isEmpty else { return (checked, 0) }
-        // Spelled otherwise in a log (mixed case): one pass over each log for all of them.
+        // Spelled otherwise in a log (mixed case): one pass over each log for all of them (the
+        // exhaustive check compared every spelling already).
         var processedIn: [Set<String>] = []
-        for log in ["progress_event_log", "analytics_events"] {
+        for log in ["progress_event_log", "analytics_events"] where !exhaustive {
             let found = try await database.query(
                 "SELECT DISTINCT lower(event_id) AS id FROM \(log) WHERE lower(event_id) = ANY($1::text[])", [unseen])
             processedIn.append(Set(try found.map { try $0.decode(String.self, "id") }))
@@ -156,7 +169,7 @@ enum DevRecovery {
         let kept = Set(try await database.query("""
             SELECT DISTINCT dev_broker_journal_event_id(value) AS id FROM dev_broker_journal WHERE topic = $1
             """, [readingEventsTopic]).compactMap { try $0.decode(String?.self, "id") })
-        let lost = unseen.filter { id in !kept.contains(id) && !processedIn.allSatisfy { $0.contains(id) } }
+        let lost = unseen.filter { id in !kept.contains(id) && (exhaustive || !processedIn.allSatisfy { $0.contains(id) }) }
         for start in stride(from: 0, to: lost.count, by: batchSize) {
             try await database.execute("DELETE FROM ingest_accepted_events WHERE event_id = ANY($1::uuid[])",
                                        [Array(lost[start..<min(start + batchSize, lost.count)])])
