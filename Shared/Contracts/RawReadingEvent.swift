@@ -225,6 +225,18 @@ extension ReadingPosition {
 
     /// As `ContractCoding.encoder` writes it (keys sorted, nil members left out).
     public func write(to w: inout JSONWriter) {
+        guard !extra.isEmpty else {
+            // The recognised keys alone, already in order (the hot path of ingest's records).
+            w.beginObject()
+            w.string("anchor", anchor)
+            if let contentLength { w.key("contentLength"); w.double(contentLength) }
+            if let page { w.key("page"); w.int(page) }
+            if let progress { w.key("progress"); w.double(progress) }
+            if let scrollOffset { w.key("scrollOffset"); w.double(scrollOffset) }
+            if let totalPages { w.key("totalPages"); w.int(totalPages) }
+            w.endObject()
+            return
+        }
         var members = extra
         if let anchor { members["anchor"] = .string(anchor) }
         if let contentLength { members["contentLength"] = .number(contentLength) }
