@@ -22,6 +22,9 @@ HOME_DIR="$WORK/home"
 DEV=""
 cleanup() {
     if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    # As root the private cluster lives under /var/tmp (the postgres user cannot reach $WORK).
+    local relocated; relocated="$(cat "$HOME_DIR/postgres/cluster-location" 2>/dev/null || true)"
+    if [[ "$relocated" == /var/tmp/backbone-postgres-* ]]; then rm -rf "$relocated"; fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -78,7 +81,7 @@ start --infra-only
 DB="$(grep '^DATABASE_URL=' "$HOME_DIR/dev.env" | cut -d= -f2- | tr -d "'")"
 cost=$(psql -At "$DB" -c "EXPLAIN $BASELINE_SQL" | head -1 | sed -E 's/.*cost=[0-9.]+\.\.([0-9.]+).*/\1/')
 base_started=$(date +%s.%N)
-if psql -At "$DB" -c "SET statement_timeout = '${LIMIT}s'; BEGIN; $BASELINE_SQL; ROLLBACK;" > /dev/null 2>&1; then
+if PGOPTIONS="-c statement_timeout=${LIMIT}s" psql -v ON_ERROR_STOP=1 -At "$DB" -c "BEGIN" -c "$BASELINE_SQL" -c "ROLLBACK" > /dev/null 2>&1; then
     baseline="$(echo "$(date +%s.%N) - $base_started" | bc) s"
 else
     baseline="did not finish within ${LIMIT} s (cancelled)"

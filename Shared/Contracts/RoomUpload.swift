@@ -47,10 +47,14 @@ public struct RoomUploadInitRequest: Sendable, Hashable, Codable {
     /// The app's own id of this upload (the seed's clientTaskId), an `Idempotency-Key` given in
     /// the body: a repeat answers the same room and version.
     public var clientUploadId: String?
+    /// The redactions the app made before upload-init (Flow A §2.1); upload-complete may still
+    /// send or replace them. A version the server completes (the app never confirmed) uses these.
+    public var redactions: [Redaction]?
 
     public init(title: String, tags: [String], visibility: RoomVisibility, usdzBytes: Int64, roomplanJsonBytes: Int64,
-                roomId: String? = nil, versionId: String? = nil, clientUploadId: String? = nil) {
+                roomId: String? = nil, versionId: String? = nil, clientUploadId: String? = nil, redactions: [Redaction]? = nil) {
         self.clientUploadId = clientUploadId
+        self.redactions = redactions
         self.title = title
         self.tags = tags
         self.visibility = visibility

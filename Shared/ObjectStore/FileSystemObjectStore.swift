@@ -188,6 +188,17 @@ public final class FileSystemObjectStore: ObjectStore {
         return etag
     }
 
+    public func listParts(key: String, uploadId: String) async throws(ObjectStoreError) -> [StoredPart]? {
+        let folder = try uploadURL(uploadId)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return nil }
+        return try names.compactMap(Int.init).sorted().map { number throws(ObjectStoreError) in
+            let url = folder.appendingPathComponent(String(number))
+            let data = try lock.withLock { _ throws(ObjectStoreError) in try read(url, key: key) }
+            let modified = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+            return StoredPart(number: number, etag: Self.etag(data), size: Int64(data.count), lastModified: modified)
+        }
+    }
+
     public func abortMultipartUpload(key: String, uploadId: String) async throws(ObjectStoreError) {
         let folder = try uploadURL(uploadId)
         try? FileManager.default.removeItem(at: folder)

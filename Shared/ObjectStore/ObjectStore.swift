@@ -33,6 +33,23 @@ public struct PresignedRequest: Sendable, Hashable {
 }
 
 /// One uploaded part of a multipart upload, as `complete` needs it.
+/// A part of an unfinished multipart upload, as the store holds it (ListParts).
+public struct StoredPart: Sendable, Hashable {
+    /// 1-based part number.
+    public var number: Int
+    /// The entity tag without its quotes.
+    public var etag: String
+    public var size: Int64
+    public var lastModified: Date?
+
+    public init(number: Int, etag: String, size: Int64, lastModified: Date? = nil) {
+        self.number = number
+        self.etag = etag
+        self.size = size
+        self.lastModified = lastModified
+    }
+}
+
 public struct CompletedPart: Sendable, Hashable {
     /// 1-based part number.
     public var number: Int
@@ -81,6 +98,9 @@ public protocol ObjectStore: Sendable {
     /// Assembles the parts, in order, into the object; returns its entity tag.
     @discardableResult
     func completeMultipartUpload(key: String, uploadId: String, parts: [CompletedPart]) async throws(ObjectStoreError) -> String
+    /// The parts an unfinished multipart upload holds, by number; nil when the store knows no
+    /// such upload (completed, aborted, or never made).
+    func listParts(key: String, uploadId: String) async throws(ObjectStoreError) -> [StoredPart]?
     /// Discards an unfinished multipart upload and its parts; aborting an unknown upload succeeds.
     func abortMultipartUpload(key: String, uploadId: String) async throws(ObjectStoreError)
 }

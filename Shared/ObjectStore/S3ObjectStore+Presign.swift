@@ -78,6 +78,31 @@ extension S3ObjectStore {
         return Self.unquoted(S3XML.first("ETag", in: answer.body) ?? "")
     }
 
+    /// Pages through ListParts (1,000 parts a page, at most 10,000 parts).
+    public func listParts(key: String, uploadId: String) async throws(ObjectStoreError) -> [StoredPart]? {
+        try Self.validate(key)
+        var parts: [StoredPart] = []
+        var marker: String?
+        for _ in 0..<10 {
+            var query = [("uploadId", uploadId)]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let answer = try await send(method: "GET", key: key, query: query)
+            if answer.status == 404 { return nil }
+            try check(answer, key: key)
+            for entry in S3XML.all("Part", in: answer.body) {
+                guard let number = S3XML.first("PartNumber", in: entry).flatMap(Int.init),
+                      let size = S3XML.first("Size", in: entry).flatMap(Int64.init) else { continue }
+                let modified = S3XML.first("LastModified", in: entry).flatMap(Self.isoDate)
+                parts.append(StoredPart(number: number, etag: Self.unquoted(S3XML.first("ETag", in: entry) ?? ""), size: size,
+                                        lastModified: modified))
+            }
+            guard S3XML.first("IsTruncated", in: answer.body) == "true",
+                  let next = S3XML.first("NextPartNumberMarker", in: answer.body) else { break }
+            marker = next
+        }
+        return parts.sorted { $0.number < $1.number }
+    }
+
     public func abortMultipartUpload(key: String, uploadId: String) async throws(ObjectStoreError) {
         try Self.validate(key)
         let answer = try await send(method: "DELETE", key: key, query: [("uploadId", uploadId)])

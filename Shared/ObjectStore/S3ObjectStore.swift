@@ -176,6 +176,15 @@ public struct S3ObjectStore: ObjectStore {
         return text
     }
 
+    /// An ISO 8601 instant as S3's XML writes it (`2026-12-04T20:00:00.000Z`, fraction optional).
+    static func isoDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
     static func httpDate(_ text: String) -> Date? {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")

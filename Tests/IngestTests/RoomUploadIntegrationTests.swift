@@ -211,6 +211,74 @@ struct RoomUploadIntegrationTests {
         }
     }
 
+    @Test("uploads whose app never calls upload-complete are completed by the server once every object (or part) is there and quiet, single and multipart, with upload-init's redactions; the sweep abandons only incomplete ones; a late upload-complete answers the current status")
+    func serverCompletion() async throws {
+        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+        configuration.multipartThresholdBytes = 5 << 20
+        try await Self.withStack(configuration) { harness, store in
+            let token = harness.userToken("background-phone")
+            let redaction = Redaction(textureRef: "textures/0.png", kind: .face,
+                                      region: RedactionRegion(x: 0.1, y: 0.1, width: 0.2, height: 0.2), method: "gaussian")
+            func initiate(usdz: Int64, json: Int64) async throws -> RoomUploadInitResponse {
+                var body = Self.initBody(usdz: usdz, json: json)
+                body.redactions = [redaction]
+                let created = await harness.request(.post, "/rooms/uploads", token: token, body: try ContractCoding.encode(body))
+                #expect(created.status == .created, "\(String(decoding: created.body, as: UTF8.self))")
+                return try created.decoded(RoomUploadInitResponse.self)
+            }
+            var files: [String] = []
+            defer { for path in files { try? FileManager.default.removeItem(atPath: path) } }
+            func put(_ url: String?, _ bytes: Int64) async throws {
+                let path = Self.file(Int(bytes))
+                files.append(path)
+                #expect(try await PlainHTTP.send("PUT", try #require(url), file: path).status == 200)
+            }
+            // A: single, both objects PUT. B: multipart (5+5+1 MB), every part PUT.
+            // C: multipart with a part missing. D: roomplan.json only.
+            let a = try await initiate(usdz: 1500, json: 200)
+            try await put(a.usdz.url, 1500); try await put(a.roomplanJson.url, 200)
+            let b = try await initiate(usdz: 11 << 20, json: 300)
+            let bParts = try #require(b.usdz.parts)
+            #expect(bParts.count == 3)
+            for part in bParts { try await put(part.url, part.bytes) }
+            try await put(b.roomplanJson.url, 300)
+            let c = try await initiate(usdz: 11 << 20, json: 300)
+            for part in try #require(c.usdz.parts).prefix(2) { try await put(part.url, part.bytes) }
+            try await put(c.roomplanJson.url, 300)
+            let d = try await initiate(usdz: 1500, json: 200)
+            try await put(d.roomplanJson.url, 200)
+
+            let service = IngestService(context: harness.context, configuration: harness.configuration, objects: store)
+            let completer = try #require(service.roomUploadCompleter())
+            // Just uploaded: not quiet yet (INGEST_AUTO_COMPLETE_AFTER_SECONDS, 120 s).
+            #expect(try await completer.completeOnce().isEmpty)
+            // A day later, before anything completed them: the sweep keeps A and B, whose objects are all there.
+            let sweeper = RoomUploadSweeper(uploads: RoomUploadStore(database: harness.context.database), objects: store,
+                                            completer: completer, logger: .disabled)
+            #expect(try await sweeper.sweepOnce(now: Date().addingTimeInterval(2 * 86_400)) == 2)
+            // Quiet for longer than 120 s: A and B completed, once.
+            let completed = try await completer.completeOnce(now: Date().addingTimeInterval(200))
+            #expect(Set(completed) == [a.versionId, b.versionId])
+            #expect(try await completer.completeOnce(now: Date().addingTimeInterval(300)).isEmpty)
+            #expect(try await store.head(b.usdz.key)?.size == 11 << 20, "the parts were assembled")
+
+            let requests = try harness.readTopic("room.transcode.requests.v1", expecting: 3)
+            #expect(requests.count == 2)
+            let sent = try requests.map { try ContractCoding.decoder.decode(RoomTranscodeRequest.self, from: Data($0.value.utf8)) }
+            #expect(Set(sent.map(\.versionId)) == [a.versionId, b.versionId])
+            #expect(sent.allSatisfy { $0.redactions == [redaction] && $0.ownerUserId == "background-phone" })
+            let statuses = try await harness.context.database.query(
+                "SELECT version_id, status FROM room_versions WHERE owner_user_id = 'background-phone' ORDER BY version_id", [])
+            #expect(Set(try statuses.map { try $0.decode(String.self, "status") }) == ["queued"], "C and D abandoned, A and B queued")
+            #expect(statuses.count == 2)
+
+            // The app wakes up and confirms: the current status, no second request.
+            let late = await harness.request(.post, "/rooms/versions", token: token, body: try ContractCoding.encode(Self.complete(a)))
+            #expect(late.status == .accepted && (try? late.decoded(RoomVersionAccepted.self).status) == .queued)
+            #expect(try harness.readTopic("room.transcode.requests.v1", expecting: 3).count == 2)
+        }
+    }
+
     @Test("the room endpoints are rate-limited per user: 429 RATE_LIMITED with Retry-After, another user unaffected")
     func rateLimited() async throws {
         try await Self.withStack(IngestConfiguration(rateLimitPerSecond: 0.01, rateLimitBurst: 2)) { harness, _ in

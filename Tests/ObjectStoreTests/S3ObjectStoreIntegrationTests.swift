@@ -129,7 +129,13 @@ struct S3ObjectStoreIntegrationTests {
                 parts.append(CompletedPart(number: number, etag: answer.headers["etag"] ?? ""))
             }
             #expect(try await store.head(key) == nil)
+            // What a relaunched app or the server's completion asks the store: every part, its tag and size.
+            let stored = try #require(try await store.listParts(key: key, uploadId: uploadId))
+            #expect(stored.map(\.number) == Array(1...8) && stored.allSatisfy { $0.size == Int64(partSize) })
+            #expect(stored.map(\.etag) == parts.map { S3ObjectStore.unquoted($0.etag) })
+            #expect(stored.allSatisfy { abs(($0.lastModified ?? .distantPast).timeIntervalSinceNow) < 300 })
             try await store.completeMultipartUpload(key: key, uploadId: uploadId, parts: parts)
+            #expect(try await store.listParts(key: key, uploadId: uploadId) == nil, "a completed upload has no parts left")
             #expect(try await store.head(key)?.size == Int64(8 * partSize))
             let target = NSTemporaryDirectory() + "s3-mp-\(UInt32.random(in: 0...UInt32.max))"
             defer { try? FileManager.default.removeItem(atPath: target) }

@@ -53,6 +53,9 @@ public struct IngestConfiguration: Sendable {
     public var abandonUploadsAfter: Duration = .seconds(86_400)
     /// How long a repeat of upload-init with the same idempotency key answers the same version.
     public var idempotencyWindow: Duration = .seconds(86_400)
+    /// How long an upload's objects must stay unchanged, all there, before the server
+    /// completes it for an app that never confirmed.
+    public var autoCompleteAfter: Duration = .seconds(120)
     public var uploadSweepInterval: Duration = .seconds(60)
     /// Where upload-init and the sweep announce versions (`RoomUploadEvent`), and how often.
     public var roomUploadsTopic: String = Topics.roomUploads
@@ -118,6 +121,7 @@ public struct IngestConfiguration: Sendable {
                                                                 range: 1...(90 * 86_400)))
         configuration.idempotencyWindow = .seconds(reader.int("INGEST_UPLOAD_IDEMPOTENCY_SECONDS", default: 86_400,
                                                               range: 1...(90 * 86_400)))
+        configuration.autoCompleteAfter = .seconds(reader.int("INGEST_AUTO_COMPLETE_AFTER_SECONDS", default: 120, range: 0...86_400))
         configuration.uploadSweepInterval = reader.loopInterval("INGEST_UPLOAD_SWEEP_INTERVAL_MS", default: .seconds(60))
         configuration.roomUploadsTopic = reader.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
         configuration.uploadOutboxInterval = reader.loopInterval("INGEST_UPLOAD_OUTBOX_INTERVAL_MS", default: .milliseconds(250))

@@ -51,10 +51,7 @@ public struct IngestService: Sendable {
         let validator = RoomVersionValidator(maxUSDZBytes: configuration.maxUSDZBytes)
         let uploads = RoomUploadStore(database: context.database)
         let roomLimiter = UserRateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst)
-        let rooms = RoomVersionHandler(
-            configuration: configuration, validator: validator, store: RoomVersionStore(database: context.database),
-            uploads: uploads, objects: objects, limiter: roomLimiter, producer: context.producer,
-            authenticator: context.authenticator, metrics: context.metrics, logger: context.logger)
+        let rooms = roomVersionHandler(limiter: roomLimiter)
 
         let deletions = AccountDeletionStore(database: context.database)
         let pending = RevokedSubjects()
@@ -78,7 +75,11 @@ public struct IngestService: Sendable {
                                           limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger)
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
-            background.append(sweepLoop(RoomUploadSweeper(uploads: uploads, objects: objects, logger: context.logger)))
+            let completer = RoomUploadCompleter(uploads: uploads, objects: objects, versions: rooms,
+                                                multipartPartBytes: configuration.multipartPartBytes,
+                                                quiet: configuration.autoCompleteAfter, logger: context.logger)
+            background.append(sweepLoop(completer, RoomUploadSweeper(uploads: uploads, objects: objects, completer: completer,
+                                                                     logger: context.logger)))
             let announcements = OutboxRelay(
                 name: "room-uploads",
                 outbox: RoomUploadStore.outbox(database: context.database, producer: context.producer,
@@ -125,12 +126,37 @@ public struct IngestService: Sendable {
         return S3ObjectStore(configuration: S3Configuration.read(from: &reader))
     }
 
-    /// Every `uploadSweepInterval`, abandons uploads past their time.
-    func sweepLoop(_ sweeper: RoomUploadSweeper) -> ClosureService {
+    /// upload-complete's handler (the app's route, and the server's completion).
+    func roomVersionHandler(limiter: UserRateLimiter) -> RoomVersionHandler {
+        RoomVersionHandler(
+            configuration: configuration, validator: RoomVersionValidator(maxUSDZBytes: configuration.maxUSDZBytes),
+            store: RoomVersionStore(database: context.database), uploads: RoomUploadStore(database: context.database),
+            objects: objects, limiter: limiter, producer: context.producer, authenticator: context.authenticator,
+            metrics: context.metrics, logger: context.logger)
+    }
+
+    /// What completes uploads their apps never confirmed (nil without an object store), as the
+    /// service's sweep loop runs it; `quiet` replaces `INGEST_AUTO_COMPLETE_AFTER_SECONDS`.
+    public func roomUploadCompleter(quiet: Duration? = nil) -> RoomUploadCompleter? {
+        guard let objects else { return nil }
+        return RoomUploadCompleter(
+            uploads: RoomUploadStore(database: context.database), objects: objects,
+            versions: roomVersionHandler(limiter: UserRateLimiter(perSecond: configuration.rateLimitPerSecond,
+                                                                  burst: configuration.rateLimitBurst)),
+            multipartPartBytes: configuration.multipartPartBytes, quiet: quiet ?? configuration.autoCompleteAfter,
+            logger: context.logger)
+    }
+
+    /// Every `uploadSweepInterval`, completes the uploads whose objects are all there and went
+    /// quiet, then abandons those past their time whose objects are not.
+    func sweepLoop(_ completer: RoomUploadCompleter, _ sweeper: RoomUploadSweeper) -> ClosureService {
         let interval = configuration.uploadSweepInterval
         let logger = context.logger
         return ClosureService(name: "ingest-upload-sweep") {
             while !Task.isCancelled {
+                do { try await completer.completeOnce() } catch {
+                    logger.warning("upload completion pass failed", metadata: ["error": "\(error)"])
+                }
                 do {
                     let swept = try await sweeper.sweepOnce()
                     if swept > 0 { logger.info("abandoned uploads swept", metadata: ["ingest.swept": String(swept)]) }

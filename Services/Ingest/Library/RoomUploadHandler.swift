@@ -168,16 +168,10 @@ struct RoomUploadHandler: Sendable {
             let usdz: PresignedUpload
             if let uploadID = upload.usdzUploadID {
                 let partSize = configuration.multipartPartBytes
-                var parts: [PresignedUploadPart] = []
-                var offset: Int64 = 0
-                var number = 1
-                while offset < upload.usdzBytes {
-                    let bytes = min(partSize, upload.usdzBytes - offset)
-                    let signed = try objects.presignUploadPart(key: upload.usdzKey, uploadId: uploadID, partNumber: number,
-                                                               contentLength: bytes, expiresIn: lifetime)
-                    parts.append(PresignedUploadPart(partNumber: number, url: signed.url, bytes: bytes))
-                    offset += bytes
-                    number += 1
+                let parts = try Self.partSizes(total: upload.usdzBytes, partBytes: partSize).map { part in
+                    let signed = try objects.presignUploadPart(key: upload.usdzKey, uploadId: uploadID, partNumber: part.number,
+                                                               contentLength: part.bytes, expiresIn: lifetime)
+                    return PresignedUploadPart(partNumber: part.number, url: signed.url, bytes: part.bytes)
                 }
                 usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: [:], partSize: partSize, parts: parts)
             } else {
@@ -211,6 +205,7 @@ struct RoomUploadHandler: Sendable {
                             message: "title must be 1…\(RoomVersionValidator.maxTitleLength) characters")
         }
         try validator.validateTags(body.tags)
+        if let redactions = body.redactions { try validator.validateRedactions(redactions) }
         for (name, bytes) in [("usdzBytes", body.usdzBytes), ("roomplanJsonBytes", body.roomplanJsonBytes)] where bytes <= 0 {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "\(name) must be positive")
         }
@@ -233,6 +228,17 @@ struct RoomUploadHandler: Sendable {
     private func unavailable(_ message: String) -> HTTPError {
         HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: message,
                   headers: ["Retry-After": String(configuration.unavailableRetryAfterSeconds)])
+    }
+
+    /// The parts of a multipart upload of `total` bytes: numbered from 1, `partBytes` each but the last.
+    static func partSizes(total: Int64, partBytes: Int64) -> [(number: Int, bytes: Int64)] {
+        var parts: [(number: Int, bytes: Int64)] = []
+        var offset: Int64 = 0
+        while offset < total {
+            parts.append((parts.count + 1, min(partBytes, total - offset)))
+            offset += partBytes
+        }
+        return parts
     }
 
     /// The first instant of the next UTC month (when the monthly quota resets).

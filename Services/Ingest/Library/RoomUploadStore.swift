@@ -72,14 +72,15 @@ public struct RoomUploadStore: Sendable {
                     let used = try await connection.query(RoomVersionStore.usedBytesSQL, [upload.ownerUserID, month])
                     throw Rollback(reservation: .quotaExceeded(usedBytes: try used.first?.decode(Int64.self, "bytes") ?? 0))
                 }
+                let redactions = try PostgresJSON(encoding: request.redactions ?? [], encoder: ContractCoding.encoder)
                 try await connection.execute("""
                     INSERT INTO room_versions (version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes,
                         roomplan_json_key, roomplan_json_bytes, quota_month, usdz_upload_id, upload_expires_at,
-                        idempotency_key, idempotency_request, idempotency_expires_at)
-                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10, $11, $12, $13)
+                        idempotency_key, idempotency_request, idempotency_expires_at, redactions)
+                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10, $11, $12, $13, $14::jsonb)
                     """, [upload.versionID, upload.roomID, upload.ownerUserID, upload.usdzKey, upload.usdzBytes,
                           upload.roomplanJsonKey, upload.roomplanJsonBytes, month, upload.usdzUploadID, expiresAt,
-                          idempotency?.key, idempotency?.request, idempotency?.expiresAt])
+                          idempotency?.key, idempotency?.request, idempotency?.expiresAt, redactions])
                 try await Self.announce(RoomUploadEvent(
                     roomId: upload.roomID, versionId: upload.versionID, ownerUserId: upload.ownerUserID, status: .uploading,
                     title: request.title, tags: request.tags, visibility: request.visibility, expiresAt: expiresAt, at: now),
@@ -132,6 +133,30 @@ public struct RoomUploadStore: Sendable {
             WHERE version_id = $1 AND status = 'uploading' RETURNING version_id
             """, [request.versionId, request.source.sha256, redactions])
         return !rows.isEmpty
+    }
+
+    /// Versions still `uploading`, oldest first, each with the upload-complete request its
+    /// app would send: the room's title, tags and visibility, the minted keys and sizes, the
+    /// redactions given at upload-init.
+    public func uploading(limit: Int = 100) async throws -> [(upload: Upload, request: RoomVersionCompleteRequest)] {
+        let rows = try await database.query("""
+            SELECT v.version_id, v.room_id, v.owner_user_id, v.status, v.usdz_key, v.usdz_bytes, v.roomplan_json_key,
+                v.roomplan_json_bytes, v.usdz_upload_id, v.redactions::text AS redactions, r.title, r.tags, r.visibility
+            FROM room_versions v JOIN rooms r USING (room_id)
+            WHERE v.status = 'uploading' ORDER BY v.upload_expires_at LIMIT $1
+            """, [limit])
+        return try rows.map { row in
+            let upload = try Self.decode(row)
+            let redactions = try ContractCoding.decoder.decode([Redaction].self, from: Data(try row.decode(String.self, "redactions").utf8))
+            let request = RoomVersionCompleteRequest(
+                roomId: upload.roomID, versionId: upload.versionID, title: try row.decode(String.self, "title"),
+                tags: try row.decode([String].self, "tags"),
+                visibility: RoomVisibility(rawValue: try row.decode(String.self, "visibility")) ?? .private,
+                source: RoomSource(usdzKey: upload.usdzKey, usdzBytes: upload.usdzBytes, roomplanJsonKey: upload.roomplanJsonKey,
+                                   roomplanJsonBytes: upload.roomplanJsonBytes),
+                redactions: redactions)
+            return (upload, request)
+        }
     }
 
     /// Versions still `uploading` after their time, oldest first.

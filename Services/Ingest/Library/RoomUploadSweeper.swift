@@ -3,15 +3,18 @@ import Logging
 import ObjectStore
 
 /// Abandoned uploads: versions still `uploading` past `INGEST_ABANDON_UPLOADS_AFTER_SECONDS`
-/// lose their objects (and an unfinished multipart upload) and give their bytes back.
+/// lose their objects (and an unfinished multipart upload) and give their bytes back — unless
+/// their objects are all there: a complete scan is never thrown away (the completer finishes it).
 public struct RoomUploadSweeper: Sendable {
     let uploads: RoomUploadStore
     let objects: any ObjectStore
+    let completer: RoomUploadCompleter?
     let logger: Logger
 
-    public init(uploads: RoomUploadStore, objects: any ObjectStore, logger: Logger) {
+    public init(uploads: RoomUploadStore, objects: any ObjectStore, completer: RoomUploadCompleter? = nil, logger: Logger) {
         self.uploads = uploads
         self.objects = objects
+        self.completer = completer
         self.logger = logger
     }
 
@@ -22,6 +25,11 @@ public struct RoomUploadSweeper: Sendable {
         var swept = 0
         for upload in try await uploads.expired(now: now, limit: limit) {
             do {
+                if let completer, try await completer.isComplete(upload, quietSince: nil, assemble: false) {
+                    logger.notice("an expired upload whose objects are all there is kept for completion",
+                                  metadata: ["room.version": "\(upload.versionID)"])
+                    continue
+                }
                 if let uploadID = upload.usdzUploadID {
                     try await objects.abortMultipartUpload(key: upload.usdzKey, uploadId: uploadID)
                 }

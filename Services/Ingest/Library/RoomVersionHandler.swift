@@ -85,8 +85,8 @@ struct RoomVersionHandler: Sendable {
         }
     }
 
-    /// upload-complete of a version from upload-init.
-    private func complete(_ body: RoomVersionCompleteRequest, upload: RoomUploadStore.Upload, userID: String,
+    /// upload-complete of a version from upload-init (by its app, or by the server: `RoomUploadCompleter`).
+    func complete(_ body: RoomVersionCompleteRequest, upload: RoomUploadStore.Upload, userID: String,
                           objects: any ObjectStore, now: Date) async throws -> HTTPResponse {
         guard upload.ownerUserID == userID, upload.roomID == body.roomId.lowercased() else {
             throw HTTPError(.forbidden, code: ErrorCode.forbidden.rawValue, message: "versionId belongs to another upload")
