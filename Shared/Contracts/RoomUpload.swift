@@ -119,3 +119,44 @@ public struct RoomUploadInitResponse: Sendable, Hashable, Codable {
         self.expiresAt = expiresAt
     }
 }
+
+/// An object, or a part of a multipart `source.usdz`, the store already holds.
+public struct StoredUploadObject: Sendable, Hashable, Codable {
+    public var key: String
+    /// Set for a part of a multipart upload.
+    public var partNumber: Int?
+    public var bytes: Int64
+    /// The entity tag without quotes (a part's is what upload-complete's `usdzParts` needs).
+    public var etag: String
+
+    public init(key: String, partNumber: Int? = nil, bytes: Int64, etag: String) {
+        self.key = key
+        self.partNumber = partNumber
+        self.bytes = bytes
+        self.etag = etag
+    }
+}
+
+/// `GET /rooms/uploads/{versionId}`: where an upload stands, for an app relaunched mid-upload —
+/// what the store holds, and fresh URLs for only what is missing (`usdz`/`roomplanJson` nil when
+/// that object is complete, `parts` only the missing ones). Past `uploading`, only the status.
+public struct RoomUploadStateResponse: Sendable, Hashable, Codable {
+    public var roomId: String
+    public var versionId: String
+    public var status: String
+    public var stored: [StoredUploadObject]
+    public var usdz: PresignedUpload?
+    public var roomplanJson: PresignedUpload?
+    public var expiresAt: Date?
+
+    public init(roomId: String, versionId: String, status: String, stored: [StoredUploadObject] = [],
+                usdz: PresignedUpload? = nil, roomplanJson: PresignedUpload? = nil, expiresAt: Date? = nil) {
+        self.roomId = roomId
+        self.versionId = versionId
+        self.status = status
+        self.stored = stored
+        self.usdz = usdz
+        self.roomplanJson = roomplanJson
+        self.expiresAt = expiresAt
+    }
+}

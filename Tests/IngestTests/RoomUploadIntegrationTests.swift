@@ -279,6 +279,54 @@ struct RoomUploadIntegrationTests {
         }
     }
 
+    @Test("a relaunched app asks where its upload stands: what the store holds (parts with their ETags) and fresh URLs for only the missing ones; it PUTs those and completes; another user's upload is 404")
+    func resumeAfterRelaunch() async throws {
+        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+        configuration.multipartThresholdBytes = 5 << 20
+        try await Self.withStack(configuration) { harness, _ in
+            let token = harness.userToken("relaunched")
+            let answer = try await harness.request(.post, "/rooms/uploads", token: token,
+                                                   body: try ContractCoding.encode(Self.initBody(usdz: 11 << 20, json: 300)))
+                .decoded(RoomUploadInitResponse.self)
+            var files: [String] = []
+            defer { for path in files { try? FileManager.default.removeItem(atPath: path) } }
+            func put(_ url: String?, _ bytes: Int64) async throws -> PlainHTTP.Answer {
+                let path = Self.file(Int(bytes))
+                files.append(path)
+                return try await PlainHTTP.send("PUT", try #require(url), file: path)
+            }
+            // Killed after the first part and the JSON.
+            let first = try #require(answer.usdz.parts?.first)
+            #expect(try await put(first.url, first.bytes).status == 200)
+            #expect(try await put(answer.roomplanJson.url, 300).status == 200)
+
+            let path = "/rooms/uploads/\(answer.versionId)"
+            let state = try await harness.request(.get, path, token: token, body: []).decoded(RoomUploadStateResponse.self)
+            #expect(state.status == "uploading" && state.roomplanJson == nil)
+            #expect(Set(state.stored.map { $0.partNumber ?? 0 }) == [0, 1], "the JSON and part 1 are held")
+            let missing = try #require(state.usdz?.parts)
+            #expect(missing.map(\.partNumber) == [2, 3] && missing.map(\.bytes) == [5 << 20, 1 << 20])
+            var etags = Dictionary(uniqueKeysWithValues: state.stored.compactMap { stored in stored.partNumber.map { ($0, stored.etag) } })
+            for part in missing {
+                let put = try await put(part.url, part.bytes)
+                #expect(put.status == 200)
+                etags[part.partNumber] = put.headers["etag"]
+            }
+            let after = try await harness.request(.get, path, token: token, body: []).decoded(RoomUploadStateResponse.self)
+            #expect(after.usdz == nil && after.roomplanJson == nil && after.stored.count == 4)
+
+            let parts = etags.sorted { $0.key < $1.key }.map { UploadedPart(partNumber: $0.key, etag: $0.value) }
+            let completed = await harness.request(.post, "/rooms/versions", token: token,
+                                                  body: try ContractCoding.encode(Self.complete(answer, parts: parts)))
+            #expect(completed.status == .accepted, "\(String(decoding: completed.body, as: UTF8.self))")
+            let done = try await harness.request(.get, path, token: token, body: []).decoded(RoomUploadStateResponse.self)
+            #expect(done.status == "queued" && done.usdz == nil && done.stored.isEmpty)
+
+            #expect(await harness.request(.get, path, token: harness.userToken("stranger"), body: []).status == .notFound)
+            #expect(await harness.request(.get, "/rooms/uploads/not-a-uuid", token: token, body: []).errorCode == "INVALID_FIELD")
+        }
+    }
+
     @Test("the room endpoints are rate-limited per user: 429 RATE_LIMITED with Retry-After, another user unaffected")
     func rateLimited() async throws {
         try await Self.withStack(IngestConfiguration(rateLimitPerSecond: 0.01, rateLimitBurst: 2)) { harness, _ in

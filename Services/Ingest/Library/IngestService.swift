@@ -75,6 +75,7 @@ public struct IngestService: Sendable {
                                           limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger)
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
+            router.get("/rooms/uploads/:id") { try await init_.state($0) }
             let completer = RoomUploadCompleter(uploads: uploads, objects: objects, versions: rooms,
                                                 multipartPartBytes: configuration.multipartPartBytes,
                                                 quiet: configuration.autoCompleteAfter, logger: context.logger)

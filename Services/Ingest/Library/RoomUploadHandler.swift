@@ -150,6 +150,63 @@ struct RoomUploadHandler: Sendable {
         return answer
     }
 
+    /// `GET /rooms/uploads/{versionId}`: what the store holds of the caller's upload, and fresh
+    /// URLs for only what is missing, so a relaunched app PUTs nothing twice.
+    func state(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let userID = try authenticator.userID(request)
+        try limiter.admit(userID)
+        guard let id = request.pathParameters["id"], UUID(uuidString: id) != nil else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "versionId must be a UUID")
+        }
+        let existing: RoomUploadStore.Upload?
+        do { existing = try await uploads.upload(id.lowercased()) } catch { throw unavailable("room store unavailable") }
+        guard let upload = existing, upload.ownerUserID == userID else {
+            throw HTTPError(.notFound, code: ErrorCode.notFound.rawValue, message: "no such upload")
+        }
+        var state = RoomUploadStateResponse(roomId: upload.roomID, versionId: upload.versionID, status: upload.status)
+        guard upload.status == "uploading" else { return .json(state, encoder: ContractCoding.encoder) }
+        let lifetime = configuration.uploadURLLifetime
+        state.expiresAt = Date().addingTimeInterval(TimeInterval(lifetime.components.seconds))
+        do {
+            if let json = try await objects.head(upload.roomplanJsonKey), json.size == upload.roomplanJsonBytes {
+                state.stored.append(StoredUploadObject(key: json.key, bytes: json.size, etag: json.etag))
+            } else {
+                let signed = try objects.presignPut(key: upload.roomplanJsonKey, contentLength: upload.roomplanJsonBytes,
+                                                    contentType: nil, expiresIn: lifetime)
+                state.roomplanJson = PresignedUpload(key: upload.roomplanJsonKey, bytes: upload.roomplanJsonBytes,
+                                                     headers: signed.headers, url: signed.url)
+            }
+            if let usdz = try await objects.head(upload.usdzKey), usdz.size == upload.usdzBytes {
+                state.stored.append(StoredUploadObject(key: usdz.key, bytes: usdz.size, etag: usdz.etag))
+            } else if let uploadID = upload.usdzUploadID {
+                let held = Dictionary((try await objects.listParts(key: upload.usdzKey, uploadId: uploadID) ?? []).map { ($0.number, $0) },
+                                      uniquingKeysWith: { first, _ in first })
+                var missing: [PresignedUploadPart] = []
+                for part in Self.partSizes(total: upload.usdzBytes, partBytes: configuration.multipartPartBytes) {
+                    if let stored = held[part.number], stored.size == part.bytes {
+                        state.stored.append(StoredUploadObject(key: upload.usdzKey, partNumber: part.number, bytes: stored.size,
+                                                               etag: stored.etag))
+                    } else {
+                        let signed = try objects.presignUploadPart(key: upload.usdzKey, uploadId: uploadID, partNumber: part.number,
+                                                                   contentLength: part.bytes, expiresIn: lifetime)
+                        missing.append(PresignedUploadPart(partNumber: part.number, url: signed.url, bytes: part.bytes))
+                    }
+                }
+                if !missing.isEmpty {
+                    state.usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: [:],
+                                                 partSize: configuration.multipartPartBytes, parts: missing)
+                }
+            } else {
+                let signed = try objects.presignPut(key: upload.usdzKey, contentLength: upload.usdzBytes, contentType: nil,
+                                                    expiresIn: lifetime)
+                state.usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: signed.headers, url: signed.url)
+            }
+        } catch {
+            throw storageUnavailable(error)
+        }
+        return .json(state, encoder: ContractCoding.encoder)
+    }
+
     private func resign(_ versionID: String, userID: String, expiresAt: Date) async throws -> HTTPResponse {
         let existing: RoomUploadStore.Upload?
         do { existing = try await uploads.upload(versionID.lowercased()) } catch { throw unavailable("room store unavailable") }
