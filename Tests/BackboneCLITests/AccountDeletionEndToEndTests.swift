@@ -69,24 +69,7 @@ struct AccountDeletionEndToEndTests {
 
     /// The keys under `prefix`, as boto3 (from .venv) lists them.
     static func boto3Keys(_ configuration: S3Configuration, prefix: String) async throws -> [String] {
-        let venvPython = Integration.packageRoot.appendingPathComponent(".venv/bin/python3").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: venvPython) ? venvPython : "/usr/bin/python3")
-        process.arguments = ["-c", """
-            import boto3, os, sys
-            s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT"], region_name=os.environ["S3_REGION"],
-                              aws_access_key_id=os.environ["S3_ACCESS_KEY_ID"], aws_secret_access_key=os.environ["S3_SECRET_ACCESS_KEY"])
-            page = s3.list_objects_v2(Bucket=os.environ["S3_BUCKET"], Prefix=sys.argv[1])
-            print("\\n".join(o["Key"] for o in page.get("Contents", [])))
-            """, prefix]
-        process.environment = ProcessInfo.processInfo.environment.merging(configuration.environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "boto3 witness failed")
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        try await Boto3Witness.keys(configuration, prefix: prefix)
     }
 
     @Test("request, cancel, request again: after the grace period nothing of the user is left anywhere, another user keeps everything, a rebuild brings nothing back, the token is refused, and the receipt lists every service")

@@ -36,6 +36,8 @@ final class FaultStack: @unchecked Sendable {
     let secret = "fault-suite-secret-0123456789abcdef"
     let ports: [String: Int]
     private(set) var processes: [String: [ServiceProcess]] = [:]
+    /// Settings added to a service's environment (by service name), e.g. shorter intervals.
+    var extraEnvironment: [String: [String: String]] = [:]
     /// Shutdown bound given to every service (`SHUTDOWN_TIMEOUT_SECONDS`).
     let shutdownTimeoutSeconds = 5
     let directory: String
@@ -76,6 +78,7 @@ final class FaultStack: @unchecked Sendable {
             // Short leases: a job whose worker was killed is taken over within seconds.
             environment.merge(["TRANSCODE_LEASE_MS": "2000", "TRANSCODE_POLL_MS": "100", "TRANSCODE_OUTBOX_INTERVAL_MS": "300"]) { _, new in new }
         }
+        environment.merge(extraEnvironment[service] ?? [:]) { _, new in new }
         return environment
     }
 
