@@ -29,6 +29,13 @@ struct RoomUploadIntegrationTests {
         }
     }
 
+    /// Multipart from 5 MiB on (the smallest part S3 allows), so an 11 MiB scan has three parts.
+    static var smallPartsConfiguration: IngestConfiguration {
+        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+        configuration.multipartThresholdBytes = 5 << 20
+        return configuration
+    }
+
     static func file(_ bytes: Int, fill: UInt8 = 0x41) -> String {
         let path = NSTemporaryDirectory() + "upload-\(UInt32.random(in: 0...UInt32.max))"
         #expect(FileManager.default.createFile(atPath: path, contents: Data(repeating: fill, count: bytes)))
@@ -213,9 +220,7 @@ struct RoomUploadIntegrationTests {
 
     @Test("uploads whose app never calls upload-complete are completed by the server once every object (or part) is there and quiet, single and multipart, with upload-init's redactions; the sweep abandons only incomplete ones; a late upload-complete answers the current status")
     func serverCompletion() async throws {
-        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
-        configuration.multipartThresholdBytes = 5 << 20
-        try await Self.withStack(configuration) { harness, store in
+        try await Self.withStack(Self.smallPartsConfiguration) { harness, store in
             let token = harness.userToken("background-phone")
             let redaction = Redaction(textureRef: "textures/0.png", kind: .face,
                                       region: RedactionRegion(x: 0.1, y: 0.1, width: 0.2, height: 0.2), method: "gaussian")
@@ -281,9 +286,7 @@ struct RoomUploadIntegrationTests {
 
     @Test("a relaunched app asks where its upload stands: what the store holds (parts with their ETags) and fresh URLs for only the missing ones; it PUTs those and completes; another user's upload is 404")
     func resumeAfterRelaunch() async throws {
-        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
-        configuration.multipartThresholdBytes = 5 << 20
-        try await Self.withStack(configuration) { harness, _ in
+        try await Self.withStack(Self.smallPartsConfiguration) { harness, _ in
             let token = harness.userToken("relaunched")
             let answer = try await harness.request(.post, "/rooms/uploads", token: token,
                                                    body: try ContractCoding.encode(Self.initBody(usdz: 11 << 20, json: 300)))

@@ -14,23 +14,10 @@ struct S3ObjectStoreIntegrationTests {
 
     /// `key size` lines of boto3's list_objects_v2.
     static func boto3List(_ configuration: S3Configuration, prefix: String) async throws -> String {
-        let venvPython = Integration.packageRoot.appendingPathComponent(".venv/bin/python3").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: venvPython) ? venvPython : "/usr/bin/python3")
-        process.arguments = ["-c", """
-            import boto3, os, sys
-            s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT"], region_name=os.environ["S3_REGION"],
-                              aws_access_key_id=os.environ["S3_ACCESS_KEY_ID"], aws_secret_access_key=os.environ["S3_SECRET_ACCESS_KEY"])
-            page = s3.list_objects_v2(Bucket=os.environ["S3_BUCKET"], Prefix=sys.argv[1])
+        try await Boto3Witness.run("""
+            page = s3.list_objects_v2(Bucket=bucket, Prefix=sys.argv[1])
             print("\\n".join(f"{o['Key']} {o['Size']}" for o in page.get("Contents", [])))
-            """, prefix]
-        process.environment = ProcessInfo.processInfo.environment.merging(configuration.environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = await Task.detached { pipe.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            """, configuration, arguments: [prefix]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("put, head, get as a stream and to a file, list by prefix, delete")

@@ -68,8 +68,9 @@ public enum PlainHTTP {
 
 /// boto3, the AWS SDK for Python, as an independent witness of what the bucket holds.
 public enum Boto3Witness {
-    /// Every key under `prefix` (all pages), listed by boto3 with the store's settings.
-    public static func keys(_ configuration: S3Configuration, prefix: String) async throws -> [String] {
+    /// Runs `script` (Python, with `s3`, a boto3 client of the store, and `bucket` defined) with
+    /// `arguments` as `sys.argv[1...]`; returns what it printed.
+    public static func run(_ script: String, _ configuration: S3Configuration, arguments: [String] = []) async throws -> String {
         let venvPython = Integration.packageRoot.appendingPathComponent(".venv/bin/python3").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: FileManager.default.isExecutableFile(atPath: venvPython) ? venvPython : "/usr/bin/python3")
@@ -77,10 +78,8 @@ public enum Boto3Witness {
             import boto3, os, sys
             s3 = boto3.client("s3", endpoint_url=os.environ["S3_ENDPOINT"], region_name=os.environ["S3_REGION"],
                               aws_access_key_id=os.environ["S3_ACCESS_KEY_ID"], aws_secret_access_key=os.environ["S3_SECRET_ACCESS_KEY"])
-            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=os.environ["S3_BUCKET"], Prefix=sys.argv[1]):
-                for o in page.get("Contents", []):
-                    print(o["Key"])
-            """, prefix]
+            bucket = os.environ["S3_BUCKET"]
+            """ + "\n" + script] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(configuration.environment) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
@@ -90,7 +89,15 @@ public enum Boto3Witness {
         guard process.terminationStatus == 0 else {
             throw ObjectStoreError(code: .invalidResponse, message: "the boto3 witness failed (exit \(process.terminationStatus))")
         }
-        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Every key under `prefix` (all pages).
+    public static func keys(_ configuration: S3Configuration, prefix: String) async throws -> [String] {
+        try await run("""
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=sys.argv[1]):
+                for o in page.get("Contents", []):
+                    print(o["Key"])
+            """, configuration, arguments: [prefix]).split(separator: "\n").map(String.init)
     }
 }
-
