@@ -10,6 +10,9 @@
 #   after -9   started again after kill -9 of the running stack
 # The baseline, in the same run: the start-up recovery statement of the previous version, run
 # by psql on the same data with a time limit (LIMIT seconds, default 120), and its plan's cost.
+# Before the starts, every statement of the start-up recovery is EXPLAINed against that data
+# (Benchmarks/dev/plan_check.py): the script fails when one scans a large table once per row of
+# another, as the previous statement did (its plan is checked too, and is expected to fail).
 # Needs what deploy/dev.sh installs. Usage: Benchmarks/dev/restart.sh [BACKBONE]  (EVENTS=10000000 LIMIT=120)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -86,6 +89,28 @@ if PGOPTIONS="-c statement_timeout=${LIMIT}s" psql -v ON_ERROR_STOP=1 -At "$DB" 
 else
     baseline="did not finish within ${LIMIT} s (cancelled)"
 fi
+# Every start-up statement of the recovery, explained against that data: none may scan a large
+# table once per row of another (a Seq Scan under the inner side of a Nested Loop, or in a SubPlan).
+PLANS_BAD=0
+explain_check() {  # $1: a name, $2: the statement ($1 of it, if any, bound to the epoch)
+    if ! PGOPTIONS="-c plan_cache_mode=force_custom_plan" psql -q -v ON_ERROR_STOP=1 -At "$DB" -c "PREPARE s(timestamptz) AS $2" \
+        -c "EXPLAIN (FORMAT JSON) EXECUTE s('epoch')" | python3 Benchmarks/dev/plan_check.py "$1"; then
+        PLANS_BAD=$((PLANS_BAD + 1)); return 1
+    fi
+}
+CANDIDATES="WITH candidates AS MATERIALIZED (SELECT a.event_id::text AS id FROM ingest_accepted_events a WHERE a.accepted_at >= \$1)"
+explain_check "ids since the mark" "SELECT count(*) FROM ingest_accepted_events WHERE accepted_at >= \$1" || true
+explain_check "probe by primary key" "$CANDIDATES SELECT c.id FROM candidates c WHERE NOT (EXISTS (SELECT 1 FROM progress_event_log p WHERE p.event_id IN (c.id, upper(c.id))) AND EXISTS (SELECT 1 FROM analytics_events e WHERE e.event_id IN (c.id, upper(c.id))))" || true
+explain_check "bulk check" "$CANDIDATES SELECT c.id FROM candidates c WHERE NOT EXISTS (SELECT 1 FROM progress_event_log p WHERE lower(p.event_id) = c.id) UNION SELECT c.id FROM candidates c WHERE NOT EXISTS (SELECT 1 FROM analytics_events e WHERE lower(e.event_id) = c.id)" || true
+explain_check "the journal's ids" "SELECT DISTINCT dev_broker_journal_event_id(value) FROM dev_broker_journal WHERE topic = 'reading.events.v2'" || true
+explain_check "the mark from the journal" "SELECT least(now(), (SELECT min(kept_at) FROM dev_broker_journal WHERE cluster_id = 'x' AND topic = 'reading.events.v2'))" || true
+# The previous version's statement, for comparison (expected to fail the check).
+if explain_check "the previous recovery statement" "$BASELINE_SQL"; then
+    echo "note: the check did not flag the previous version's statement" >&2
+else
+    PLANS_BAD=$((PLANS_BAD - 1))
+fi
+
 # The first start of this version in a folder: no mark yet.
 psql -q "$DB" -c "DELETE FROM dev_recovery_checked"
 stop
@@ -103,3 +128,4 @@ printf '%-44s %s\n' "previous recovery statement (baseline)" "$baseline; plan co
 printf '%-44s %.1f s\n' "first start of this version (checks all)" "$first"
 printf '%-44s %.1f s\n' "restart after Ctrl-C" "$restart"
 printf '%-44s %.1f s\n' "restart after kill -9" "$killed"
+if [[ "$PLANS_BAD" -gt 0 ]]; then echo "$PLANS_BAD start-up statement(s) scan a large table once per row of another" >&2; exit 1; fi
