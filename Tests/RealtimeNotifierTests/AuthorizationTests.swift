@@ -91,6 +91,33 @@ struct AuthorizationTests {
         await harness.shutdown()
     }
 
+    @Test("the owner joins room:{id} right after upload-init, before the room's announcement is processed, and receives its statuses; a stranger is refused a private uploading room")
+    func roomFromTheFirstStep() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            let owner = try await RawSocket(url: harness.socketURL(user: "erin"))
+            defer { owner.close() }
+            // The join is sent first; upload-init's announcement arrives while it waits.
+            async let joined = join(owner, "room:early", ref: "1")
+            try await Task.sleep(for: .milliseconds(300))
+            try await harness.uploadStarted(roomID: "early", owner: "erin", visibility: .private)
+            #expect(try await joined["status"] as? String == "ok")
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "early", versionId: "v-early", ownerUserId: "erin",
+                                                                  visibility: .private, status: .queued, at: Date()))
+            let frame = try #require(try await owner.frame(timeout: 15) as? [String: Any])
+            let payload = try #require((frame["payload"] as? [String: Any])?["payload"] as? [String: Any])
+            #expect(payload["version_id"] as? String == "v-early" && payload["status"] as? String == "queued")
+
+            let stranger = try await RawSocket(url: harness.socketURL(user: "frank"))
+            defer { stranger.close() }
+            #expect(try await join(stranger, "room:early", ref: "1")["status"] as? String == "error")
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
     @Test("a refreshed access_token that is invalid ends the channel with a system error")
     func accessTokenRefresh() async throws {
         let harness = try await RealtimeHarness()

@@ -102,6 +102,14 @@ final class RealtimeHarness: Sendable {
                                                             ownerUserId: owner, request: complete, requestedAt: Date()))))
     }
 
+    /// What ingest announces when upload-init answered (`room.uploads.v1`).
+    func uploadStarted(roomID: String, owner: String, visibility: RoomVisibility) async throws {
+        let event = RoomUploadEvent(roomId: roomID, versionId: "v-\(roomID)", ownerUserId: owner, status: .uploading, title: "t",
+                                    tags: [], visibility: visibility, expiresAt: Date().addingTimeInterval(86_400), at: Date())
+        _ = try await producer.send(KafkaProducerRecord(topic: Topics.roomUploads, key: Array(roomID.utf8),
+                                                        value: try ContractCoding.encode(event)))
+    }
+
     func transcodeStatus(_ status: RoomTranscodeStatus) async throws {
         _ = try await producer.send(KafkaProducerRecord(topic: Topics.roomTranscodeStatus, key: Array(status.roomId.utf8),
                                                         value: try ContractCoding.encode(status)))

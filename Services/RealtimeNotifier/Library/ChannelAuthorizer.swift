@@ -6,9 +6,11 @@ import Postgres
 ///
 /// - `user:{id}`: only the user `id` (the token's `sub`).
 /// - `room:{id}`: its owner; anyone when the room is public. Owner and visibility come from
-///   the notifier's own `realtime_rooms`, fed by `room.transcode.requests.v1` (as soon as the
-///   upload completes) and `room.transcode.status.v1`; no other service's table is read.
-///   Unknown rooms are refused. Only the owner may broadcast on a room.
+///   the notifier's own `realtime_rooms`, fed by `room.uploads.v1` (as soon as upload-init
+///   answered), `room.transcode.requests.v1` and `room.transcode.status.v1`; no other service's
+///   table is read. A room not known yet is waited for (`unknownRoomWait`: an app that joins
+///   right after upload-init may be ahead of the announcement), then refused. Only the owner
+///   may broadcast on a room.
 /// - Service tokens (`role: "service"`) may read and write every channel.
 public struct ChannelAuthorizer: Sendable {
     public enum Decision: Sendable, Equatable {
@@ -23,10 +25,13 @@ public struct ChannelAuthorizer: Sendable {
 
     let codec: JWTCodec
     let database: PostgresClient
+    /// How long a join of a room not known yet waits for its announcement.
+    let unknownRoomWait: Duration
 
-    public init(codec: JWTCodec, database: PostgresClient) {
+    public init(codec: JWTCodec, database: PostgresClient, unknownRoomWait: Duration = .seconds(2)) {
         self.codec = codec
         self.database = database
+        self.unknownRoomWait = unknownRoomWait
     }
 
     /// The verified claims of a token, or why it was refused.
@@ -44,7 +49,7 @@ public struct ChannelAuthorizer: Sendable {
         case .user(let id):
             return id == claims.sub ? .allowed : .denied("Unauthorized: user channels are only for their user")
         case .room(let id):
-            guard let room = try await room(id) else { return .denied("Unauthorized: unknown room") }
+            guard let room = try await awaitedRoom(id) else { return .denied("Unauthorized: unknown room") }
             if room.owner == claims.sub || room.visibility == "public" { return .allowed }
             return .denied("Unauthorized: private room")
         case .other:
@@ -67,7 +72,17 @@ public struct ChannelAuthorizer: Sendable {
         }
     }
 
-    /// The notifier's own `realtime_rooms`, fed by the transcode requests and statuses.
+    /// `room(_:)`, waiting up to `unknownRoomWait` for a room not known yet.
+    func awaitedRoom(_ id: String) async throws -> Room? {
+        let deadline = ContinuousClock.now + unknownRoomWait
+        while true {
+            if let room = try await room(id) { return room }
+            guard ContinuousClock.now < deadline else { return nil }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
+    /// The notifier's own `realtime_rooms`, fed by the upload announcements, the transcode requests and statuses.
     func room(_ id: String) async throws -> Room? {
         guard let row = try await database.query(RealtimeSQL.room, [id]).first else { return nil }
         return Room(owner: try row.decode(String.self, "owner_user_id"), visibility: try row.decode(String?.self, "visibility"))

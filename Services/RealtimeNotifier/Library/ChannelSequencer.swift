@@ -70,6 +70,15 @@ public struct ChannelSequencer: Projection {
             }
             return SequencerInput(drafts: [], room: .init(roomID: request.roomId, ownerUserID: request.ownerUserId,
                                                           visibility: request.visibility))
+        case configuration.roomUploadsTopic:
+            // No channel event either: the room and its owner from upload-init on.
+            let upload = try ContractCoding.decode(RoomUploadEvent.self, from: record.value)
+            guard ChannelName.room(upload.roomId) != nil, ChannelName.user(upload.ownerUserId) != nil else {
+                throw InvalidRealtimeSource(description: "roomId and ownerUserId must be identifiers")
+            }
+            guard upload.status == .uploading else { return SequencerInput(drafts: [], room: nil) }
+            return SequencerInput(drafts: [], room: .init(roomID: upload.roomId, ownerUserID: upload.ownerUserId,
+                                                          visibility: upload.visibility))
         case configuration.progressTopic:
             let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
             guard let channel = ChannelName.user(change.userId) else {

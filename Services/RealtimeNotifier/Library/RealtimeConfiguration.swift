@@ -9,6 +9,9 @@ public struct RealtimeConfiguration: Sendable {
     /// Transcode requests: where the notifier learns a room's owner and visibility as soon as
     /// its upload completes (the notifier never reads another service's tables).
     public var transcodeRequestsTopic: String = Topics.roomTranscodeRequests
+    /// Upload-init's announcements: where the notifier learns a room as soon as its upload
+    /// starts, so the owner may watch `room:{roomId}` from the first step (seed `002_*` §6.1).
+    public var roomUploadsTopic: String = Topics.roomUploads
     public var progressTopic: String
     public var broadcastsTopic: String
     /// The internal topic of sequenced events every instance reads in full.
@@ -92,6 +95,7 @@ public struct RealtimeConfiguration: Sendable {
             fetchWait: env.milliseconds("REALTIME_FETCH_WAIT_MS", default: .milliseconds(5)))
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
+        configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
         return configuration
     }
 

@@ -102,8 +102,8 @@ public struct RealtimeNotifierService: Sendable {
     public func makeSequencer() -> ProjectionRunner<ChannelSequencer> {
         var runner = ProjectionRunnerConfiguration(
             bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.sequencerGroupID,
-            topics: [configuration.transcodeStatusTopic, configuration.transcodeRequestsTopic, configuration.progressTopic,
-                     configuration.broadcastsTopic],
+            topics: [configuration.transcodeStatusTopic, configuration.transcodeRequestsTopic, configuration.roomUploadsTopic,
+                     configuration.progressTopic, configuration.broadcastsTopic],
             maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait)
         runner.consumerProperties = RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": configuration.fetchWaitProperty]) { $1 }
         return ProjectionRunner(
