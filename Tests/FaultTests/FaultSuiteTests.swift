@@ -215,6 +215,7 @@ struct FaultSuiteTests {
             (Topics.roomTranscodeRequests, HostileRecords.shapeless(seed: 17), ["realtime-sequencer", "transcode-worker"]),
             (Topics.readingProgress, HostileRecords.shapeless(seed: 18), ["realtime-sequencer"]),
             (Topics.realtimeBroadcasts, HostileRecords.shapeless(seed: 19), ["realtime-sequencer"]),
+            (Topics.roomUploads, HostileRecords.shapeless(seed: 20), ["realtime-sequencer"]),
         ]
     }
 }
