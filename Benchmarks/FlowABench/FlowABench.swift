@@ -1,4 +1,3 @@
-import BackboneCLI
 import Foundation
 import Logging
 

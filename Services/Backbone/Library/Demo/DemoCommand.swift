@@ -8,19 +8,32 @@ import Logging
 /// outputs) through a running system (`INGEST_URL`, `PROGRESS_URL`, `ANALYTICS_URL`,
 /// `TRANSCODE_URL`, `REALTIME_URL`, `JWT_SECRET` from the environment or `.backbone/dev.env`;
 /// the dev ports when unset) and prints what came out.
-enum DemoCommand {
-    struct Endpoints {
+package enum DemoCommand {
+    package struct Endpoints {
         var ingest: String
         var progress: String
         var analytics: String
         var transcode: String
         var realtime: String
+
+        package init(ingest: String, progress: String, analytics: String, transcode: String, realtime: String) {
+            self.ingest = ingest
+            self.progress = progress
+            self.analytics = analytics
+            self.transcode = transcode
+            self.realtime = realtime
+        }
     }
 
     /// The capture the room upload sends: a RoomPlan package and its CapturedRoom JSON.
-    struct Scan {
+    package struct Scan {
         var package: String
         var roomplan: String
+
+        package init(package: String, roomplan: String) {
+            self.package = package
+            self.roomplan = roomplan
+        }
         /// The RoomPlan-shaped scan of the test fixtures, from the project folder.
         static let fixture = Scan(package: "Tests/USDTests/Fixtures/roomscan.usdz",
                                   roomplan: "Tests/USDTests/Fixtures/roomscan.roomplan.json")

@@ -5,8 +5,8 @@ import FoundationNetworking
 
 /// The small HTTP client of `backbone demo` (Foundation's `URLSession`, which works on Linux),
 /// turning "nothing listens there" into an error that names the service and its URL.
-struct DemoHTTPClient {
-    struct Response {
+package struct DemoHTTPClient {
+    package struct Response {
         let status: Int
         let body: Data
 

@@ -5,7 +5,7 @@ import Logging
 import RealtimeNotifier
 
 /// One run of the demo: a user, a material, a reading session, a room version.
-struct DemoSession {
+package struct DemoSession {
     let endpoints: DemoCommand.Endpoints
     let scan: DemoCommand.Scan
     let codec: JWTCodec
@@ -14,6 +14,14 @@ struct DemoSession {
     let http = DemoHTTPClient()
     let materialID = UUID().uuidString.lowercased()
     let sessionID = UUID().uuidString.lowercased()
+
+    package init(endpoints: DemoCommand.Endpoints, scan: DemoCommand.Scan, codec: JWTCodec, user: String, logger: Logger) {
+        self.endpoints = endpoints
+        self.scan = scan
+        self.codec = codec
+        self.user = user
+        self.logger = logger
+    }
 
     var userToken: String { codec.issue(userID: user, ttl: 3600) }
     var serviceToken: String { codec.issue(userID: "backbone-demo", ttl: 600, role: "service") }
@@ -111,7 +119,7 @@ struct DemoSession {
     }
 
     /// The scan's two files.
-    func readScan() throws -> (usdz: Data, roomplan: Data) {
+    package func readScan() throws -> (usdz: Data, roomplan: Data) {
         do {
             return (try Data(contentsOf: URL(fileURLWithPath: scan.package)), try Data(contentsOf: URL(fileURLWithPath: scan.roomplan)))
         } catch {
@@ -122,7 +130,7 @@ struct DemoSession {
 
     /// The first two steps of the upload: upload-init, then both objects PUT to their presigned
     /// URLs. Returns the upload-complete request to send (with a face redaction and a 5-minute scan).
-    func uploadScan(_ files: (usdz: Data, roomplan: Data), quiet: Bool = false) async throws -> RoomVersionCompleteRequest {
+    package func uploadScan(_ files: (usdz: Data, roomplan: Data), quiet: Bool = false) async throws -> RoomVersionCompleteRequest {
         let initRequest = RoomUploadInitRequest(title: "Demo living room", tags: ["demo", "living room"], visibility: .private,
                                                 usdzBytes: Int64(files.usdz.count), roomplanJsonBytes: Int64(files.roomplan.count))
         let created = try await expect(201, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/uploads",
@@ -151,13 +159,13 @@ struct DemoSession {
     }
 
     /// The last step: upload-complete, answered 202 once the transcode request is on its topic.
-    func completeUpload(_ request: RoomVersionCompleteRequest) async throws -> DemoHTTPClient.Response {
+    package func completeUpload(_ request: RoomVersionCompleteRequest) async throws -> DemoHTTPClient.Response {
         try await expect(202, "POST", service: "ingest", base: endpoints.ingest, path: "/rooms/versions",
                          token: userToken, body: try ContractCoding.encode(request))
     }
 
     /// The realtime socket, authenticated as the user.
-    func openRealtime() async throws -> RealtimeClient {
+    package func openRealtime() async throws -> RealtimeClient {
         do {
             return try await RealtimeClient.connect(to: endpoints.realtime, token: userToken, logger: logger)
         } catch {

@@ -4,7 +4,7 @@ import Logging
 /// `.backbone/dev.env`: the shell-sourceable settings of a running dev stack
 /// (`KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, one `*_URL` per service). Commands
 /// such as `backbone token` fall back to it when the environment does not say.
-struct DevEnvironment {
+package struct DevEnvironment {
     static var directory: String {
         ProcessInfo.processInfo.environment["BACKBONE_HOME"] ?? FileManager.default.currentDirectoryPath + "/.backbone"
     }
@@ -34,7 +34,7 @@ struct DevEnvironment {
     }
 
     /// The process environment, completed by dev.env for keys it lacks.
-    static func resolved() -> [String: String] {
+    package static func resolved() -> [String: String] {
         var values = read()
         for (key, value) in ProcessInfo.processInfo.environment { values[key] = value }
         return values

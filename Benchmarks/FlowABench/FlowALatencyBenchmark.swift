@@ -1,4 +1,5 @@
 import Auth
+import BackboneCLI
 import Contracts
 import Foundation
 import Logging
@@ -15,20 +16,25 @@ import Synchronization
 /// status of every version of the user from the same sequencer transaction as `room:{roomId}`,
 /// so the broadcast is live (never a replay) and no join sits inside the timed interval. The
 /// 202 is stamped when its response has been read; the `ready` when its frame has been decoded.
-public enum FlowALatencyBenchmark {
-    public struct Sample: Sendable {
-        public var versionID: String
-        public var seconds: Double
-        public var event: String
+enum FlowALatencyBenchmark {
+    /// Why a run could not go on (no settings, or a version that never finished).
+    struct Stopped: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    struct Sample: Sendable {
+        var versionID: String
+        var seconds: Double
+        var event: String
     }
 
     /// Runs `warmup` untimed uploads, then `uploads` timed ones; prints one line per upload and a
     /// summary line `flow-a uploads=<n> bytes=<n> p50=<s> p99=<s> max=<s> min=<s> failed=<n>`.
-    public static func run(uploads: Int, warmup: Int = 2, package: String, roomplan: String,
+    static func run(uploads: Int, warmup: Int = 2, package: String, roomplan: String,
                            logger: Logger) async throws -> [Sample] {
         let values = DevEnvironment.resolved()
         guard let secret = values["JWT_SECRET"], !secret.isEmpty else {
-            throw CommandLineArguments.UsageError(description: "JWT_SECRET is not set (start `backbone dev` to write .backbone/dev.env)")
+            throw Stopped(description: "JWT_SECRET is not set (start `backbone dev` to write .backbone/dev.env)")
         }
         let endpoints = DemoCommand.Endpoints(ingest: values["INGEST_URL"] ?? "http://127.0.0.1:8080",
                                               progress: values["PROGRESS_URL"] ?? "http://127.0.0.1:8081",
@@ -70,8 +76,7 @@ public enum FlowALatencyBenchmark {
                 if final == nil { try await Task.sleep(for: .milliseconds(2)) }
             }
             guard let final else {
-                throw CommandError(code: .timedOut, message: "no ready or failed for version \(request.versionId) within 60 s",
-                                   context: "flow-a benchmark", isRetriable: true)
+                throw Stopped(description: "flow-a benchmark: no ready or failed for version \(request.versionId) within 60 s")
             }
             func seconds(_ elapsed: Duration) -> Double {
                 Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
