@@ -110,6 +110,9 @@ public struct ReadingPosition: Sendable, Hashable, Codable {
         if let scrollOffset, !(scrollOffset.isFinite && scrollOffset >= 0) { return false }
         if let contentLength, !(contentLength.isFinite && contentLength > 0) { return false }
         if let scrollOffset, let contentLength, scrollOffset > contentLength { return false }
+        // The recognised keys alone stay far below `maxBytes` (the anchor is bounded above):
+        // only a position with other keys is measured, so ingest's hot path writes nothing here.
+        guard !extra.isEmpty else { return true }
         guard extra.values.allSatisfy({ $0.depth < Self.maxDepth }) else { return false }
         var w = JSONWriter(capacity: 256)
         write(to: &w)

@@ -76,11 +76,10 @@ public struct IngestService: Sendable {
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
             router.get("/rooms/uploads/:id") { try await init_.state($0) }
-            let completer = RoomUploadCompleter(uploads: uploads, objects: objects, versions: rooms,
-                                                multipartPartBytes: configuration.multipartPartBytes,
-                                                quiet: configuration.autoCompleteAfter, logger: context.logger)
-            background.append(sweepLoop(completer, RoomUploadSweeper(uploads: uploads, objects: objects, completer: completer,
-                                                                     logger: context.logger)))
+            if let completer = roomUploadCompleter() {
+                    background.append(sweepLoop(completer, RoomUploadSweeper(uploads: uploads, objects: objects, completer: completer,
+                                                                         logger: context.logger)))
+            }
             let announcements = OutboxRelay(
                 name: "room-uploads",
                 outbox: RoomUploadStore.outbox(database: context.database, producer: context.producer,
