@@ -1,5 +1,6 @@
 import BackboneTestSupport
 import Contracts
+import DevInfrastructure
 import Foundation
 import Kafka
 import HTTPTypes
@@ -281,6 +282,36 @@ struct RoomUploadIntegrationTests {
             let late = await harness.request(.post, "/rooms/versions", token: token, body: try ContractCoding.encode(Self.complete(a)))
             #expect(late.status == .accepted && (try? late.decoded(RoomVersionAccepted.self).status) == .queued)
             #expect(try harness.readTopic("room.transcode.requests.v1", expecting: 3).count == 2)
+        }
+    }
+
+    @Test("Kafka down when the server completes an upload: the version stays pending, and once Kafka is back a later pass queues it, once")
+    func serverCompletionWhileKafkaDown() async throws {
+        try await Self.withStack { harness, store in
+            let token = harness.userToken("offline-phone")
+            let answer = try await harness.request(.post, "/rooms/uploads", token: token,
+                                                   body: try ContractCoding.encode(Self.initBody(usdz: 1500, json: 200)))
+                .decoded(RoomUploadInitResponse.self)
+            let usdz = Self.file(1500), json = Self.file(200)
+            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
+            #expect(try await PlainHTTP.send("PUT", try #require(answer.usdz.url), headers: answer.usdz.headers, file: usdz).status == 200)
+            #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: json).status == 200)
+            let completer = try #require(IngestService(context: harness.context, configuration: harness.configuration, objects: store)
+                .roomUploadCompleter())
+            func status() async throws -> String? {
+                try await harness.context.database.query("SELECT status FROM room_versions WHERE version_id = $1", [answer.versionId])
+                    .first?.decode(String.self, "status")
+            }
+            try harness.cluster.setAllBrokersDown()
+            #expect(try await completer.completeOnce(now: Date().addingTimeInterval(200)).isEmpty)
+            #expect(try await status() == "pending")
+            try harness.cluster.setAllBrokersUp()
+            // Still pending for less than the quiet time: left alone.
+            #expect(try await completer.completeOnce().isEmpty)
+            #expect(try await completer.completeOnce(now: Date().addingTimeInterval(400)) == [answer.versionId])
+            #expect(try await status() == "queued")
+            #expect(try await completer.completeOnce(now: Date().addingTimeInterval(600)).isEmpty)
+            #expect(try harness.readTopic("room.transcode.requests.v1", expecting: 2).count == 1)
         }
     }
 

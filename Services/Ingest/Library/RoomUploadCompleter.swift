@@ -12,7 +12,8 @@ import ObjectStore
 /// for `quiet` is completed exactly as upload-complete would: the same promotion to `pending`,
 /// the same one transcode request (`RoomVersionHandler.complete`), with the title, tags,
 /// visibility and redactions given at upload-init. A later upload-complete from the app answers
-/// the current status. The scan works against any S3 store (no event notifications needed).
+/// the current status. A version promoted whose transcode request Kafka did not take (down at
+/// that moment) is produced again on a later pass, once it has been `pending` for `quiet`. The scan works against any S3 store (no event notifications needed).
 public struct RoomUploadCompleter: Sendable {
     let uploads: RoomUploadStore
     let objects: any ObjectStore
@@ -25,10 +26,17 @@ public struct RoomUploadCompleter: Sendable {
     @discardableResult
     public func completeOnce(now: Date = Date(), limit: Int = 100) async throws -> [String] {
         var completed: [String] = []
-        for (upload, request) in try await uploads.uploading(limit: limit) {
+        let quietSince = now.addingTimeInterval(-TimeInterval(quiet.components.seconds))
+        for (upload, request) in try await uploads.uploading(pendingBefore: quietSince, limit: limit) {
             do {
-                guard try await isComplete(upload, quietSince: now.addingTimeInterval(-TimeInterval(quiet.components.seconds)),
-                                           assemble: true) else { continue }
+                if upload.status == "pending" {
+                    try await versions.resend(request, userID: upload.ownerUserID, now: now)
+                    completed.append(upload.versionID)
+                    logger.info("a completed upload whose transcode request Kafka had not taken was queued again",
+                                metadata: ["room.version": "\(upload.versionID)"])
+                    continue
+                }
+                guard try await isComplete(upload, quietSince: quietSince, assemble: true) else { continue }
                 _ = try await versions.complete(request, upload: upload, userID: upload.ownerUserID, objects: objects, now: now)
                 completed.append(upload.versionID)
                 logger.info("an upload its app never confirmed was completed by the server",

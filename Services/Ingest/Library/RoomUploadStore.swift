@@ -135,16 +135,18 @@ public struct RoomUploadStore: Sendable {
         return !rows.isEmpty
     }
 
-    /// Versions still `uploading`, oldest first, each with the upload-complete request its
-    /// app would send: the room's title, tags and visibility, the minted keys and sizes, the
-    /// redactions given at upload-init.
-    public func uploading(limit: Int = 100) async throws -> [(upload: Upload, request: RoomVersionCompleteRequest)] {
+    /// Versions still `uploading`, and versions `pending` since before `pendingBefore` (promoted,
+    /// but Kafka never took their transcode request), oldest first, each with the upload-complete
+    /// request its app would send: the room's title, tags and visibility, the minted keys and
+    /// sizes, the redactions.
+    public func uploading(pendingBefore: Date, limit: Int = 100) async throws -> [(upload: Upload, request: RoomVersionCompleteRequest)] {
         let rows = try await database.query("""
             SELECT v.version_id, v.room_id, v.owner_user_id, v.status, v.usdz_key, v.usdz_bytes, v.roomplan_json_key,
                 v.roomplan_json_bytes, v.usdz_upload_id, v.redactions::text AS redactions, r.title, r.tags, r.visibility
             FROM room_versions v JOIN rooms r USING (room_id)
-            WHERE v.status = 'uploading' ORDER BY v.upload_expires_at LIMIT $1
-            """, [limit])
+            WHERE v.status = 'uploading' OR (v.status = 'pending' AND v.updated_at < $2)
+            ORDER BY v.upload_expires_at NULLS FIRST LIMIT $1
+            """, [limit, pendingBefore])
         return try rows.map { row in
             let upload = try Self.decode(row)
             let redactions = try ContractCoding.decoder.decode([Redaction].self, from: Data(try row.decode(String.self, "redactions").utf8))

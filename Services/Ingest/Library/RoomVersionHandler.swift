@@ -148,6 +148,13 @@ struct RoomVersionHandler: Sendable {
         return unavailable("the object store is unavailable; retry later")
     }
 
+    /// A promoted version whose transcode request Kafka never acknowledged (the server completed
+    /// it while Kafka was down, and no app will resend): produced again, as a resend of
+    /// upload-complete would (the worker's intake takes a version once).
+    func resend(_ body: RoomVersionCompleteRequest, userID: String, now: Date) async throws {
+        try await produce(body, userID: userID, now: now, releaseOnFailure: false)
+    }
+
     private func produce(_ body: RoomVersionCompleteRequest, userID: String, now: Date, releaseOnFailure: Bool) async throws {
         let value = try ContractCoding.encode(RoomTranscodeRequest(ownerUserId: userID, request: body, requestedAt: now))
         do {
