@@ -50,9 +50,13 @@ public struct RoomUploadInitRequest: Sendable, Hashable, Codable {
     /// The redactions the app made before upload-init (Flow A §2.1); upload-complete may still
     /// send or replace them. A version the server completes (the app never confirmed) uses these.
     public var redactions: [Redaction]?
+    /// A city-level label to show on the room (seed `002_*` §8.1, P-3); never coordinates.
+    public var locationCity: String?
 
     public init(title: String, tags: [String], visibility: RoomVisibility, usdzBytes: Int64, roomplanJsonBytes: Int64,
-                roomId: String? = nil, versionId: String? = nil, clientUploadId: String? = nil, redactions: [Redaction]? = nil) {
+                roomId: String? = nil, versionId: String? = nil, clientUploadId: String? = nil, redactions: [Redaction]? = nil,
+                locationCity: String? = nil) {
+        self.locationCity = locationCity
         self.clientUploadId = clientUploadId
         self.redactions = redactions
         self.title = title

@@ -20,12 +20,15 @@ public struct RoomUploadEvent: Sendable, Hashable, Codable {
     public var title: String
     public var tags: [String]
     public var visibility: RoomVisibility
+    /// The room's city-level label given at upload-init (seed `002_*` §8.1, P-3), if any.
+    public var locationCity: String?
     /// For `uploading`: when the sweep abandons the upload if it is not completed by then.
     public var expiresAt: Date?
     public var at: Date
 
     public init(roomId: String, versionId: String, ownerUserId: String, status: Status, title: String, tags: [String],
-                visibility: RoomVisibility, expiresAt: Date? = nil, at: Date) {
+                visibility: RoomVisibility, locationCity: String? = nil, expiresAt: Date? = nil, at: Date) {
+        self.locationCity = locationCity
         self.schemaVersion = Self.currentSchemaVersion
         self.roomId = roomId
         self.versionId = versionId

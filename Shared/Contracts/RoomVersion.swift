@@ -72,9 +72,14 @@ public struct RoomVersionCompleteRequest: Sendable, Hashable, Codable {
     public var usdzParts: [UploadedPart]?
     /// How the capture went (the worker grades on it).
     public var scan: ScanSummary?
+    /// The city-level label the owner chose to show on the room (seed `002_*` §8.1, P-3: never
+    /// coordinates), given at upload-init.
+    public var locationCity: String?
 
     public init(roomId: String, versionId: String, title: String, tags: [String], visibility: RoomVisibility,
-                source: RoomSource, redactions: [Redaction], usdzParts: [UploadedPart]? = nil, scan: ScanSummary? = nil) {
+                source: RoomSource, redactions: [Redaction], usdzParts: [UploadedPart]? = nil, scan: ScanSummary? = nil,
+                locationCity: String? = nil) {
+        self.locationCity = locationCity
         self.roomId = roomId
         self.versionId = versionId
         self.title = title
@@ -115,6 +120,8 @@ public struct RoomTranscodeRequest: Sendable, Hashable, Codable {
     public var source: RoomSource
     public var redactions: [Redaction]
     public var scan: ScanSummary?
+    /// The room's city-level label (absent: none given).
+    public var locationCity: String?
     public var requestedAt: Date
 
     public init(ownerUserId: String, request: RoomVersionCompleteRequest, requestedAt: Date) {
@@ -128,6 +135,7 @@ public struct RoomTranscodeRequest: Sendable, Hashable, Codable {
         self.source = request.source
         self.redactions = request.redactions
         self.scan = request.scan
+        self.locationCity = request.locationCity
         self.requestedAt = requestedAt
     }
 }
