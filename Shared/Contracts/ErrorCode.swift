@@ -44,6 +44,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomSt
     /// upload-complete before the objects are in the store with their declared sizes.
     public static let uploadIncomplete: ErrorCode = "UPLOAD_INCOMPLETE"
     public static let roomTranscodeFailed: ErrorCode = "ROOM_TRANSCODE_FAILED"
+    /// The transcode request could not be queued (Kafka unavailable): the app's own
+    /// upload-complete answers it, and the app resends in 60 s (seed `002_*` §5.3).
+    public static let workerUnavailable: ErrorCode = "WORKER_UNAVAILABLE"
     /// upload-init repeated with an `Idempotency-Key` already used for another request (422).
     public static let idempotencyKeyReused: ErrorCode = "IDEMPOTENCY_KEY_REUSED"
 

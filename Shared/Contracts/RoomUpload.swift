@@ -41,7 +41,9 @@ public struct RoomUploadInitRequest: Sendable, Hashable, Codable {
     public var tags: [String]
     public var visibility: RoomVisibility
     public var usdzBytes: Int64
-    public var roomplanJsonBytes: Int64
+    /// Absent: the size is not known yet (the seed's `bytes_json` is optional); the URL then
+    /// accepts up to `INGEST_MAX_ROOMPLAN_JSON_BYTES` and completion charges what it finds.
+    public var roomplanJsonBytes: Int64?
     public var roomId: String?
     public var versionId: String?
     /// The app's own id of this upload (the seed's clientTaskId), an `Idempotency-Key` given in
@@ -53,7 +55,7 @@ public struct RoomUploadInitRequest: Sendable, Hashable, Codable {
     /// A city-level label to show on the room (seed `002_*` §8.1, P-3); never coordinates.
     public var locationCity: String?
 
-    public init(title: String, tags: [String], visibility: RoomVisibility, usdzBytes: Int64, roomplanJsonBytes: Int64,
+    public init(title: String, tags: [String], visibility: RoomVisibility, usdzBytes: Int64, roomplanJsonBytes: Int64?,
                 roomId: String? = nil, versionId: String? = nil, clientUploadId: String? = nil, redactions: [Redaction]? = nil,
                 locationCity: String? = nil) {
         self.locationCity = locationCity
@@ -87,7 +89,9 @@ public struct PresignedUpload: Sendable, Hashable, Codable {
     public var key: String
     public var bytes: Int64
     public var method: String
-    /// Headers to send exactly as given (`Content-Length` is signed).
+    /// Headers to send exactly as given (`Content-Length` is signed). Without `Content-Length`
+    /// (a `roomplan.json` upload-init was not told the size of), `bytes` is the most the
+    /// object may hold, and completion takes the size it finds.
     public var headers: [String: String]
     public var url: String?
     public var partSize: Int64?

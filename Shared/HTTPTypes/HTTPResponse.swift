@@ -106,10 +106,11 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
         .badRequest, code: "INVALID_FIELD", message: "path: its percent-decoded bytes are not UTF-8 (e.g. %FF), which no resource's name is")
 
     /// A human sentence for a `DecodingError`, naming the field path, never the raw input.
-    public static func describe(decodingError error: any Error) -> String {
+    /// `keyName` renders a key as the client wrote it (a body decoded from snake_case keys).
+    public static func describe(decodingError error: any Error, keyName: (String) -> String = { $0 }) -> String {
         guard let error = error as? DecodingError else { return "body is not valid JSON" }
         func path(_ context: DecodingError.Context) -> String {
-            let p = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+            let p = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? keyName($0.stringValue) }.joined(separator: ".")
             return p.isEmpty ? "body" : p
         }
         switch error {
@@ -117,7 +118,7 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
             return context.codingPath.isEmpty ? "body is not valid JSON" : "invalid value at \(path(context))"
         case .keyNotFound(let key, let context):
             let parent = path(context)
-            return "missing field \(parent == "body" ? key.stringValue : parent + "." + key.stringValue)"
+            return "missing field \(parent == "body" ? keyName(key.stringValue) : parent + "." + keyName(key.stringValue))"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             return "wrong type at \(path(context))"
         @unknown default:

@@ -132,9 +132,10 @@ public final class FileSystemObjectStore: ObjectStore {
                          expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn.components.seconds)))
     }
 
-    public func presignPut(key: String, contentLength: Int64, contentType: String?,
+    public func presignPut(key: String, contentLength: Int64?, contentType: String?,
                            expiresIn: Duration) throws(ObjectStoreError) -> PresignedRequest {
-        var headers = ["Content-Length": String(contentLength)]
+        var headers: [String: String] = [:]
+        if let contentLength { headers["Content-Length"] = String(contentLength) }
         if let contentType { headers["Content-Type"] = contentType }
         return fileRequest("PUT", "objects/\(key)", headers, expiresIn)
     }

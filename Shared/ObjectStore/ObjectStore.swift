@@ -85,8 +85,10 @@ public protocol ObjectStore: Sendable {
     /// Every object whose key starts with `prefix`, in key order.
     func list(prefix: String) async throws(ObjectStoreError) -> [ObjectInfo]
 
-    /// A PUT that stores exactly `contentLength` bytes under `key` until `expiresIn` has passed.
-    func presignPut(key: String, contentLength: Int64, contentType: String?, expiresIn: Duration) throws(ObjectStoreError) -> PresignedRequest
+    /// A PUT that stores exactly `contentLength` bytes under `key` until `expiresIn` has passed;
+    /// with `contentLength` nil, a body of any size (S3 cannot bound it in a presigned PUT:
+    /// check the size the object has before using it).
+    func presignPut(key: String, contentLength: Int64?, contentType: String?, expiresIn: Duration) throws(ObjectStoreError) -> PresignedRequest
     /// A GET of `key` valid for `expiresIn`.
     func presignGet(key: String, expiresIn: Duration) throws(ObjectStoreError) -> PresignedRequest
 

@@ -26,10 +26,10 @@ extension S3ObjectStore {
                                 expiresAt: date.addingTimeInterval(TimeInterval(expires)))
     }
 
-    /// `content-length` is signed: the store refuses a body of any other size.
-    public func presignPut(key: String, contentLength: Int64, contentType: String?,
+    /// `content-length` is signed (when given): the store refuses a body of any other size.
+    public func presignPut(key: String, contentLength: Int64?, contentType: String?,
                            expiresIn: Duration) throws(ObjectStoreError) -> PresignedRequest {
-        var headers = [("Content-Length", String(contentLength))]
+        var headers = contentLength.map { [("Content-Length", String($0))] } ?? []
         if let contentType { headers.append(("Content-Type", contentType)) }
         return try presign(method: "PUT", key: key, query: [], headers: headers, expiresIn: expiresIn)
     }

@@ -11,6 +11,7 @@ import ServiceRuntime
 /// | `INGEST_RATE_LIMIT_PER_SECOND` | 10 | sustained requests per user and second (per instance) |
 /// | `INGEST_RATE_LIMIT_BURST` | 30 | requests a user may make at once |
 /// | `INGEST_MAX_USDZ_BYTES` | 52428800 | `source.usdzBytes` before `FILE_TOO_LARGE` (50 MiB) |
+/// | `INGEST_MAX_ROOMPLAN_JSON_BYTES` | 5242880 | the most a `roomplan.json` upload-init did not size may hold (reserved until completion finds its size) |
 /// | `INGEST_MONTHLY_UPLOAD_QUOTA_BYTES` | 1073741824 | per-user bytes per UTC calendar month before `QUOTA_EXCEEDED` |
 /// | `INGEST_UPLOAD_TIER` | `free` | the tier `GET /rooms/quota` reports |
 /// | `INGEST_UPLOAD_URL_TTL_SECONDS` | 900 | life of the presigned upload URLs |
@@ -50,6 +51,9 @@ public struct IngestConfiguration: Sendable {
     public var uploadURLLifetime: Duration = .seconds(900)
     public var multipartThresholdBytes: Int64 = 30 << 20
     public var multipartPartBytes: Int64 = 5 << 20
+    /// The most a `roomplan.json` whose size upload-init was not told (the app's own call may
+    /// leave `bytes_json` out) may hold: reserved at upload-init, the real size charged at completion.
+    public var maxRoomplanJsonBytes: Int64 = 5 << 20
     public var abandonUploadsAfter: Duration = .seconds(86_400)
     /// How long a repeat of upload-init with the same idempotency key answers the same version.
     public var idempotencyWindow: Duration = .seconds(86_400)
@@ -117,6 +121,8 @@ public struct IngestConfiguration: Sendable {
                                                                   range: (5 << 20)...Int(Int32.max)))
         configuration.multipartPartBytes = Int64(reader.int("INGEST_MULTIPART_PART_BYTES", default: 5 << 20,
                                                              range: (5 << 20)...(5 << 30)))
+        configuration.maxRoomplanJsonBytes = Int64(reader.int("INGEST_MAX_ROOMPLAN_JSON_BYTES", default: 5 << 20,
+                                                               range: 1...Int(Int32.max)))
         configuration.abandonUploadsAfter = .seconds(reader.int("INGEST_ABANDON_UPLOADS_AFTER_SECONDS", default: 86_400,
                                                                 range: 1...(90 * 86_400)))
         configuration.idempotencyWindow = .seconds(reader.int("INGEST_UPLOAD_IDEMPOTENCY_SECONDS", default: 86_400,

@@ -209,5 +209,13 @@ public enum IngestSchema {
             CREATE UNIQUE INDEX IF NOT EXISTS room_versions_idempotency ON room_versions (owner_user_id, idempotency_key)
                 WHERE idempotency_key IS NOT NULL;
             """),
+        // The app's own upload-init (`/functions/v1/upload-init`) may leave `bytes_json` out:
+        // `roomplan_json_bytes` then holds what was reserved (the most the URL is for) until
+        // completion finds the real size (`roomplan_json_size_open`). `location_city`: the
+        // city-level label the owner gave for the room (seed `002_*` §8.1, P-3).
+        PostgresMigration(version: 123, name: "ingest_room_upload_open_json_and_city", sql: """
+            ALTER TABLE room_versions ADD COLUMN IF NOT EXISTS roomplan_json_size_open boolean NOT NULL DEFAULT false,
+                ADD COLUMN IF NOT EXISTS location_city text;
+            """),
     ]
 }

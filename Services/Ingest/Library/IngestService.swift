@@ -16,6 +16,8 @@ import ServiceRuntime
 /// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
+/// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`
+///   (user token; with an object store; see `EdgeFunctionRoutes`)
 ///
 /// Background: a loop that forgets accepted event ids older than the retention window, and
 /// (with an object store) the sweep of abandoned uploads.
@@ -77,7 +79,9 @@ public struct IngestService: Sendable {
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
             router.get("/rooms/uploads/:id") { try await init_.state($0) }
             if let completer = roomUploadCompleter() {
-                    background.append(sweepLoop(completer, RoomUploadSweeper(uploads: uploads, objects: objects, completer: completer,
+                EdgeFunctionRoutes(uploads: init_, store: uploads, completer: completer, versions: rooms, account: account)
+                    .register(on: &router, guarded: guarded)
+                background.append(sweepLoop(completer, RoomUploadSweeper(uploads: uploads, objects: objects, completer: completer,
                                                                          logger: context.logger)))
             }
             let announcements = OutboxRelay(

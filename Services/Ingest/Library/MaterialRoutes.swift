@@ -66,17 +66,40 @@ struct MaterialRoutes: Sendable {
 }
 
 /// Body decoding shared by the JSON endpoints: a body that is not JSON is 400
-/// `INVALID_JSON`; JSON of the wrong shape is 400 `INVALID_FIELD` naming the field.
+/// `INVALID_JSON`; JSON of the wrong shape is 400 `INVALID_FIELD` naming the field — but a
+/// malformed `tags` is `INVALID_TAGS` and a malformed `redactions` entry `REDACTION_INVALID`
+/// (the seed's codes for a room upload's body). With `snakeCase`, the body's keys are the
+/// seed's snake_case (the app's own calls, `/functions/v1/*`), and so are the names in errors.
 enum IngestRequestDecoding {
-    static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest) throws(HTTPError) -> T {
+    static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest, snakeCase: Bool = false) throws(HTTPError) -> T {
         guard (try? JSONSerialization.jsonObject(with: Data(request.body), options: [.fragmentsAllowed])) != nil else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidJSON.rawValue, message: "body is not valid JSON")
         }
         do {
-            return try ContractCoding.decoder.decode(T.self, from: Data(request.body))
+            return try (snakeCase ? ContractCoding.snakeCaseDecoder : ContractCoding.decoder).decode(T.self, from: Data(request.body))
         } catch {
-            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: HTTPError.describe(decodingError: error))
+            let message = HTTPError.describe(decodingError: error, keyName: snakeCase ? Self.snakeCased : { $0 })
+            let field: String? = switch error as? DecodingError {
+            case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
+                c.codingPath.first?.stringValue
+            default: nil
+            }
+            let code: ErrorCode = switch field {
+            case "tags": .invalidTags
+            case "redactions": .redactionInvalid
+            default: .invalidField
+            }
+            throw HTTPError(.badRequest, code: code.rawValue, message: message)
         }
+    }
+
+    /// `bytesSource` → `bytes_source`.
+    static func snakeCased(_ name: String) -> String {
+        var out = ""
+        for character in name {
+            if character.isUppercase, !out.isEmpty { out += "_" + character.lowercased() } else { out.append(character) }
+        }
+        return out
     }
 
     static func invalidField(_ field: String, _ message: String) -> HTTPError {

@@ -36,8 +36,9 @@ public struct RoomUploadCompleter: Sendable {
                                 metadata: ["room.version": "\(upload.versionID)"])
                     continue
                 }
-                guard try await isComplete(upload, quietSince: quietSince, assemble: true) else { continue }
-                _ = try await versions.complete(request, upload: upload, userID: upload.ownerUserID, objects: objects, now: now)
+                let held = try await held(upload, quietSince: quietSince)
+                try await versions.complete(held.completing(request), upload: upload, userID: upload.ownerUserID,
+                                            objects: objects, now: now)
                 completed.append(upload.versionID)
                 logger.info("an upload its app never confirmed was completed by the server",
                             metadata: ["room.version": "\(upload.versionID)", "room.id": "\(upload.roomID)"])
@@ -51,30 +52,76 @@ public struct RoomUploadCompleter: Sendable {
         return completed
     }
 
-    /// Whether every object of `upload` is in the store with its declared size, unchanged since
-    /// `quietSince` (nil: however recent). With `assemble`, a multipart `source.usdz` whose parts
-    /// are all there (each of the size upload-init presigned) is assembled from them.
-    func isComplete(_ upload: RoomUploadStore.Upload, quietSince: Date?, assemble: Bool) async throws(ObjectStoreError) -> Bool {
+    /// What the store holds of a complete upload, as upload-complete names it.
+    struct Held: Sendable {
+        /// The size of `roomplan.json` (upload-init may not have been told it).
+        var roomplanJsonBytes: Int64
+        /// Every part of a multipart `source.usdz` not assembled yet.
+        var usdzParts: [UploadedPart]?
+
+        /// `request` with what the store holds: an app's own call names neither.
+        func completing(_ request: RoomVersionCompleteRequest) -> RoomVersionCompleteRequest {
+            var request = request
+            request.source.roomplanJsonBytes = roomplanJsonBytes
+            if let usdzParts { request.usdzParts = usdzParts }
+            return request
+        }
+    }
+
+    /// What the store holds for `upload` when all of it is there: every part of a multipart
+    /// `source.usdz` (ListParts), each of the size upload-init presigned, and `roomplan.json`
+    /// of its declared size (or, undeclared, within what was reserved). Otherwise 409
+    /// `UPLOAD_INCOMPLETE` naming what is missing or of the wrong size; with `quietSince`, an
+    /// object changed after it (or of unknown age) counts as not there yet.
+    func held(_ upload: RoomUploadStore.Upload, quietSince: Date?) async throws(HTTPError) -> Held {
         func settled(_ modified: Date?) -> Bool {
             guard let quietSince else { return true }
-            // An object of unknown age is not taken for quiet.
             guard let modified else { return false }
             return modified <= quietSince
         }
-        guard let json = try await objects.head(upload.roomplanJsonKey), json.size == upload.roomplanJsonBytes,
-              settled(json.lastModified) else { return false }
-        if let usdz = try await objects.head(upload.usdzKey) {
-            return usdz.size == upload.usdzBytes && settled(usdz.lastModified)
+        func incomplete(_ what: String) -> HTTPError {
+            HTTPError(.conflict, code: ErrorCode.uploadIncomplete.rawValue, message: what)
         }
-        guard let uploadID = upload.usdzUploadID, let parts = try await objects.listParts(key: upload.usdzKey, uploadId: uploadID)
-        else { return false }
-        let expected = RoomUploadHandler.partSizes(total: upload.usdzBytes, partBytes: multipartPartBytes)
-        guard parts.count == expected.count,
-              zip(parts, expected).allSatisfy({ part, size in part.number == size.number && part.size == size.bytes }),
-              parts.allSatisfy({ settled($0.lastModified) }) else { return false }
-        guard assemble else { return true }
-        _ = try await objects.completeMultipartUpload(key: upload.usdzKey, uploadId: uploadID,
-                                                      parts: parts.map { CompletedPart(number: $0.number, etag: $0.etag) })
-        return true
+        do {
+            guard let json = try await objects.head(upload.roomplanJsonKey), settled(json.lastModified) else {
+                throw incomplete("roomplan.json (\(upload.roomplanJsonKey)): not uploaded")
+            }
+            guard upload.acceptsRoomplanJson(size: json.size) else {
+                throw incomplete("roomplan.json (\(upload.roomplanJsonKey)): holds \(json.size) bytes, "
+                                 + (upload.roomplanJsonSizeOpen ? "at most \(upload.roomplanJsonBytes)" : "\(upload.roomplanJsonBytes) declared"))
+            }
+            if let usdz = try await objects.head(upload.usdzKey) {
+                guard usdz.size == upload.usdzBytes, settled(usdz.lastModified) else {
+                    throw incomplete("source.usdz (\(upload.usdzKey)): holds \(usdz.size) bytes, \(upload.usdzBytes) declared")
+                }
+                return Held(roomplanJsonBytes: json.size)
+            }
+            guard let uploadID = upload.usdzUploadID else { throw incomplete("source.usdz (\(upload.usdzKey)): not uploaded") }
+            let parts = try await objects.listParts(key: upload.usdzKey, uploadId: uploadID) ?? []
+            let expected = RoomUploadHandler.partSizes(total: upload.usdzBytes, partBytes: multipartPartBytes)
+            let held = parts.filter { part in
+                settled(part.lastModified) && expected.contains { $0.number == part.number && $0.bytes == part.size }
+            }
+            guard held.count == expected.count else {
+                throw incomplete("source.usdz (\(upload.usdzKey)): \(held.count) of \(expected.count) parts uploaded")
+            }
+            return Held(roomplanJsonBytes: json.size, usdzParts: held.map { UploadedPart(partNumber: $0.number, etag: $0.etag) })
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            logger.error("object store unavailable", metadata: ["error": "\(error)"])
+            throw HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue,
+                            message: "the object store is unavailable; retry later", headers: ["Retry-After": "2"])
+        }
+    }
+
+    /// Whether all of `upload` is in the store (however recently written).
+    func isComplete(_ upload: RoomUploadStore.Upload) async throws(HTTPError) -> Bool {
+        do {
+            _ = try await held(upload, quietSince: nil)
+            return true
+        } catch where error.code == ErrorCode.uploadIncomplete.rawValue {
+            return false
+        }
     }
 }

@@ -29,20 +29,48 @@ struct RoomUploadHandler: Sendable {
     static func roomplanKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/roomplan.json" }
 
     func quota(_ request: HTTPRequest) async throws -> HTTPResponse {
+        .json(try await quota(userID: try admitted(request)), encoder: ContractCoding.encoder)
+    }
+
+    /// The caller's user id, within the rate limit.
+    func admitted(_ request: HTTPRequest) throws(HTTPError) -> String {
         let userID = try authenticator.userID(request)
         try limiter.admit(userID)
+        return userID
+    }
+
+    func quota(userID: String) async throws -> RoomQuota {
         let now = Date()
         let used: Int64
         do { used = try await uploads.usedBytes(userID, now: now) } catch { throw unavailable("room store unavailable") }
-        let quota = RoomQuota(tier: configuration.uploadTier, usedBytes: used, limitBytes: configuration.monthlyUploadQuotaBytes,
-                              resetsAt: Self.nextMonth(now))
-        return .json(quota, encoder: ContractCoding.encoder)
+        return RoomQuota(tier: configuration.uploadTier, usedBytes: used, limitBytes: configuration.monthlyUploadQuotaBytes,
+                         resetsAt: Self.nextMonth(now))
+    }
+
+    /// What upload-init answers: the body, its status (201 new, 200 re-signed), and whether it
+    /// repeats an earlier request's version (`Idempotent-Replayed`).
+    struct Answer: Sendable {
+        var body: RoomUploadInitResponse
+        var status: HTTPStatus
+        var replayed = false
+
+        func response() -> HTTPResponse { response(showing: body, encoder: ContractCoding.encoder) }
+
+        /// The answer with `shown` as its body (the same answer in another shape).
+        func response(showing shown: some Encodable, encoder: JSONEncoder) -> HTTPResponse {
+            var response = HTTPResponse.json(shown, status: status, encoder: encoder)
+            if replayed { response.headers.replaceOrAdd(name: "Idempotent-Replayed", value: "true") }
+            return response
+        }
     }
 
     func initiate(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
-        try limiter.admit(userID)
+        let userID = try admitted(request)
         let body = try IngestRequestDecoding.decode(RoomUploadInitRequest.self, from: request)
+        return try await initiate(body, idempotencyKey: try Self.idempotencyKey(request, body), userID: userID).response()
+    }
+
+    func initiate(_ body: RoomUploadInitRequest, idempotencyKey: String?, userID: String) async throws -> Answer {
         try validate(body)
         let now = Date()
         let expiresAt = now.addingTimeInterval(TimeInterval(configuration.uploadURLLifetime.components.seconds))
@@ -51,7 +79,7 @@ struct RoomUploadHandler: Sendable {
             return try await resign(versionID, userID: userID, expiresAt: expiresAt)
         }
         // A retried upload-init (the answer was lost) answers the version the first one made.
-        let idempotency = try Self.idempotencyKey(request, body).map { key in
+        let idempotency = idempotencyKey.map { key in
             RoomUploadStore.Idempotency(key: key, request: Self.fingerprint(body),
                                         expiresAt: now.addingTimeInterval(TimeInterval(configuration.idempotencyWindow.components.seconds)))
         }
@@ -63,8 +91,9 @@ struct RoomUploadHandler: Sendable {
         var upload = RoomUploadStore.Upload(
             versionID: versionID, roomID: roomID, ownerUserID: userID, status: "uploading",
             usdzKey: Self.usdzKey(room: roomID, version: versionID), usdzBytes: body.usdzBytes,
-            roomplanJsonKey: Self.roomplanKey(room: roomID, version: versionID), roomplanJsonBytes: body.roomplanJsonBytes,
-            usdzUploadID: nil)
+            roomplanJsonKey: Self.roomplanKey(room: roomID, version: versionID),
+            roomplanJsonBytes: body.roomplanJsonBytes ?? configuration.maxRoomplanJsonBytes,
+            usdzUploadID: nil, roomplanJsonSizeOpen: body.roomplanJsonBytes == nil, locationCity: body.locationCity)
         if body.usdzBytes > configuration.multipartThresholdBytes {
             do { upload.usdzUploadID = try await objects.createMultipartUpload(key: upload.usdzKey, contentType: "model/vnd.usdz+zip") }
             catch { throw storageUnavailable(error) }
@@ -131,7 +160,7 @@ struct RoomUploadHandler: Sendable {
     /// `IDEMPOTENCY_KEY_REUSED` when the key came with another request, 409 when the version
     /// is past uploading; nil when no upload-init used the key.
     private func replay(_ idempotency: RoomUploadStore.Idempotency, userID: String, expiresAt: Date,
-                        now: Date) async throws -> HTTPResponse? {
+                        now: Date) async throws -> Answer? {
         let existing: (upload: RoomUploadStore.Upload, request: String)?
         do { existing = try await uploads.upload(ownerUserID: userID, idempotencyKey: idempotency.key, now: now) } catch {
             throw unavailable("room store unavailable")
@@ -146,15 +175,14 @@ struct RoomUploadHandler: Sendable {
                             message: "the upload of this Idempotency-Key (version \(existing.upload.versionID)) is \(existing.upload.status), not uploading")
         }
         var answer = try response(existing.upload, expiresAt: expiresAt, status: .created)
-        answer.headers.replaceOrAdd(name: "Idempotent-Replayed", value: "true")
+        answer.replayed = true
         return answer
     }
 
     /// `GET /rooms/uploads/{versionId}`: what the store holds of the caller's upload, and fresh
     /// URLs for only what is missing, so a relaunched app PUTs nothing twice.
     func state(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
-        try limiter.admit(userID)
+        let userID = try admitted(request)
         guard let id = request.pathParameters["id"], UUID(uuidString: id) != nil else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "versionId must be a UUID")
         }
@@ -168,13 +196,10 @@ struct RoomUploadHandler: Sendable {
         let lifetime = configuration.uploadURLLifetime
         state.expiresAt = Date().addingTimeInterval(TimeInterval(lifetime.components.seconds))
         do {
-            if let json = try await objects.head(upload.roomplanJsonKey), json.size == upload.roomplanJsonBytes {
+            if let json = try await objects.head(upload.roomplanJsonKey), upload.acceptsRoomplanJson(size: json.size) {
                 state.stored.append(StoredUploadObject(key: json.key, bytes: json.size, etag: json.etag))
             } else {
-                let signed = try objects.presignPut(key: upload.roomplanJsonKey, contentLength: upload.roomplanJsonBytes,
-                                                    contentType: nil, expiresIn: lifetime)
-                state.roomplanJson = PresignedUpload(key: upload.roomplanJsonKey, bytes: upload.roomplanJsonBytes,
-                                                     headers: signed.headers, url: signed.url)
+                state.roomplanJson = try roomplanJsonUpload(upload)
             }
             if let usdz = try await objects.head(upload.usdzKey), usdz.size == upload.usdzBytes {
                 state.stored.append(StoredUploadObject(key: usdz.key, bytes: usdz.size, etag: usdz.etag))
@@ -207,7 +232,7 @@ struct RoomUploadHandler: Sendable {
         return .json(state, encoder: ContractCoding.encoder)
     }
 
-    private func resign(_ versionID: String, userID: String, expiresAt: Date) async throws -> HTTPResponse {
+    private func resign(_ versionID: String, userID: String, expiresAt: Date) async throws -> Answer {
         let existing: RoomUploadStore.Upload?
         do { existing = try await uploads.upload(versionID.lowercased()) } catch { throw unavailable("room store unavailable") }
         guard let upload = existing, upload.ownerUserID == userID else {
@@ -219,7 +244,16 @@ struct RoomUploadHandler: Sendable {
         return try response(upload, expiresAt: expiresAt, status: .ok)
     }
 
-    private func response(_ upload: RoomUploadStore.Upload, expiresAt: Date, status: HTTPStatus) throws -> HTTPResponse {
+    /// The presigned PUT of `roomplan.json`: exactly its declared size, or (size not declared)
+    /// any size, which completion checks against what was reserved.
+    private func roomplanJsonUpload(_ upload: RoomUploadStore.Upload) throws(ObjectStoreError) -> PresignedUpload {
+        let signed = try objects.presignPut(key: upload.roomplanJsonKey,
+                                            contentLength: upload.roomplanJsonSizeOpen ? nil : upload.roomplanJsonBytes,
+                                            contentType: nil, expiresIn: configuration.uploadURLLifetime)
+        return PresignedUpload(key: upload.roomplanJsonKey, bytes: upload.roomplanJsonBytes, headers: signed.headers, url: signed.url)
+    }
+
+    private func response(_ upload: RoomUploadStore.Upload, expiresAt: Date, status: HTTPStatus) throws -> Answer {
         let lifetime = configuration.uploadURLLifetime
         do {
             let usdz: PresignedUpload
@@ -236,14 +270,9 @@ struct RoomUploadHandler: Sendable {
                                                     expiresIn: lifetime)
                 usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: signed.headers, url: signed.url)
             }
-            let json = try objects.presignPut(key: upload.roomplanJsonKey, contentLength: upload.roomplanJsonBytes, contentType: nil,
-                                              expiresIn: lifetime)
-            let body = RoomUploadInitResponse(
-                roomId: upload.roomID, versionId: upload.versionID, usdz: usdz,
-                roomplanJson: PresignedUpload(key: upload.roomplanJsonKey, bytes: upload.roomplanJsonBytes, headers: json.headers,
-                                              url: json.url),
-                expiresAt: expiresAt)
-            return .json(body, status: status, encoder: ContractCoding.encoder)
+            let body = RoomUploadInitResponse(roomId: upload.roomID, versionId: upload.versionID, usdz: usdz,
+                                              roomplanJson: try roomplanJsonUpload(upload), expiresAt: expiresAt)
+            return Answer(body: body, status: status)
         } catch {
             throw storageUnavailable(error)
         }
@@ -263,12 +292,33 @@ struct RoomUploadHandler: Sendable {
         }
         try validator.validateTags(body.tags)
         if let redactions = body.redactions { try validator.validateRedactions(redactions) }
-        for (name, bytes) in [("usdzBytes", body.usdzBytes), ("roomplanJsonBytes", body.roomplanJsonBytes)] where bytes <= 0 {
+        for (name, bytes) in [("usdzBytes", body.usdzBytes), ("roomplanJsonBytes", body.roomplanJsonBytes ?? 1)] where bytes <= 0 {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "\(name) must be positive")
         }
-        if body.usdzBytes > configuration.maxUSDZBytes || body.roomplanJsonBytes > configuration.maxUSDZBytes {
+        if body.usdzBytes > configuration.maxUSDZBytes || (body.roomplanJsonBytes ?? 0) > configuration.maxUSDZBytes {
             throw HTTPError(.payloadTooLarge, code: ErrorCode.fileTooLarge.rawValue,
                             message: "the scan is larger than \(configuration.maxUSDZBytes) bytes")
+        }
+        if let city = body.locationCity { try Self.validateLocationCity(city) }
+    }
+
+    /// The longest city label accepted.
+    static let maxLocationCityLength = 100
+
+    /// A city-level label (seed `002_*` §8.1, P-3): 1…100 characters without control
+    /// characters, and not coordinates ("31.23, 121.47" is refused: where the scan was made is
+    /// never stored finer than the city the owner names).
+    static func validateLocationCity(_ city: String) throws(HTTPError) {
+        let trimmed = city.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty, city.count <= maxLocationCityLength, !Identifier.containsControlCharacter(city) else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "location_city must be 1…\(maxLocationCityLength) characters")
+        }
+        let digits = trimmed.unicodeScalars.filter { CharacterSet.decimalDigits.contains($0) }.count
+        let coordinateLike = trimmed.unicodeScalars.allSatisfy { CharacterSet(charactersIn: "0123456789.,;-+ °'\"NSEWnsew").contains($0) }
+        if coordinateLike && digits >= 2 {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
+                            message: "location_city is a city's name, never coordinates")
         }
     }
 

@@ -19,8 +19,18 @@ public struct RoomUploadStore: Sendable {
         public var usdzKey: String
         public var usdzBytes: Int64
         public var roomplanJsonKey: String
+        /// The declared size; with `roomplanJsonSizeOpen`, the most reserved for it.
         public var roomplanJsonBytes: Int64
         public var usdzUploadID: String?
+        /// upload-init was not told the size of `roomplan.json` (completion finds it).
+        public var roomplanJsonSizeOpen = false
+        /// The room's city-level label given at upload-init.
+        public var locationCity: String?
+
+        /// Whether `size` is what the store may hold for `roomplan.json`.
+        public func acceptsRoomplanJson(size: Int64) -> Bool {
+            roomplanJsonSizeOpen ? (1...roomplanJsonBytes).contains(size) : size == roomplanJsonBytes
+        }
     }
 
     public enum Reservation: Sendable, Equatable {
@@ -76,14 +86,17 @@ public struct RoomUploadStore: Sendable {
                 try await connection.execute("""
                     INSERT INTO room_versions (version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes,
                         roomplan_json_key, roomplan_json_bytes, quota_month, usdz_upload_id, upload_expires_at,
-                        idempotency_key, idempotency_request, idempotency_expires_at, redactions)
-                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10, $11, $12, $13, $14::jsonb)
+                        idempotency_key, idempotency_request, idempotency_expires_at, redactions, roomplan_json_size_open,
+                        location_city)
+                    VALUES ($1, $2, $3, 'uploading', $4, $5, $6, $7, $8::date, $9, $10, $11, $12, $13, $14::jsonb, $15, $16)
                     """, [upload.versionID, upload.roomID, upload.ownerUserID, upload.usdzKey, upload.usdzBytes,
                           upload.roomplanJsonKey, upload.roomplanJsonBytes, month, upload.usdzUploadID, expiresAt,
-                          idempotency?.key, idempotency?.request, idempotency?.expiresAt, redactions])
+                          idempotency?.key, idempotency?.request, idempotency?.expiresAt, redactions,
+                          upload.roomplanJsonSizeOpen, upload.locationCity])
                 try await Self.announce(RoomUploadEvent(
                     roomId: upload.roomID, versionId: upload.versionID, ownerUserId: upload.ownerUserID, status: .uploading,
-                    title: request.title, tags: request.tags, visibility: request.visibility, expiresAt: expiresAt, at: now),
+                    title: request.title, tags: request.tags, visibility: request.visibility, locationCity: upload.locationCity,
+                    expiresAt: expiresAt, at: now),
                     on: connection)
                 return .reserved
             }
@@ -98,8 +111,7 @@ public struct RoomUploadStore: Sendable {
     /// `now`), and the request it came with.
     public func upload(ownerUserID: String, idempotencyKey key: String, now: Date) async throws -> (upload: Upload, request: String)? {
         let rows = try await database.query("""
-            SELECT version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key, roomplan_json_bytes,
-                usdz_upload_id, idempotency_request FROM room_versions
+            SELECT \(Self.columns()), idempotency_request FROM room_versions
             WHERE owner_user_id = $1 AND idempotency_key = $2 AND idempotency_expires_at > $3
             """, [ownerUserID, key, now])
         guard let row = rows.first else { return nil }
@@ -108,10 +120,16 @@ public struct RoomUploadStore: Sendable {
 
     public func upload(_ versionID: String) async throws -> Upload? {
         let rows = try await database.query("""
-            SELECT version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key, roomplan_json_bytes,
-                usdz_upload_id FROM room_versions WHERE version_id = $1
+            SELECT \(Self.columns()) FROM room_versions WHERE version_id = $1
             """, [versionID])
         return try rows.first.map(Self.decode)
+    }
+
+    /// What `decode` reads of a `room_versions` row (qualified with `table`, if given).
+    private static func columns(of table: String? = nil) -> String {
+        ["version_id", "room_id", "owner_user_id", "status", "usdz_key", "usdz_bytes", "roomplan_json_key", "roomplan_json_bytes",
+         "usdz_upload_id", "roomplan_json_size_open", "location_city"].map { (table.map { "\($0)." } ?? "") + $0 }
+            .joined(separator: ", ")
     }
 
     private static func decode(_ row: PostgresRow) throws -> Upload {
@@ -120,19 +138,35 @@ public struct RoomUploadStore: Sendable {
                usdzKey: try row.decode(String.self, "usdz_key"), usdzBytes: try row.decode(Int64.self, "usdz_bytes"),
                roomplanJsonKey: try row.decode(String.self, "roomplan_json_key"),
                roomplanJsonBytes: try row.decode(Int64.self, "roomplan_json_bytes"),
-               usdzUploadID: try row.decode(String?.self, "usdz_upload_id"))
+               usdzUploadID: try row.decode(String?.self, "usdz_upload_id"),
+               roomplanJsonSizeOpen: try row.decode(Bool.self, "roomplan_json_size_open"),
+               locationCity: try row.decode(String?.self, "location_city"))
     }
 
     /// The objects are in place: `uploading` → `pending` with the complete request's details.
-    /// False when the row was not `uploading` any more (a concurrent complete, or the sweep).
+    /// A `roomplan.json` upload-init did not size is now charged its real size (the rest of
+    /// what was reserved for it given back). False when the row was not `uploading` any more
+    /// (a concurrent complete, or the sweep).
     public func promote(_ request: RoomVersionCompleteRequest) async throws -> Bool {
         let redactions = try PostgresJSON(encoding: request.redactions, encoder: ContractCoding.encoder)
-        let rows = try await database.query("""
-            UPDATE room_versions SET status = 'pending', sha256 = $2, redactions = $3::jsonb, upload_expires_at = NULL,
-                updated_at = now()
-            WHERE version_id = $1 AND status = 'uploading' RETURNING version_id
-            """, [request.versionId, request.source.sha256, redactions])
-        return !rows.isEmpty
+        return try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                UPDATE room_versions v SET status = 'pending', sha256 = $2, redactions = $3::jsonb, upload_expires_at = NULL,
+                    roomplan_json_bytes = CASE WHEN v.roomplan_json_size_open THEN $4::bigint ELSE v.roomplan_json_bytes END,
+                    roomplan_json_size_open = false, updated_at = now()
+                FROM room_versions old
+                WHERE v.version_id = $1 AND v.status = 'uploading' AND old.version_id = v.version_id
+                RETURNING v.owner_user_id, v.quota_month::text AS month, old.roomplan_json_bytes - v.roomplan_json_bytes AS unused
+                """, [request.versionId, request.source.sha256, redactions, request.source.roomplanJsonBytes])
+            guard let row = rows.first else { return false }
+            let unused = try row.decode(Int64.self, "unused")
+            if unused > 0 {
+                try await connection.execute(
+                    "UPDATE room_upload_usage SET bytes = greatest(0, bytes - $3::bigint) WHERE user_id = $1 AND month = $2::date",
+                    [try row.decode(String.self, "owner_user_id"), try row.decode(String.self, "month"), unused])
+            }
+            return true
+        }
     }
 
     /// Versions still `uploading`, and versions `pending` since before `pendingBefore` (promoted,
@@ -140,13 +174,23 @@ public struct RoomUploadStore: Sendable {
     /// request its app would send: the room's title, tags and visibility, the minted keys and
     /// sizes, the redactions.
     public func uploading(pendingBefore: Date, limit: Int = 100) async throws -> [(upload: Upload, request: RoomVersionCompleteRequest)] {
+        try await completeRequests(where: "v.status = 'uploading' OR (v.status = 'pending' AND v.updated_at < $2)",
+                                   order: "v.upload_expires_at NULLS FIRST", [limit, pendingBefore])
+    }
+
+    /// Version `versionID` (any status) and the upload-complete request its app would send.
+    public func completeRequest(_ versionID: String) async throws -> (upload: Upload, request: RoomVersionCompleteRequest)? {
+        try await completeRequests(where: "v.version_id = $2", order: "v.version_id", [1, versionID]).first
+    }
+
+    private func completeRequests(where condition: String, order: String,
+                                  _ bindings: [any PostgresBindable]) async throws -> [(upload: Upload, request: RoomVersionCompleteRequest)] {
         let rows = try await database.query("""
-            SELECT v.version_id, v.room_id, v.owner_user_id, v.status, v.usdz_key, v.usdz_bytes, v.roomplan_json_key,
-                v.roomplan_json_bytes, v.usdz_upload_id, v.redactions::text AS redactions, r.title, r.tags, r.visibility
+            SELECT \(Self.columns(of: "v")),
+                v.redactions::text AS redactions, r.title, r.tags, r.visibility
             FROM room_versions v JOIN rooms r USING (room_id)
-            WHERE v.status = 'uploading' OR (v.status = 'pending' AND v.updated_at < $2)
-            ORDER BY v.upload_expires_at NULLS FIRST LIMIT $1
-            """, [limit, pendingBefore])
+            WHERE \(condition) ORDER BY \(order) LIMIT $1
+            """, bindings)
         return try rows.map { row in
             let upload = try Self.decode(row)
             let redactions = try ContractCoding.decoder.decode([Redaction].self, from: Data(try row.decode(String.self, "redactions").utf8))
@@ -156,7 +200,7 @@ public struct RoomUploadStore: Sendable {
                 visibility: RoomVisibility(rawValue: try row.decode(String.self, "visibility")) ?? .private,
                 source: RoomSource(usdzKey: upload.usdzKey, usdzBytes: upload.usdzBytes, roomplanJsonKey: upload.roomplanJsonKey,
                                    roomplanJsonBytes: upload.roomplanJsonBytes),
-                redactions: redactions)
+                redactions: redactions, locationCity: upload.locationCity)
             return (upload, request)
         }
     }
@@ -164,8 +208,7 @@ public struct RoomUploadStore: Sendable {
     /// Versions still `uploading` after their time, oldest first.
     public func expired(now: Date, limit: Int = 100) async throws -> [Upload] {
         let rows = try await database.query("""
-            SELECT version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key, roomplan_json_bytes,
-                usdz_upload_id FROM room_versions
+            SELECT \(Self.columns()) FROM room_versions
             WHERE status = 'uploading' AND upload_expires_at < $1 ORDER BY upload_expires_at LIMIT $2
             """, [now, limit])
         return try rows.map(Self.decode)

@@ -25,7 +25,7 @@ public struct RoomUploadSweeper: Sendable {
         var swept = 0
         for upload in try await uploads.expired(now: now, limit: limit) {
             do {
-                if let completer, try await completer.isComplete(upload, quietSince: nil, assemble: false) {
+                if let completer, try await completer.isComplete(upload) {
                     logger.notice("an expired upload whose objects are all there is kept for completion",
                                   metadata: ["room.version": "\(upload.versionID)"])
                     continue

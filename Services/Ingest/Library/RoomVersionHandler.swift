@@ -32,12 +32,20 @@ struct RoomVersionHandler: Sendable {
     let authenticator: RequestAuthenticator
     let metrics: MetricsRegistry
     let logger: Logger
+    /// The code of the 503 when Kafka does not take the transcode request: the app's own call
+    /// (`/functions/v1/upload-complete`) answers the seed's `WORKER_UNAVAILABLE`.
+    var queueUnavailableCode = ErrorCode.serviceUnavailable
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         let userID = try authenticator.userID(request)
         try limiter.admit(userID)
-        let body = try Self.decode(request)
+        let body = try IngestRequestDecoding.decode(RoomVersionCompleteRequest.self, from: request)
         try validator.validate(body)
+        return .json(try await accept(body, userID: userID), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    /// upload-complete of a validated request: the version queued (or its current status).
+    func accept(_ body: RoomVersionCompleteRequest, userID: String) async throws -> RoomVersionAccepted {
         let now = Date()
         if let objects {
             let upload: RoomUploadStore.Upload?
@@ -86,13 +94,14 @@ struct RoomVersionHandler: Sendable {
     }
 
     /// upload-complete of a version from upload-init (by its app, or by the server: `RoomUploadCompleter`).
+    @discardableResult
     func complete(_ body: RoomVersionCompleteRequest, upload: RoomUploadStore.Upload, userID: String,
-                          objects: any ObjectStore, now: Date) async throws -> HTTPResponse {
+                  objects: any ObjectStore, now: Date) async throws -> RoomVersionAccepted {
         guard upload.ownerUserID == userID, upload.roomID == body.roomId.lowercased() else {
             throw HTTPError(.forbidden, code: ErrorCode.forbidden.rawValue, message: "versionId belongs to another upload")
         }
         guard body.source.usdzKey == upload.usdzKey, body.source.roomplanJsonKey == upload.roomplanJsonKey,
-              body.source.usdzBytes == upload.usdzBytes, body.source.roomplanJsonBytes == upload.roomplanJsonBytes else {
+              body.source.usdzBytes == upload.usdzBytes, upload.acceptsRoomplanJson(size: body.source.roomplanJsonBytes) else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
                             message: "source must name the keys and sizes upload-init answered")
         }
@@ -110,7 +119,10 @@ struct RoomVersionHandler: Sendable {
             }
         }
         try await verify(upload.usdzKey, "source.usdz", bytes: upload.usdzBytes, in: objects)
-        try await verify(upload.roomplanJsonKey, "roomplan.json", bytes: upload.roomplanJsonBytes, in: objects)
+        try await verify(upload.roomplanJsonKey, "roomplan.json", bytes: body.source.roomplanJsonBytes, in: objects)
+        var body = body
+        // The label given at upload-init travels with the request (the app's call does not repeat it).
+        if body.locationCity == nil { body.locationCity = upload.locationCity }
         let promoted: Bool
         do { promoted = try await uploads.promote(body) } catch { throw unavailable("room store unavailable") }
         if promoted {
@@ -168,52 +180,21 @@ struct RoomVersionHandler: Sendable {
                     logger.warning("could not release a pending version", metadata: ["error": "\(error)"])
                 }
             }
-            throw unavailable("the transcode queue is unavailable; retry later")
+            throw HTTPError(.serviceUnavailable, code: queueUnavailableCode.rawValue,
+                            message: "the transcode queue is unavailable; retry later",
+                            headers: ["Retry-After": String(configuration.unavailableRetryAfterSeconds)])
         }
         do { try await store.markQueued(body.versionId) } catch {
             logger.warning("could not mark a version queued", metadata: ["error": "\(error)"])
         }
     }
 
-    private func accepted(_ versionID: String, status: RoomVersionStatus = .queued) -> HTTPResponse {
-        .json(RoomVersionAccepted(versionId: versionID, status: status), status: .accepted, encoder: ContractCoding.encoder)
+    private func accepted(_ versionID: String, status: RoomVersionStatus = .queued) -> RoomVersionAccepted {
+        RoomVersionAccepted(versionId: versionID, status: status)
     }
 
     private func unavailable(_ message: String) -> HTTPError {
         HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: message,
                   headers: ["Retry-After": String(configuration.unavailableRetryAfterSeconds)])
-    }
-
-    /// Like `IngestRequestDecoding.decode`, but a malformed `tags` is `INVALID_TAGS` and a
-    /// malformed `redactions` entry `REDACTION_INVALID`.
-    static func decode(_ request: HTTPRequest) throws(HTTPError) -> RoomVersionCompleteRequest {
-        do {
-            return try IngestRequestDecoding.decode(RoomVersionCompleteRequest.self, from: request)
-        } catch where error.code == ErrorCode.invalidField.rawValue {
-            let root = (try? ContractCoding.decoder.decode(JSONValue.self, from: Data(request.body)))
-            let failing = Self.firstFailingField(request.body)
-            if failing == "tags", root?["tags"] != nil {
-                throw HTTPError(.badRequest, code: ErrorCode.invalidTags.rawValue, message: "tags must be an array of strings")
-            }
-            if failing == "redactions", root?["redactions"] != nil {
-                throw HTTPError(.badRequest, code: ErrorCode.redactionInvalid.rawValue, message: error.message)
-            }
-            throw error
-        }
-    }
-
-    private static func firstFailingField(_ body: [UInt8]) -> String? {
-        do {
-            _ = try ContractCoding.decoder.decode(RoomVersionCompleteRequest.self, from: Data(body))
-            return nil
-        } catch let error as DecodingError {
-            let context: DecodingError.Context? = switch error {
-            case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c): c
-            @unknown default: nil
-            }
-            return context?.codingPath.first?.stringValue
-        } catch {
-            return nil
-        }
     }
 }
