@@ -149,7 +149,8 @@ let testTargets: [Target] = [
           exclude: ["Clients"]),
     tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
     tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
-                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"]),
+                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"],
+          exclude: ["Clients"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "Metrics", "BackboneTestSupport", "DevInfrastructure",
