@@ -165,7 +165,8 @@ let testTargets: [Target] = [
     tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPTypes",
-                               "Hashing"]),
+                               "Hashing"],
+          exclude: ["Clients"]),
 ]
 
 let package = Package(

@@ -1,9 +1,7 @@
-import BlockingCalls
 import Foundation
 import Hashing
 import Logging
 import ObjectStore
-import Synchronization
 
 /// A private SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one process)
 /// for `backbone dev` and the integration tests, on loopback only.
@@ -19,7 +17,7 @@ public final class SeaweedFSServer: Sendable {
     private let weedPath: String?
     private let requestedPort: Int?
     private let logger: Logger
-    private let state = Mutex<pid_t?>(nil)
+    private let child: ManagedChild
 
     /// `weed` is looked up (when not given) in `WEED`, `.venv/bin/weed` of the current
     /// folder, then `PATH`. `s3Port` nil picks a free port.
@@ -31,6 +29,7 @@ public final class SeaweedFSServer: Sendable {
         self.requestedPort = s3Port
         self.weedPath = weed
         self.logger = logger
+        self.child = ManagedChild(name: "SeaweedFS", pidFile: directory + "/weed.pid", logger: logger)
     }
 
     public struct Failure: Error, CustomStringConvertible {
@@ -97,9 +96,7 @@ public final class SeaweedFSServer: Sendable {
             "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsIp=127.0.0.1",
         ]
         let log = directory + "/weed.log"
-        let pid = try Self.spawn(weed, arguments, log: log)
-        state.withLock { $0 = pid }
-        try? "\(pid)\n".write(toFile: pidFile, atomically: true, encoding: .utf8)
+        do { try child.spawn(weed, arguments, log: log) } catch { throw Failure(description: error.description) }
         logger.info("SeaweedFS starting", metadata: ["s3.port": "\(s3Port)", "s3.directory": directory])
 
         let configuration = S3Configuration(endpoint: "http://127.0.0.1:\(s3Port)", region: region, bucket: bucket,
@@ -108,8 +105,7 @@ public final class SeaweedFSServer: Sendable {
         let deadline = ContinuousClock.now + .seconds(60)
         var lastError = "no answer"
         while ContinuousClock.now < deadline {
-            if !isRunning(pid) {
-                state.withLock { $0 = nil }
+            if !child.isRunning {
                 let reason = Self.exitReason(log: log)
                 // Mostly one of its ports taken in between ("Port allocation failed: port N for
                 // Master … is not available", a bind's "address already in use", or a panic of one
@@ -145,33 +141,8 @@ public final class SeaweedFSServer: Sendable {
         return ((cause.map { [$0] } ?? []) + tail.filter { $0 != cause }).joined(separator: "\n")
     }
 
-    /// SIGTERM, then SIGKILL after 10 s; waits for the process off the cooperative pool.
-    public func stop() async {
-        guard let pid = state.withLock({ current -> pid_t? in defer { current = nil }; return current }) else { return }
-        defer { try? FileManager.default.removeItem(atPath: pidFile) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            BlockingCall.detach("dev-infrastructure.seaweedfs-stop") {
-                kill(pid, SIGTERM)
-                var status: Int32 = 0
-                for _ in 0..<100 {
-                    if waitpid(pid, &status, WNOHANG) == pid { continuation.resume(); return }
-                    usleep(100_000)
-                }
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                continuation.resume()
-            }
-        }
-    }
-
-    deinit {
-        if let pid = state.withLock({ $0 }) { kill(pid, SIGKILL) }
-    }
-
-    private func isRunning(_ pid: pid_t) -> Bool {
-        var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == 0
-    }
+    /// SIGTERM, then SIGKILL after 10 s.
+    public func stop() async { await child.stop() }
 
     /// The identity file: kept when present, generated otherwise.
     private func credentials() throws -> (String, String) {
@@ -197,46 +168,12 @@ public final class SeaweedFSServer: Sendable {
         return (access, secret)
     }
 
-    private static func spawn(_ executable: String, _ arguments: [String], log: String) throws -> pid_t {
-        // In a process group of its own: a Ctrl-C in the terminal reaches `backbone dev`, which
-        // stops this server after its drain (the transcode worker may still read the store).
-        do { return try ProcessRunner.spawn(executable, arguments, log: log, newProcessGroup: true) } catch {
-            throw Failure(description: "cannot start \(executable): errno \(error.errno)")
-        }
-    }
-
-    /// Where the running server's process id is kept, for the next start in this folder.
-    private var pidFile: String { directory + "/weed.pid" }
-
     /// Stops a `weed` that an earlier run in this folder started and could not stop (it was
     /// killed): left running it holds the S3 port, so the new server would exit at once while
     /// the old one answered in its place, owned by nobody. Only a live process whose command
-    /// line is `weed` on this data directory is stopped (SIGTERM, SIGKILL after 10 s).
+    /// line is `weed` on this data directory is stopped.
     /// - Returns: whether there was one.
     package func stopLeftover(data: String) async -> Bool {
-        guard let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
-              let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return false }
-        defer { try? FileManager.default.removeItem(atPath: pidFile) }
-        guard let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
-        let arguments = commandLine.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        guard arguments.first?.hasSuffix("weed") == true, arguments.contains("-dir=\(data)") else { return false }
-        logger.warning("stopping the SeaweedFS an earlier run in this folder left running", metadata: ["s3.pid": "\(pid)"])
-        kill(pid, SIGTERM)
-        for _ in 0..<100 {
-            if !Self.isAlive(pid) { return true }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-        kill(pid, SIGKILL)
-        for _ in 0..<50 where Self.isAlive(pid) { try? await Task.sleep(for: .milliseconds(100)) }
-        return true
-    }
-
-    /// Whether a process that is not our child still runs: signal 0 reaches it and it is not
-    /// a zombie waiting for its parent to reap it.
-    private static func isAlive(_ pid: pid_t) -> Bool {
-        guard kill(pid, 0) == 0 else { return false }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let end = stat.lastIndex(of: ")") else { return true }
-        return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+        await child.stopLeftover { arguments in arguments.first?.hasSuffix("weed") == true && arguments.contains("-dir=\(data)") }
     }
 }

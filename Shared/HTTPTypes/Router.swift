@@ -17,6 +17,8 @@ public struct Router: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Cross-origin access for browser apps (nil: no CORS headers, preflights are 404/405).
+    public var cors: CORSPolicy?
 
     public init() {}
 
@@ -65,6 +67,12 @@ public struct Router: Sendable {
 
     /// Routes the request and renders errors. Never throws.
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        guard let cors else { return await routed(request) }
+        if let preflight = cors.preflight(request, pathExists: pathExists(request.path)) { return preflight }
+        return cors.decorate(await routed(request), for: request)
+    }
+
+    private func routed(_ request: HTTPRequest) async -> HTTPResponse {
         guard let (route, parameters) = match(request.method, request.path) else {
             if pathExists(request.path) {
                 return HTTPError(.methodNotAllowed, code: "METHOD_NOT_ALLOWED", message: "\(request.method.rawValue) is not allowed on \(request.path)").response

@@ -128,6 +128,9 @@ public struct CommonConfiguration: Sendable {
     /// The account-deletion topics every service consumes and confirms on.
     public var userDeletionsTopic: String = "user.deletions.v1"
     public var userDeletionStatusTopic: String = "user.deletions.status.v1"
+    /// Origins whose browser apps may call the API (`*`: any; the routes all need a token,
+    /// and none uses cookies).
+    public var corsAllowedOrigins: [String] = ["*"]
 
     public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
                 httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10)) {
@@ -142,8 +145,9 @@ public struct CommonConfiguration: Sendable {
     }
 
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
-    /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC` and
-    /// `USER_DELETION_STATUS_TOPIC` into `reader` (problems are collected there).
+    /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC`,
+    /// `USER_DELETION_STATUS_TOPIC` and `CORS_ALLOWED_ORIGINS` into `reader` (problems are
+    /// collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
         let database = reader.string("DATABASE_URL")
@@ -161,6 +165,10 @@ public struct CommonConfiguration: Sendable {
         configuration.userDeletionsTopic = reader.string("USER_DELETIONS_TOPIC", default: configuration.userDeletionsTopic)
         configuration.userDeletionStatusTopic = reader.string("USER_DELETION_STATUS_TOPIC",
                                                               default: configuration.userDeletionStatusTopic)
+        let origins = reader.string("CORS_ALLOWED_ORIGINS", default: "*").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if origins.isEmpty { reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)") }
+        configuration.corsAllowedOrigins = origins.isEmpty ? ["*"] : origins
         return configuration
     }
 }

@@ -113,14 +113,15 @@ public enum ServiceHost {
     /// The service answering HTTP on `context.configuration.httpPort`: an `HTTPService`, or
     /// the service's own server (`parts.httpServer`) given its routes plus the health routes.
     public static func httpService(context: ServiceContext, parts: ServiceParts) -> any Service {
+        var router = parts.router
+        router.cors = CORSPolicy(allowedOrigins: context.configuration.corsAllowedOrigins)
         if let makeServer = parts.httpServer {
-            var router = parts.router
             router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks + parts.readiness, metrics: context.metrics))
             return makeServer(router)
         }
         return HTTPService(
             name: context.name,
             configuration: HTTPServerConfiguration(host: context.configuration.httpHost, port: context.configuration.httpPort),
-            router: parts.router, readiness: context.readinessChecks + parts.readiness, metrics: context.metrics, logger: context.logger)
+            router: router, readiness: context.readinessChecks + parts.readiness, metrics: context.metrics, logger: context.logger)
     }
 }

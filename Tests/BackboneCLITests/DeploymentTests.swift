@@ -1,6 +1,7 @@
 import BackboneTestSupport
 import Foundation
 import Contracts
+import DevInfrastructure
 import Testing
 @testable import BackboneCLI
 
@@ -146,21 +147,11 @@ struct DeploymentTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         // The real config, on loopback ports; every upstream is a closed port (a service down).
         let port = Integration.freePort()
-        var config = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
-        config = config.replacingOccurrences(of: "listen 8000;", with: "listen 127.0.0.1:\(port);")
-        for upstream in ["ingest:8080", "progress-projector:8081", "analytics-aggregator:8082", "transcode-worker:8083",
-                         "realtime-notifier:8084"] {
-            // Docker's DNS and `resolve` (nginx 1.27.3+) are not here: a fixed loopback address.
-            config = config.replacingOccurrences(of: "server \(upstream) resolve;", with: "server 127.0.0.1:\(Integration.freePort());")
-        }
-        config = config.replacingOccurrences(of: "resolver 127.0.0.11 valid=5s ipv6=off;", with: "")
+        let compose = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
+        let upstreams = Dictionary(uniqueKeysWithValues: ["ingest", "progress-projector", "analytics-aggregator", "transcode-worker",
+                                                          "realtime-notifier"].map { ($0, Integration.freePort()) })
         let temp = directory.path
-        config = config.replacingOccurrences(of: "events {}", with: "pid \(temp)/nginx.pid;\nerror_log \(temp)/error.log;\ndaemon off;\nevents {}")
-        config = config.replacingOccurrences(of: "http {", with: """
-            http {
-              access_log off; client_body_temp_path \(temp); proxy_temp_path \(temp);
-              fastcgi_temp_path \(temp); uwsgi_temp_path \(temp); scgi_temp_path \(temp);
-            """)
+        let config = try GatewayServer.loopbackConfiguration(compose, port: port, upstreams: upstreams, directory: temp)
         let file = directory.appendingPathComponent("nginx.conf")
         try config.write(to: file, atomically: true, encoding: .utf8)
         let nginx = Process()

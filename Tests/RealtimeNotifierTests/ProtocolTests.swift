@@ -44,6 +44,21 @@ struct ProtocolTests {
         #expect(meta["id"] as? String == "7" && meta["replayed"] as? Bool == true)
     }
 
+    @Test("the seed's handler code finds msg.payload[\"status\"], [\"version_id\"], [\"error\"] beside type, event and payload (supabase-swift hands it the message's payload), and payload.payload is unchanged")
+    func seedHandlerKeys() throws {
+        let inner: JSONValue = .object(["status": .string("failed"), "version_id": .string("v-1"), "error": .string("ROOM_TRANSCODE_FAILED"),
+                                        "stage": .string("layering")])
+        let frame = try object(PhoenixMessage.broadcast(topic: "realtime:room:1", event: "failed", payload: inner, seq: 3,
+                                                        replayed: false).encode(.v1))
+        let msgPayload = try #require(frame["payload"] as? [String: Any])
+        #expect(msgPayload["status"] as? String == "failed")
+        #expect(msgPayload["version_id"] as? String == "v-1")
+        #expect(msgPayload["error"] as? String == "ROOM_TRANSCODE_FAILED")
+        #expect(msgPayload["stage"] == nil && msgPayload["type"] as? String == "broadcast" && msgPayload["event"] as? String == "failed")
+        let nested = try #require(msgPayload["payload"] as? [String: Any])
+        #expect(nested["status"] as? String == "failed" && nested["stage"] as? String == "layering")
+    }
+
     @Test("a v2 broadcast is [null, null, topic, broadcast, payload]; a non-object payload is wrapped")
     func v2Broadcast() throws {
         let text = PhoenixMessage.broadcast(topic: "realtime:user:u", event: "x", payload: .number(3), seq: 1, replayed: false).encode(.v2)
@@ -53,6 +68,7 @@ struct ProtocolTests {
         let payload = try #require(frame[4] as? [String: Any])
         #expect((payload["payload"] as? [String: Any])?["value"] as? Int == 3)
         #expect((payload["meta"] as? [String: Any])?["replayed"] == nil)
+        #expect(payload["status"] == nil && payload["value"] == nil)
     }
 
     @Test("a system message has all four keys and a null ref")

@@ -123,6 +123,12 @@ extension PhoenixMessage {
         ]))
     }
 
+    /// The inner payload's keys also given beside `type`, `event` and `payload`. supabase-swift
+    /// hands a broadcast handler this object as `msg.payload`, and the seed's handlers read
+    /// `msg.payload["status"]`, `["version_id"]`, `["error"]` there (`002_*` §6.2); clients that
+    /// read `payload.payload` (supabase-js, the Python `realtime`) find them where they were.
+    public static let mirroredKeys = ["status", "version_id", "error"]
+
     /// A broadcast to the client; `meta.id` is the channel sequence.
     public static func broadcast(topic: String, event: String, payload: JSONValue, seq: Int64?, replayed: Bool) -> PhoenixMessage {
         var meta: [String: JSONValue] = [:]
@@ -130,6 +136,7 @@ extension PhoenixMessage {
         if replayed { meta["replayed"] = .bool(true) }
         let inner: JSONValue = payload.objectValue != nil ? payload : .object(["value": payload])
         var body: [String: JSONValue] = ["type": .string("broadcast"), "event": .string(event), "payload": inner]
+        for key in mirroredKeys { if let value = inner[key] { body[key] = value } }
         if !meta.isEmpty { body["meta"] = .object(meta) }
         return PhoenixMessage(joinRef: nil, ref: nil, topic: topic, event: "broadcast", payload: .object(body))
     }

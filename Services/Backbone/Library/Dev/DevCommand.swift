@@ -14,8 +14,9 @@ import ServiceRuntime
 /// `backbone dev [--infra-only] [--port-offset N]`: the whole system on one machine with no
 /// Docker — an embedded Kafka broker (librdkafka's mock cluster on loopback TCP), a private
 /// PostgreSQL cluster under `.backbone/` unless `DATABASE_URL` is given, a private SeaweedFS
-/// (S3, under `.backbone/seaweedfs`) unless `S3_ENDPOINT` is given, migrations, and every
-/// service in this process on its default port. Ctrl-C stops everything.
+/// (S3, under `.backbone/seaweedfs`) unless `S3_ENDPOINT` is given, migrations, every service
+/// in this process on its default port, and the one origin the apps call (`APP_BASE_URL`, port
+/// 8000: nginx with compose's gateway configuration). Ctrl-C stops everything.
 enum DevCommand {
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
         let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers", "drain-seconds"])
@@ -132,6 +133,20 @@ enum DevCommand {
             background.append(contentsOf: built.background)
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }
+        // One origin for the apps, as compose's gateway (nginx, the same configuration) gives.
+        var gateway: GatewayServer?
+        if !entries.isEmpty {
+            let server = GatewayServer(directory: home + "/gateway", port: 8000 + portOffset,
+                                       upstreams: Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.defaultPort + portOffset) }),
+                                       logger: logger)
+            do {
+                values.insert((DevEnvironment.appBaseURLKey, try await server.start()), at: 0)
+                gateway = server
+            } catch {
+                logger.warning("the one origin (the nginx gateway) is not served; each service still answers on its own port",
+                               metadata: ["error": "\(error)"])
+            }
+        }
         var services = background
         if let journal {
             services.append(journal.pruner(logger: logger))
@@ -168,6 +183,7 @@ enum DevCommand {
         } catch {
             failure = error
         }
+        await gateway?.stop()
         for part in parts { await part.onShutdown() }
         await context.producer.shutdown()
         await context.database.close()

@@ -43,6 +43,8 @@ package struct DevEnvironment {
     /// The key listing which of the written settings the stack made itself (its private
     /// PostgreSQL, its private SeaweedFS), as opposed to ones it was given.
     static let madeHereKey = "BACKBONE_DEV_MADE"
+    /// The one origin (the nginx gateway) the apps are pointed at.
+    static let appBaseURLKey = "APP_BASE_URL"
 
     /// The settings `backbone dev` made itself, grouped as it writes them.
     static let madeGroups: [String: [String]] = [

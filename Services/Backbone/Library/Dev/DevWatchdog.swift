@@ -3,7 +3,7 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Stops the servers of `backbone dev` (its private PostgreSQL and SeaweedFS) however the
+/// Stops the servers of `backbone dev` (its private PostgreSQL, SeaweedFS and gateway) however the
 /// stack ends: a Ctrl-C or SIGTERM while it starts, before it handles signals; a failed start;
 /// a `kill -9`.
 ///
@@ -64,6 +64,7 @@ enum DevWatchdog {
         logger.warning("backbone dev ended without stopping its servers; stopping them", metadata: ["dev.folder": "\(home)"])
         let seaweed = SeaweedFSServer(directory: home + "/seaweedfs", logger: logger)
         _ = await seaweed.stopLeftover(data: seaweed.directory + "/data")
+        _ = await GatewayServer(directory: home + "/gateway", port: 0, upstreams: [:], logger: logger).stopLeftover()
         let postgres = PrivatePostgresCluster(directory: home + "/postgres", logger: logger)
         // A `pg_ctl start` the stack had under way goes on without it: the server it brings up
         // is stopped once it is there.
