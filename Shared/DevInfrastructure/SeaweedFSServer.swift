@@ -96,7 +96,7 @@ public final class SeaweedFSServer: Sendable {
             "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0", "-metricsIp=127.0.0.1",
         ]
         let log = directory + "/weed.log"
-        do { try child.spawn(weed, arguments, log: log) } catch { throw Failure(description: error.description) }
+        try child.spawn(weed, arguments, log: log)
         logger.info("SeaweedFS starting", metadata: ["s3.port": "\(s3Port)", "s3.directory": directory])
 
         let configuration = S3Configuration(endpoint: "http://127.0.0.1:\(s3Port)", region: region, bucket: bucket,
