@@ -10,7 +10,7 @@ import Testing
 struct AppThroughOneOriginTests {
     static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
 
-    @Test("Flow A with the seed's calls only: quota → upload-init → room:{id} joined at once, catch-up `uploading` → PUT → upload-complete → queued, stages, ready (msg.payload[\"status\"], [\"version_id\"]) → the room in the feed; a browser's preflight is answered; Ctrl-C stops nginx too")
+    @Test("Flow A with the seed's calls only: quota → upload-init → room:{id} joined at once, catch-up `uploading` → PUT → upload-complete → queued, stages, ready with the version_id → the room in the feed; a browser's preflight is answered; Ctrl-C stops nginx too")
     func flowAThroughOneOrigin() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)
         let dev = try await DevStack.start(["--port-offset", String(offset)])

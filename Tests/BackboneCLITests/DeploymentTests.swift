@@ -175,7 +175,7 @@ struct DeploymentTests {
         // nginx is up once /healthz answers (it is served by the gateway itself).
         let up = try await Integration.eventually(timeout: .seconds(10)) { try fetch(["\(base)/healthz"]).hasPrefix("HTTP/1.1 200") }
         #expect(up, "nginx did not start")
-        let body = directory.appendingPathComponent("body")
+        let body = directory.appendingPathComponent("request-body")
         try Data(count: 3_000_000).write(to: body)
         let cases: [(arguments: [String], status: String, code: String)] = [
             (["\(base)/no/such/route"], "404", "NOT_FOUND"),

@@ -53,9 +53,11 @@ async def main():
     joined = asyncio.Event()
 
     def on_event(message):
-        # What supabase-swift hands the seed's handlers as msg.payload: the broadcast's payload
-        # object; the seed reads msg.payload["status"], ["version_id"], ["error"] there.
-        seen["events"].append({"status": message.get("status"), "version_id": message.get("version_id"),
+        # This client hands over the broadcast's {type, event, payload} (its model keeps only
+        # those keys; supabase-swift's msg.payload also has status / version_id / error beside
+        # them, where the seed's handlers read them: ProtocolTests covers that frame).
+        inner = message.get("payload") or {}
+        seen["events"].append({"status": inner.get("status"), "version_id": inner.get("version_id"),
                                "event": message.get("event")})
         if message.get("event") in ("ready", "failed"):
             done.set()
