@@ -36,7 +36,7 @@ func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
 let sharedModules: [Target] = [
     shared("Logging"),
     shared("BlockingCalls"),
-    shared("HTTPTypes"),
+    shared("HTTPTypes", ["Logging"]),
     shared("Metrics"),
     shared("Hashing", ["COpenSSL"]),
     shared("Auth", ["Hashing"]),
@@ -45,7 +45,7 @@ let sharedModules: [Target] = [
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
-    shared("Contracts", ["CYAJL"]),
+    shared("Contracts", ["CYAJL", "Logging"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "Hashing", "ServiceRuntime"]),
     shared("USD", ["CLZ4"]),
     shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// The value of a `realtime.broadcasts.v1` record (key: `channel`): any producer can ask
 /// the notifier to broadcast `event` with `payload` (a JSON object) on `channel`
@@ -31,14 +32,22 @@ public struct SequencedChannelEvent: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// The `origin` of the broadcast it came from, if any (not kept in the history).
     public var origin: String?
+    /// The trace of the record it came from: travels in the `traceparent` header, not in the value.
+    public var trace: TraceContext?
 
-    public init(channel: String, seq: Int64, event: String, payload: JSONValue, createdAt: Date, origin: String? = nil) {
+    enum CodingKeys: String, CodingKey {
+        case channel, seq, event, payload, createdAt, origin
+    }
+
+    public init(channel: String, seq: Int64, event: String, payload: JSONValue, createdAt: Date, origin: String? = nil,
+                trace: TraceContext? = nil) {
         self.channel = channel
         self.seq = seq
         self.event = event
         self.payload = payload
         self.createdAt = createdAt
         self.origin = origin
+        self.trace = trace
     }
 }
 

@@ -1,3 +1,5 @@
+import Logging
+
 /// A route handler: a fully received request in, a response out.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
@@ -66,7 +68,18 @@ public struct Router: Sendable {
     }
 
     /// Routes the request and renders errors. Never throws.
+    ///
+    /// Every request is handled as a span of a W3C trace: the caller's (`traceparent`) or a new
+    /// one, set as `TraceContext.current` for the handler (its Kafka records carry it, its log
+    /// lines name a sampled one) and answered in `traceresponse`.
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let trace = request.headers[TraceContext.header].flatMap(TraceContext.init(traceparent:))?.child() ?? .start()
+        var response = await TraceContext.$current.withValue(trace) { await corsResponded(request) }
+        response.headers.replaceOrAdd(name: TraceContext.responseHeader, value: trace.traceparent)
+        return response
+    }
+
+    private func corsResponded(_ request: HTTPRequest) async -> HTTPResponse {
         guard let cors else { return await routed(request) }
         if let preflight = cors.preflight(request, pathExists: pathExists(request.path)) { return preflight }
         return cors.decorate(await routed(request), for: request)

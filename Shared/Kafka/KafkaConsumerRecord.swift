@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// A record read by a `KafkaConsumer`.
 public struct KafkaConsumerRecord: Sendable, Hashable {
@@ -23,4 +24,7 @@ public struct KafkaConsumerRecord: Sendable, Hashable {
     }
 
     public var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
+
+    /// The trace the record carries (`traceparent` header), if any.
+    public var trace: TraceContext? { headers.trace }
 }

@@ -59,8 +59,11 @@ public final class KafkaProducer: Sendable {
     }
 
     /// Produces all records, then waits for all acknowledgements. Results are in input order.
+    /// A record without a `traceparent` header gets the trace of the task's work
+    /// (`TraceContext.current`: the HTTP request, the job), so the trace goes on with it.
     public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
+        let records = TraceContext.current.map { trace in records.map { $0.carrying(trace) } } ?? records
         if let journal {
             do { try await journal.admit(records) } catch {
                 let failure = error as? KafkaError ?? KafkaError(code: .backlogFull, message: "not sent: \(error)", isRetriable: true)

@@ -1,3 +1,4 @@
+import Logging
 /// A record header: a key and an optional value.
 public struct KafkaHeader: Hashable, Sendable {
     public var key: String
@@ -6,6 +7,29 @@ public struct KafkaHeader: Hashable, Sendable {
     public init(key: String, value: [UInt8]?) {
         self.key = key
         self.value = value
+    }
+
+    /// The `traceparent` header carrying `trace` (W3C Trace Context, as on HTTP).
+    public static func trace(_ trace: TraceContext) -> KafkaHeader {
+        KafkaHeader(key: TraceContext.header, value: Array(trace.traceparent.utf8))
+    }
+}
+
+extension KafkaProducerRecord {
+    /// The record with a `traceparent` header for `trace`, unless it has one already.
+    public func carrying(_ trace: TraceContext) -> KafkaProducerRecord {
+        guard !headers.contains(where: { $0.key == TraceContext.header }) else { return self }
+        var record = self
+        record.headers.append(.trace(trace))
+        return record
+    }
+}
+
+extension [KafkaHeader] {
+    /// The trace of a `traceparent` header, if one holds a valid value.
+    public var trace: TraceContext? {
+        guard let value = first(where: { $0.key == TraceContext.header })?.value else { return nil }
+        return TraceContext(traceparent: String(decoding: value, as: UTF8.self))
     }
 }
 

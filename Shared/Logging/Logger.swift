@@ -61,6 +61,8 @@ public struct Logger: Sendable {
     public func log(_ level: Level, _ message: @autoclosure () -> String, metadata extra: [String: String] = [:]) {
         guard level >= logLevel else { return }
         var object: [String: String] = metadata
+        // A line written for the work of a sampled trace names it (`TraceContext.current`).
+        if let trace = TraceContext.current, trace.sampled { object["trace_id"] = trace.traceID }
         for (key, value) in extra { object[key] = value }
         object["ts"] = Logger.timestamp()
         object["level"] = level.description

@@ -1,4 +1,5 @@
 import Kafka
+import Logging
 import Postgres
 
 /// A Kafka → Postgres read model, run by a `ProjectionRunner`.
@@ -43,11 +44,14 @@ public struct ProjectedEvent<Event: Sendable>: Sendable {
     public var topic: String
     public var partition: Int32
     public var offset: Int64
+    /// The record's trace (its `traceparent` header), to pass on to what the event produces.
+    public var trace: TraceContext?
 
-    public init(event: Event, topic: String, partition: Int32, offset: Int64) {
+    public init(event: Event, topic: String, partition: Int32, offset: Int64, trace: TraceContext? = nil) {
         self.event = event
         self.topic = topic
         self.partition = partition
         self.offset = offset
+        self.trace = trace
     }
 }

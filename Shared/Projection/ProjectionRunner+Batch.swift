@@ -143,6 +143,7 @@ extension ProjectionRunner {
                 let (positions, effect) = try await transact(pending, claims: claims)
                 for (tp, next) in positions { claims[tp]?.nextOffset = next }
                 effects.append(effect)
+                logTraced(pending)
                 return
             } catch let error as LostPartitions {
                 lost.formUnion(error.partitions)
@@ -175,7 +176,8 @@ extension ProjectionRunner {
         var next: [KafkaTopicPartition: Int64] = [:]
         for item in items { next[item.record.topicPartition] = max(next[item.record.topicPartition] ?? 0, item.record.offset + 1) }
         let events = items.compactMap { item in
-            item.event.map { ProjectedEvent(event: $0, topic: item.record.topic, partition: item.record.partition, offset: item.record.offset) }
+            item.event.map { ProjectedEvent(event: $0, topic: item.record.topic, partition: item.record.partition, offset: item.record.offset,
+                                            trace: item.record.trace) }
         }
         let positions = next
         let effects = try await timed("apply") { try await withRetries("apply batch") {
@@ -189,6 +191,17 @@ extension ProjectionRunner {
             }
         } }
         return (positions, effects)
+    }
+
+    /// One line per committed record of a sampled trace (`trace_id`): what this consumer did
+    /// with it — the path of one event through the system is a `grep` of its trace id.
+    func logTraced(_ items: [Item]) {
+        for item in items {
+            guard let trace = item.record.trace, trace.sampled else { continue }
+            logger.info(item.event == nil ? "traced record skipped (dead-lettered)" : "traced record applied", metadata: [
+                "trace_id": trace.traceID, "projection.group": configuration.groupID, "kafka.topic": item.record.topic,
+                "kafka.partition": "\(item.record.partition)", "kafka.offset": "\(item.record.offset)"])
+        }
     }
 
     func sendToDeadLetters(_ poison: [(KafkaConsumerRecord, String)]) async throws {

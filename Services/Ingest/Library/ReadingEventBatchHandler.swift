@@ -74,6 +74,11 @@ struct ReadingEventBatchHandler: Sendable {
         metrics.increment("ingest_events_total", by: Double(response.accepted), labels: ["result": "accepted"])
         metrics.increment("ingest_events_total", by: Double(response.duplicates), labels: ["result": "duplicate"])
         metrics.increment("ingest_events_total", by: Double(response.rejected), labels: ["result": "rejected"])
+        if TraceContext.current?.sampled == true {
+            logger.info("traced reading events answered", metadata: [
+                "ingest.accepted": "\(response.accepted)", "ingest.duplicates": "\(response.duplicates)",
+                "ingest.rejected": "\(response.rejected)", "kafka.topic": configuration.readingEventsTopic])
+        }
         let body = response.json
         stages.lap("respond")
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"], body: body)

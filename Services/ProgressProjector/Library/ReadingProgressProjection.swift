@@ -2,6 +2,7 @@ import Auth
 import Contracts
 import Foundation
 import Kafka
+import Logging
 import Postgres
 import Projection
 
@@ -65,7 +66,16 @@ public struct ReadingProgressProjection: Projection {
         guard !events.isEmpty else { return [] }
         let fresh = try await insertIntoLog(events, connection)
         guard !fresh.isEmpty else { return [] }
-        return try await upsertProgress(ProgressDelta.fold(fresh), connection)
+        var notifications = try await upsertProgress(ProgressDelta.fold(fresh), connection)
+        // A change goes on with the trace of the (last traced) event of its row that made it.
+        var traces: [String: TraceContext] = [:]
+        for item in events { if let trace = item.trace { traces[item.event.userId + "\u{0}" + item.event.materialId] = trace } }
+        if !traces.isEmpty {
+            for index in notifications.indices {
+                notifications[index].trace = traces[notifications[index].change.userId + "\u{0}" + notifications[index].change.materialId]
+            }
+        }
+        return notifications
     }
 
     /// The changes of batches committed while a publish was waiting for its acknowledgements
@@ -79,7 +89,8 @@ public struct ReadingProgressProjection: Projection {
     public func afterCommit(_ effects: [ProgressNotification]) async throws {
         guard !effects.isEmpty else { return }
         let records = try effects.map {
-            KafkaProducerRecord(topic: progressTopic, key: Array($0.change.userId.utf8), value: try ContractCoding.encode($0.change))
+            KafkaProducerRecord(topic: progressTopic, key: Array($0.change.userId.utf8), value: try ContractCoding.encode($0.change),
+                                headers: $0.trace.map { [.trace($0)] } ?? [])
         }
         for result in await producer.send(records) { _ = try result.get() }
         _ = try await database.execute(ProgressSQL.dequeue, [effects.map(\.change.userId), effects.map(\.change.materialId),
@@ -142,6 +153,8 @@ public struct ReadingProgressProjection: Projection {
 public struct ProgressNotification: Sendable {
     public var change: ReadingProgressChanged
     public var version: Int64
+    /// The trace of the event that made the change (none when the relay re-sends it).
+    public var trace: TraceContext?
 
     /// The row's `last_position` (jsonb), read with the contract's yajl reader.
     static func lastPosition(_ row: PostgresRow) throws -> ReadingPosition? {

@@ -161,13 +161,13 @@ public struct ChannelSequencer: Projection {
 
         let now = Date()
         var sequenced: [SequencedChannelEvent] = []
-        for (draft, _, _) in drafts {
+        for (draft, source, _) in drafts {
             guard let seq = next[draft.channel.name] else {
                 throw InvalidRealtimeSource(description: "no sequence reserved for channel \(draft.channel.name)")
             }
             next[draft.channel.name] = seq + 1
             sequenced.append(SequencedChannelEvent(channel: draft.channel.name, seq: seq, event: draft.event,
-                                                   payload: draft.payload, createdAt: now, origin: draft.origin))
+                                                   payload: draft.payload, createdAt: now, origin: draft.origin, trace: source.trace))
         }
         let timestamp = ContractCoding.formatTimestamp(now)
         _ = try await connection.execute(RealtimeSQL.insertHistory, [

@@ -52,7 +52,9 @@ struct LiveEventConsumer: Sendable {
                 events.reserveCapacity(records.count)
                 for record in records {
                     do {
-                        events.append(try ContractCoding.decode(SequencedChannelEvent.self, from: record.value))
+                        var event = try ContractCoding.decode(SequencedChannelEvent.self, from: record.value)
+                        event.trace = record.trace
+                        events.append(event)
                     } catch {
                         logger.warning("undecodable sequenced event skipped",
                                        metadata: ["kafka.offset": "\(record.offset)", "error": "\(error)"])
@@ -62,6 +64,12 @@ struct LiveEventConsumer: Sendable {
                     }
                 }
                 hub.deliver(events)
+                for event in events {
+                    guard let trace = event.trace, trace.sampled else { continue }
+                    logger.info("traced event pushed to the channel's subscribers", metadata: [
+                        "trace_id": trace.traceID, "realtime.channel": event.channel, "realtime.event": event.event,
+                        "realtime.seq": "\(event.seq)"])
+                }
                 if !poison.isEmpty { setAside(poison) }
             }
         } catch {
