@@ -29,7 +29,8 @@ public enum HealthRoutes {
     public static func router(service: String, checks: [ReadinessCheck], metrics: MetricsRegistry,
                               collect: @escaping @Sendable () async -> Void = {}) -> Router {
         metrics.describe("service_ready", type: "gauge", help: "1 when every readiness check of the service passes (what /readyz answers), else 0.")
-        metrics.describe("service_dependency_up", type: "gauge", help: "1 when the service reaches the dependency (PostgreSQL, Kafka), else 0.")
+        metrics.describe("service_readiness_check", type: "gauge",
+                         help: "1 when the readiness check passes (postgres, kafka, a consumer of the service holding its partitions), else 0.")
         var router = Router()
         router.get("/healthz") { _ in .json(["status": "ok", "service": service]) }
         router.get("/readyz") { _ in
@@ -42,8 +43,8 @@ public enum HealthRoutes {
         router.get("/metrics") { _ in
             await collect()
             let results = await evaluate(checks)
-            for (dependency, up) in results {
-                metrics.set("service_dependency_up", up ? 1 : 0, labels: ["service": service, "dependency": dependency])
+            for (check, passed) in results {
+                metrics.set("service_readiness_check", passed ? 1 : 0, labels: ["service": service, "check": check])
             }
             metrics.set("service_ready", results.values.allSatisfy { $0 } ? 1 : 0, labels: ["service": service])
             return .text(metrics.render(), contentType: "text/plain; version=0.0.4; charset=utf-8")

@@ -74,7 +74,7 @@ enum StatusScreen {
         out += "\n"
         if let queue = report.transcodeQueue {
             out += "transcode queue    queued \(queue.queued), transcoding \(queue.transcoding), oldest queued "
-                + "\(number(queue.oldestQueuedAgeSeconds)) s, failed in the last hour \(queue.failedLastHour)\(because(queue.reason))\n"
+                + "\(queue.oldestQueuedAgeSeconds.map { "\(number($0)) s" } ?? "-"), failed in the last hour \(queue.failedLastHour)\(because(queue.reason))\n"
         }
         if let uploads = report.uploads {
             out += "uploads            uploading \(uploads.uploading), completed and not yet queued \(uploads.pending)"
