@@ -19,14 +19,24 @@ public struct SystemBacklog: Sendable, Equatable {
         let condition: String?
     }
 
-    public struct OutboxBacklog: Sendable, Equatable {
+    public struct OutboxBacklog: Sendable, Equatable, Encodable {
         public let outbox: OutboxTable
         public var entries: Int64
         /// How long the oldest entry has waited; nil when empty.
         public var oldestAgeSeconds: Double?
+
+        enum CodingKeys: String, CodingKey { case name, service, entries, oldestAgeSeconds }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(outbox.name, forKey: .name)
+            try container.encode(outbox.service, forKey: .service)
+            try container.encode(entries, forKey: .entries)
+            try container.encodeIfPresent(oldestAgeSeconds, forKey: .oldestAgeSeconds)
+        }
     }
 
-    public struct TranscodeQueue: Sendable, Equatable {
+    public struct TranscodeQueue: Sendable, Equatable, Encodable {
         public var queued: Int64
         public var transcoding: Int64
         /// How long the oldest queued job has waited since its request arrived; nil when none.
@@ -35,7 +45,7 @@ public struct SystemBacklog: Sendable, Equatable {
         public var failedLastHour: Int64
     }
 
-    public struct Uploads: Sendable, Equatable {
+    public struct Uploads: Sendable, Equatable, Encodable {
         /// Versions minted by upload-init whose files the app is still sending.
         public var uploading: Int64
         /// Completed versions whose transcode request is not yet on Kafka.
@@ -43,7 +53,7 @@ public struct SystemBacklog: Sendable, Equatable {
         public var oldestPendingAgeSeconds: Double?
     }
 
-    public struct Deletions: Sendable, Equatable {
+    public struct Deletions: Sendable, Equatable, Encodable {
         /// Within their grace period.
         public var scheduled: Int64
         /// Announced on `user.deletions.v1`, waiting for every service's confirmation.

@@ -23,167 +23,103 @@ struct StatusReport: Encodable {
         var purgingAgeSeconds: Double = 3600
     }
 
-    struct Dependency: Encodable { var state: Health; var reason: String? }
-
-    struct Service: Encodable {
-        var name: String
-        var url: String
-        var readiness: String
-        var checks: [String: Bool]
+    /// A line of the report: what was measured, its state, and the reason when it is not ok
+    /// (encoded as the measured fields plus `state` and `reason`).
+    struct Judged<Value: Encodable>: Encodable {
+        var value: Value
         var state: Health
         var reason: String?
+
+        enum Keys: String, CodingKey { case state, reason }
+
+        func encode(to encoder: any Encoder) throws {
+            try value.encode(to: encoder)
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(state, forKey: .state)
+            try container.encodeIfPresent(reason, forKey: .reason)
+        }
     }
 
-    struct Group: Encodable {
-        var group: String
-        var topics: [String]
-        var lagRecords: Int64
-        var lagSeconds: Double?
-        /// Records applied per second since the previous snapshot; nil on the first.
-        var applyRatePerSecond: Double?
-        var state: Health
-        var reason: String?
-    }
-
-    struct DeadLetterQueue: Encodable {
-        var topic: String
-        var records: Int64
-        var sinceLastReplay: Int64
-        var lastReplayAt: Date?
-        var state: Health
-        var reason: String?
-    }
-
-    struct Outbox: Encodable {
-        var name: String
-        var service: String
-        var entries: Int64
-        var oldestAgeSeconds: Double?
-        var state: Health
-        var reason: String?
-    }
-
-    struct TranscodeQueue: Encodable {
-        var queued: Int64
-        var transcoding: Int64
-        var oldestQueuedAgeSeconds: Double?
-        var failedLastHour: Int64
-        var state: Health
-        var reason: String?
-    }
-
-    struct Uploads: Encodable {
-        var uploading: Int64
-        var pending: Int64
-        var oldestPendingAgeSeconds: Double?
-        var state: Health
-        var reason: String?
-    }
-
-    struct Deletions: Encodable {
-        var scheduled: Int64
-        var purging: Int64
-        var oldestPurgingAgeSeconds: Double?
-        var state: Health
-        var reason: String?
-    }
+    /// PostgreSQL and Kafka have nothing to show but their state.
+    struct Reachability: Encodable {}
 
     var status: Health = .healthy
     var exitCode: Int32 = 0
     var takenAt: Date
     /// Every line's reason that is not `ok`, worst first.
     var reasons: [String] = []
-    var postgres: Dependency
-    var kafka: Dependency
-    var services: [Service] = []
-    var consumerGroups: [Group] = []
-    var deadLetterQueues: [DeadLetterQueue] = []
-    var outboxes: [Outbox] = []
-    var transcodeQueue: TranscodeQueue?
-    var uploads: Uploads?
-    var accountDeletions: Deletions?
+    var postgres: Judged<Reachability>
+    var kafka: Judged<Reachability>
+    var services: [Judged<StatusSnapshot.ServiceReadiness>] = []
+    var consumerGroups: [Judged<StatusSnapshot.GroupLag>] = []
+    var deadLetterQueues: [Judged<StatusSnapshot.DeadLetterQueue>] = []
+    var outboxes: [Judged<SystemBacklog.OutboxBacklog>] = []
+    var transcodeQueue: Judged<SystemBacklog.TranscodeQueue>?
+    var uploads: Judged<SystemBacklog.Uploads>?
+    var accountDeletions: Judged<SystemBacklog.Deletions>?
 
     init(_ snapshot: StatusSnapshot, previous: StatusSnapshot?, thresholds: Thresholds = Thresholds()) {
         takenAt = snapshot.takenAt
         var problems: [(Health, String)] = []
-        func judge(_ bad: Health, when condition: Bool, _ reason: @autoclosure () -> String) -> (Health, String?) {
-            guard condition else { return (.healthy, nil) }
+        /// `value` judged `bad` for `reason` when `condition` holds, else ok.
+        func judge<Value>(_ value: Value, _ bad: Health, when condition: Bool, _ reason: @autoclosure () -> String) -> Judged<Value> {
+            guard condition else { return Judged(value: value, state: .healthy) }
             let text = reason()
             problems.append((bad, text))
-            return (bad, text)
+            return Judged(value: value, state: bad, reason: text)
         }
         func seconds(_ value: Double) -> String { String(format: "%.0f s", value) }
 
-        var judged = judge(.down, when: snapshot.databaseError != nil, "PostgreSQL cannot be read: \(snapshot.databaseError ?? "")")
-        postgres = Dependency(state: judged.0, reason: judged.1)
-        judged = judge(.down, when: snapshot.kafkaError != nil, "Kafka cannot be read: \(snapshot.kafkaError ?? "")")
-        kafka = Dependency(state: judged.0, reason: judged.1)
-
-        for service in snapshot.services {
-            let (state, reason) = judge(.down, when: service.state != "ready",
-                                        "\(service.name) at \(service.url) is \(service.state.replacingOccurrences(of: "_", with: " "))"
-                                            + (service.error.map { ": \($0)" } ?? ""))
-            services.append(Service(name: service.name, url: service.url, readiness: service.state, checks: service.checks,
-                                    state: state, reason: reason))
+        postgres = judge(Reachability(), .down, when: snapshot.databaseError != nil, "PostgreSQL cannot be read: \(snapshot.databaseError ?? "")")
+        kafka = judge(Reachability(), .down, when: snapshot.kafkaError != nil, "Kafka cannot be read: \(snapshot.kafkaError ?? "")")
+        services = snapshot.services.map { service in
+            judge(service, .down, when: service.state != "ready",
+                  "\(service.name) at \(service.url) is \(service.state.replacingOccurrences(of: "_", with: " "))"
+                      + (service.error.map { ": \($0)" } ?? ""))
         }
         let elapsed = previous.map { snapshot.takenAt.timeIntervalSince($0.takenAt) } ?? 0
-        for group in snapshot.groups {
-            var rate: Double?
+        consumerGroups = snapshot.groups.map { measured in
+            var group = measured
             if elapsed > 0, let before = previous?.groups.first(where: { $0.group == group.group }) {
-                rate = max(0, Double(group.positionSum - before.positionSum) / elapsed)
+                group.applyRatePerSecond = max(0, Double(group.positionSum - before.positionSum) / elapsed)
             }
             let behind = group.lagSeconds ?? 0
-            let (state, reason) = judge(.degraded, when: behind > thresholds.lagSeconds,
-                                        "\(group.group) is \(seconds(behind)) behind (\(group.lagRecords) records on "
-                                            + "\(group.topics.joined(separator: ", ")); over \(seconds(thresholds.lagSeconds))")
-            consumerGroups.append(Group(group: group.group, topics: group.topics, lagRecords: group.lagRecords, lagSeconds: group.lagSeconds,
-                                        applyRatePerSecond: rate, state: state, reason: reason))
+            return judge(group, .degraded, when: behind > thresholds.lagSeconds,
+                         "\(group.group) is \(seconds(behind)) behind (\(group.lagRecords) records on "
+                             + "\(group.topics.joined(separator: ", "))); over \(seconds(thresholds.lagSeconds))")
         }
-        for queue in snapshot.deadLetterQueues {
-            let (state, reason) = judge(.degraded, when: queue.sinceLastReplay > 0,
-                                        "\(queue.topic) received \(queue.sinceLastReplay) dead letter(s) since the last replay "
-                                            + "(`backbone dlq list`)")
-            deadLetterQueues.append(DeadLetterQueue(topic: queue.topic, records: queue.records, sinceLastReplay: queue.sinceLastReplay,
-                                                    lastReplayAt: queue.lastReplayAt, state: state, reason: reason))
+        deadLetterQueues = snapshot.deadLetterQueues.map { queue in
+            judge(queue, .degraded, when: queue.sinceLastReplay > 0,
+                  "\(queue.topic) received \(queue.sinceLastReplay) dead letter(s) since the last replay (`backbone dlq list`)")
         }
         if let backlog = snapshot.backlog {
-            for outbox in backlog.outboxes {
+            outboxes = backlog.outboxes.map { outbox in
                 let age = outbox.oldestAgeSeconds ?? 0
-                let (state, reason) = judge(.degraded, when: age > thresholds.outboxAgeSeconds,
-                                            "outbox \(outbox.outbox.name) of \(outbox.outbox.service): \(outbox.entries) entries, the oldest "
-                                                + "waiting \(seconds(age)); over \(seconds(thresholds.outboxAgeSeconds))")
-                outboxes.append(Outbox(name: outbox.outbox.name, service: outbox.outbox.service, entries: outbox.entries,
-                                       oldestAgeSeconds: outbox.oldestAgeSeconds, state: state, reason: reason))
+                return judge(outbox, .degraded, when: age > thresholds.outboxAgeSeconds,
+                             "outbox \(outbox.outbox.name) of \(outbox.outbox.service): \(outbox.entries) entries, the oldest "
+                                 + "waiting \(seconds(age)); over \(seconds(thresholds.outboxAgeSeconds))")
             }
-            if let queue = backlog.transcode {
+            transcodeQueue = backlog.transcode.map { queue in
                 let age = queue.oldestQueuedAgeSeconds ?? 0
-                var (state, reason) = judge(.degraded, when: age > thresholds.transcodeQueuedAgeSeconds,
-                                            "transcode queue: the oldest of \(queue.queued) queued job(s) has waited \(seconds(age)) "
-                                                + "(\(queue.transcoding) in progress: is a transcode-worker running?)")
-                if state == .healthy {
-                    (state, reason) = judge(.degraded, when: queue.failedLastHour >= thresholds.transcodeFailuresPerHour,
-                                            "transcode queue: \(queue.failedLastHour) job(s) failed in the last hour "
-                                                + "(at least \(thresholds.transcodeFailuresPerHour))")
+                if age > thresholds.transcodeQueuedAgeSeconds {
+                    return judge(queue, .degraded, when: true, "transcode queue: the oldest of \(queue.queued) queued job(s) has waited "
+                                     + "\(seconds(age)) (\(queue.transcoding) in progress: is a transcode-worker running?)")
                 }
-                transcodeQueue = TranscodeQueue(queued: queue.queued, transcoding: queue.transcoding,
-                                                oldestQueuedAgeSeconds: queue.oldestQueuedAgeSeconds, failedLastHour: queue.failedLastHour,
-                                                state: state, reason: reason)
+                return judge(queue, .degraded, when: queue.failedLastHour >= thresholds.transcodeFailuresPerHour,
+                             "transcode queue: \(queue.failedLastHour) job(s) failed in the last hour "
+                                 + "(at least \(thresholds.transcodeFailuresPerHour))")
             }
-            if let waiting = backlog.uploads {
+            uploads = backlog.uploads.map { waiting in
                 let age = waiting.oldestPendingAgeSeconds ?? 0
-                let (state, reason) = judge(.degraded, when: age > thresholds.pendingUploadAgeSeconds,
-                                            "uploads: \(waiting.pending) completed version(s) not yet queued for transcoding, the oldest "
-                                                + "for \(seconds(age)) (can ingest reach Kafka?)")
-                uploads = Uploads(uploading: waiting.uploading, pending: waiting.pending,
-                                  oldestPendingAgeSeconds: waiting.oldestPendingAgeSeconds, state: state, reason: reason)
+                return judge(waiting, .degraded, when: age > thresholds.pendingUploadAgeSeconds,
+                             "uploads: \(waiting.pending) completed version(s) not yet queued for transcoding, the oldest "
+                                 + "for \(seconds(age)) (can ingest reach Kafka?)")
             }
-            if let deletions = backlog.deletions {
+            accountDeletions = backlog.deletions.map { deletions in
                 let age = deletions.oldestPurgingAgeSeconds ?? 0
-                let (state, reason) = judge(.degraded, when: age > thresholds.purgingAgeSeconds,
-                                            "account deletions: \(deletions.purging) purging, the oldest for \(seconds(age)) "
-                                                + "without every service's confirmation")
-                accountDeletions = Deletions(scheduled: deletions.scheduled, purging: deletions.purging,
-                                             oldestPurgingAgeSeconds: deletions.oldestPurgingAgeSeconds, state: state, reason: reason)
+                return judge(deletions, .degraded, when: age > thresholds.purgingAgeSeconds,
+                             "account deletions: \(deletions.purging) purging, the oldest for \(seconds(age)) "
+                                 + "without every service's confirmation")
             }
         }
         status = problems.map(\.0).max() ?? .healthy

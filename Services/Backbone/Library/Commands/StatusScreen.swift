@@ -1,4 +1,5 @@
 import Foundation
+import ServiceRuntime
 
 /// The last minute of each consumer group's lag and apply rate, for the live view's sparklines.
 struct StatusHistory {
@@ -8,8 +9,8 @@ struct StatusHistory {
 
     mutating func add(_ report: StatusReport) {
         for group in report.consumerGroups {
-            Self.append(group.lagSeconds ?? 0, to: &lag[group.group, default: []])
-            if let rate = group.applyRatePerSecond { Self.append(rate, to: &self.rate[group.group, default: []]) }
+            Self.append(group.value.lagSeconds ?? 0, to: &lag[group.value.group, default: []])
+            if let rate = group.value.applyRatePerSecond { Self.append(rate, to: &self.rate[group.value.group, default: []]) }
         }
     }
 
@@ -46,42 +47,46 @@ enum StatusScreen {
 
         var cells = [["SERVICE", "STATE", "URL", ""]]
         for service in report.services {
-            cells.append([service.name, service.readiness, service.url, because(service.reason)])
+            cells.append([service.value.name, service.value.state, service.value.url, because(service.reason)])
         }
         out += "\n" + CommandOutput.table(cells)
 
         cells = [["CONSUMER GROUP", "LAG", "BEHIND (s)", "RATE (/s)", "LAG s, last \(StatusHistory.length)", "RATE", ""]]
         for group in report.consumerGroups {
-            cells.append([group.group, String(group.lagRecords), number(group.lagSeconds),
-                          group.applyRatePerSecond.map { String(format: "%.1f", $0) } ?? "-",
-                          StatusHistory.sparkline(history.lag[group.group] ?? []),
-                          StatusHistory.sparkline(history.rate[group.group] ?? []), because(group.reason)])
+            let measured = group.value
+            cells.append([measured.group, String(measured.lagRecords), number(measured.lagSeconds),
+                          measured.applyRatePerSecond.map { String(format: "%.1f", $0) } ?? "-",
+                          StatusHistory.sparkline(history.lag[measured.group] ?? []),
+                          StatusHistory.sparkline(history.rate[measured.group] ?? []), because(group.reason)])
         }
         out += "\n" + (report.consumerGroups.isEmpty ? "no consumer group has stored a position yet\n" : CommandOutput.table(cells))
 
         cells = [["DEAD-LETTER TOPIC", "RECORDS", "SINCE LAST REPLAY", ""]]
         for queue in report.deadLetterQueues {
-            cells.append([queue.topic, String(queue.records), String(queue.sinceLastReplay), because(queue.reason)])
+            cells.append([queue.value.topic, String(queue.value.records), String(queue.value.sinceLastReplay), because(queue.reason)])
         }
         out += "\n" + (report.deadLetterQueues.isEmpty ? "no dead-letter topics\n" : CommandOutput.table(cells))
 
         cells = [["OUTBOX", "SERVICE", "ENTRIES", "OLDEST (s)", ""]]
         for outbox in report.outboxes {
-            cells.append([outbox.name, outbox.service, String(outbox.entries), number(outbox.oldestAgeSeconds), because(outbox.reason)])
+            let measured = outbox.value
+            cells.append([measured.outbox.name, measured.outbox.service, String(measured.entries), number(measured.oldestAgeSeconds),
+                          because(outbox.reason)])
         }
         if report.outboxes.count > 0 { out += "\n" + CommandOutput.table(cells) }
 
         out += "\n"
-        if let queue = report.transcodeQueue {
+        if let line = report.transcodeQueue {
+            let queue = line.value
             out += "transcode queue    queued \(queue.queued), transcoding \(queue.transcoding), oldest queued "
-                + "\(queue.oldestQueuedAgeSeconds.map { "\(number($0)) s" } ?? "-"), failed in the last hour \(queue.failedLastHour)\(because(queue.reason))\n"
+                + "\(queue.oldestQueuedAgeSeconds.map { "\(number($0)) s" } ?? "-"), failed in the last hour \(queue.failedLastHour)\(because(line.reason))\n"
         }
-        if let uploads = report.uploads {
-            out += "uploads            uploading \(uploads.uploading), completed and not yet queued \(uploads.pending)"
-                + "\(because(uploads.reason))\n"
+        if let line = report.uploads {
+            out += "uploads            uploading \(line.value.uploading), completed and not yet queued \(line.value.pending)"
+                + "\(because(line.reason))\n"
         }
-        if let deletions = report.accountDeletions {
-            out += "account deletions  scheduled \(deletions.scheduled), purging \(deletions.purging)\(because(deletions.reason))\n"
+        if let line = report.accountDeletions {
+            out += "account deletions  scheduled \(line.value.scheduled), purging \(line.value.purging)\(because(line.reason))\n"
         }
         return out
     }

@@ -10,16 +10,22 @@ import ServiceRuntime
 /// partitions' watermarks (Kafka metadata), the dead-letter topics' depth and replays, and
 /// what waits in PostgreSQL (`SystemBacklog`).
 struct StatusSnapshot: Sendable {
-    struct ServiceReadiness: Sendable {
+    struct ServiceReadiness: Sendable, Encodable {
         var name: String
         var url: String
         /// `ready`, `not_ready` (it answered 503) or `unreachable`.
         var state: String
         var checks: [String: Bool] = [:]
+        /// Why it is not ready (the report's reason says it).
         var error: String?
+
+        enum CodingKeys: String, CodingKey {
+            case name, url, checks
+            case state = "readiness"
+        }
     }
 
-    struct GroupLag: Sendable {
+    struct GroupLag: Sendable, Encodable {
         var group: String
         var topics: [String]
         var lagRecords: Int64
@@ -27,9 +33,13 @@ struct StatusSnapshot: Sendable {
         var lagSeconds: Double?
         /// Σ of the stored positions, for the apply rate between two snapshots.
         var positionSum: Int64
+        /// Records applied per second since the previous snapshot (set by the report); nil on the first.
+        var applyRatePerSecond: Double?
+
+        enum CodingKeys: String, CodingKey { case group, topics, lagRecords, lagSeconds, applyRatePerSecond }
     }
 
-    struct DeadLetterQueue: Sendable {
+    struct DeadLetterQueue: Sendable, Encodable {
         var topic: String
         var records: Int64
         /// Records past the last one `backbone dlq replay` replayed (all of them when none was).
