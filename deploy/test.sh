@@ -10,6 +10,10 @@ ensure_packages
 ensure_swift
 ensure_python_tools deploy/requirements-test.txt
 
+log "checking the Prometheus configuration and alert rules (promtool)"
+promtool check config deploy/prometheus/prometheus.yml >/dev/null
+promtool test rules deploy/prometheus/alerts_test.yml
+
 pg_dir=$(mktemp -d /tmp/backbone-test-pg.XXXXXX)
 trap 'pg_stop_throwaway "$pg_dir"' EXIT
 port=$(free_port)

@@ -43,6 +43,13 @@ public final class MetricsRegistry: Sendable {
         state.withLock { $0.counters[key, default: 0] += amount }
     }
 
+    /// Sets a counter to a total counted elsewhere (a count the component keeps itself);
+    /// it must only grow.
+    public func setTotal(_ name: String, _ value: Double, labels: Labels = [:]) {
+        let key = Self.key(name, labels)
+        state.withLock { $0.counters[key] = value }
+    }
+
     public func set(_ name: String, _ value: Double, labels: Labels = [:]) {
         let key = Self.key(name, labels)
         state.withLock { $0.gauges[key] = value }

@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Metrics
 import Postgres
+import Synchronization
 
 /// A partition was claimed by another member (its generation moved on): this member's
 /// work on it is rolled back and the partition dropped.
@@ -104,6 +105,7 @@ extension ProjectionRunner {
                 try await commit(kept.map { batch.items[$0] }, claims: &claims, lost: &lost, effects: &effects)
                 metrics.observe("projection_batch_seconds", Self.seconds(ContinuousClock.now - started), labels: ["group": configuration.groupID])
                 metrics.increment("projection_records_total", by: Double(kept.count), labels: ["group": configuration.groupID])
+                lagClock.withLock { $0.applied(kept.map { batch.items[$0].record }) }
             }
         } catch {
             // Only cancellation gets here: the batch was not committed and will be replayed.

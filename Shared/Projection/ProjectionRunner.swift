@@ -87,6 +87,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// Set while this member holds no partition although records wait that nobody processes
     /// (see `assignmentStallLimit`); cleared once a consumer of the runner is assigned again.
     let assignmentStalled = Atomic<Bool>(false)
+    /// Each partition's lag in seconds (`kafka_consumer_lag_seconds`).
+    let lagClock = Mutex(ConsumerLagClock())
 
     public init(projection: P, configuration: ProjectionRunnerConfiguration, database: PostgresClient,
                 deadLetters: KafkaProducer, metrics: MetricsRegistry, logger: Logger) {
@@ -104,7 +106,12 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         metrics.describe("projection_records_total", type: "counter", help: "Records consumed and committed by a projection.")
         metrics.describe("projection_dead_letters_total", type: "counter", help: "Records sent to a dead-letter topic.")
         metrics.describe("projection_batch_seconds", type: "histogram", help: "Time to apply and commit one batch.")
-        metrics.describe("kafka_consumer_lag", type: "gauge", help: "High watermark minus position, per partition.")
+        metrics.describe("kafka_consumer_lag", type: "gauge", help: "High watermark minus position, per partition: records still to project.")
+        metrics.describe("kafka_consumer_lag_seconds", type: "gauge",
+                         help: "How far behind in time, per partition: 0 when level, else the time since the later of the last applied record's timestamp and the last moment it was level.")
+        metrics.describe("projection_stage_seconds", type: "histogram", help: "Time of one stage of a batch (fetch, decode, apply, commit, after_commit).")
+        metrics.describe("client_errors_total", type: "counter",
+                         help: "Transient PostgreSQL and Kafka errors a projection retried, by client.")
         metrics.describe("projection_consumer_restarts_total", type: "counter",
                          help: "Consumers replaced after they failed (the projection resumed without a process restart).")
         metrics.describe("projection_offset_resets_total", type: "counter",
@@ -113,6 +120,12 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                          help: "Records the broker removed (retention) before the projection read them, found as a gap in the offsets while it ran.")
         metrics.describe("projection_assignment_stalls_total", type: "counter",
                          help: "Consumers replaced because they held no partition while records waited that no member processed.")
+        // Present from the start, so a rate over them is 0 rather than absent.
+        let group = ["group": configuration.groupID]
+        for name in ["projection_records_total", "projection_dead_letters_total", "projection_consumer_restarts_total"] {
+            metrics.increment(name, by: 0, labels: group)
+        }
+        for client in ["postgres", "kafka"] { metrics.increment("client_errors_total", by: 0, labels: group.merging(["client": client]) { $1 }) }
     }
 
     /// Consumes until the task is cancelled, then leaves the group cleanly.
@@ -220,9 +233,11 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     }
 
     func reportLag(_ consumer: KafkaConsumer) {
+        let now = Date()
         for (tp, lag) in consumer.lag() {
-            metrics.set("kafka_consumer_lag", Double(lag), labels: [
-                "group": configuration.groupID, "topic": tp.topic, "partition": String(tp.partition)])
+            let labels = ["group": configuration.groupID, "topic": tp.topic, "partition": String(tp.partition)]
+            metrics.set("kafka_consumer_lag", Double(lag), labels: labels)
+            metrics.set("kafka_consumer_lag_seconds", lagClock.withLock { $0.seconds(tp, records: lag, now: now) }, labels: labels)
         }
     }
 
@@ -415,6 +430,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                 return try await body()
             } catch let error where Self.isRetriable(error) {
                 logger.warning("retrying after a transient error", metadata: ["operation": what, "error": "\(error)"])
+                metrics.increment("client_errors_total", labels: ["group": configuration.groupID,
+                                                                  "client": error is PostgresError ? "postgres" : "kafka"])
                 let wakeUp = ContinuousClock.now + delay
                 repeat {
                     if Task.isCancelled || stopping.load(ordering: .relaxed) { throw CancellationError() }

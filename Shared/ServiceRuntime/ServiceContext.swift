@@ -19,6 +19,9 @@ public struct ServiceContext: Sendable {
     public let kafkaProbe: KafkaReadinessProbe
     public let metrics: MetricsRegistry
     public let logger: Logger
+    /// Whose parts of the `SystemBacklog` this service's `/metrics` measures: its own by
+    /// default; every part (nil) where one registry serves every service (`backbone dev`).
+    public var measuredBacklog: Set<String>?
 
     public init(name: String, configuration: CommonConfiguration, database: PostgresClient, producer: KafkaProducer,
                 admin: KafkaAdmin, metrics: MetricsRegistry, logger: Logger) {
@@ -33,6 +36,18 @@ public struct ServiceContext: Sendable {
         var logger = logger
         logger[metadataKey: "service"] = name
         self.logger = logger
+        self.measuredBacklog = [name]
+    }
+
+    /// What `/metrics` measures at scrape time: the backlog gauges of `measuredBacklog`
+    /// (a database that cannot answer leaves the last values in place).
+    public var scrapeCollector: @Sendable () async -> Void {
+        let (database, metrics, services) = (self.database, self.metrics, self.measuredBacklog)
+        SystemBacklog.describe(metrics)
+        return {
+            guard let backlog = try? await SystemBacklog.measure(database, services: services) else { return }
+            backlog.record(into: metrics)
+        }
     }
 
     /// Readiness: Postgres answers `SELECT 1` and the Kafka cluster answers a metadata request.

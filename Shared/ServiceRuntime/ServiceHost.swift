@@ -18,9 +18,10 @@ public struct HTTPService: Service {
     let onListening: @Sendable (Int) -> Void
 
     public init(name: String, configuration: HTTPServerConfiguration, router: Router, readiness: [ReadinessCheck],
-                metrics: MetricsRegistry, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+                metrics: MetricsRegistry, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in },
+                collect: @escaping @Sendable () async -> Void = {}) {
         var all = router
-        all.merge(HealthRoutes.router(service: name, checks: readiness, metrics: metrics))
+        all.merge(HealthRoutes.router(service: name, checks: readiness, metrics: metrics, collect: collect))
         self.name = name
         self.configuration = configuration
         self.router = all
@@ -28,7 +29,8 @@ public struct HTTPService: Service {
         self.logger = logger
         self.onListening = onListening
         metrics.describe("http_requests_total", type: "counter", help: "HTTP requests answered, by route pattern, method and status.")
-        metrics.describe("http_request_seconds", type: "histogram", help: "Time from a complete request to its response.")
+        metrics.describe("http_request_duration_seconds", type: "histogram",
+                         help: "Time from a complete request to its response, by service and route pattern.")
     }
 
     public func run() async throws {
@@ -40,7 +42,7 @@ public struct HTTPService: Service {
             metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
                                                               "status": String(response.status.rawValue)])
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            metrics.observe("http_request_seconds", seconds, labels: ["service": service, "route": route])
+            metrics.observe("http_request_duration_seconds", seconds, labels: ["service": service, "route": route])
         }
         try server.start()
         onListening(server.port)
@@ -116,12 +118,14 @@ public enum ServiceHost {
         var router = parts.router
         router.cors = CORSPolicy(allowedOrigins: context.configuration.corsAllowedOrigins)
         if let makeServer = parts.httpServer {
-            router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks + parts.readiness, metrics: context.metrics))
+            router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks + parts.readiness, metrics: context.metrics,
+                                             collect: context.scrapeCollector))
             return makeServer(router)
         }
         return HTTPService(
             name: context.name,
             configuration: HTTPServerConfiguration(host: context.configuration.httpHost, port: context.configuration.httpPort),
-            router: router, readiness: context.readinessChecks + parts.readiness, metrics: context.metrics, logger: context.logger)
+            router: router, readiness: context.readinessChecks + parts.readiness, metrics: context.metrics, logger: context.logger,
+            collect: context.scrapeCollector)
     }
 }

@@ -37,7 +37,8 @@ struct DeploymentTests {
             #expect(block.contains("HTTP_PORT: \"\(entry.defaultPort)\""), "\(entry.name) listens on \(entry.defaultPort)")
             #expect(block.contains("healthcheck:"), "\(entry.name) has a health check")
         }
-        for infrastructure in ["kafka-1:", "kafka-2:", "kafka-3:", "postgres:", "seaweedfs:", "topic-init:", "migrate:", "gateway:"] {
+        for infrastructure in ["kafka-1:", "kafka-2:", "kafka-3:", "postgres:", "seaweedfs:", "topic-init:", "migrate:", "gateway:",
+                               "prometheus:", "grafana:"] {
             #expect(text.contains("\n  \(infrastructure)\n"), "\(infrastructure) is in docker-compose.yml")
         }
         // The same settings names as `backbone dev`: every variable the services get is in the settings table.
@@ -47,6 +48,15 @@ struct DeploymentTests {
             for key in (services[entry.name]?["environment"] as? [String: Any] ?? [:]).keys {
                 #expect(settings.contains("`\(key)`"), "\(entry.name)'s \(key) is not a documented setting")
             }
+        }
+    }
+
+    @Test("Prometheus scrapes every replica of every service backbone dev runs, on its port")
+    func prometheusScrapesEveryService() throws {
+        let text = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/prometheus/prometheus.yml"), encoding: .utf8)
+        for entry in ServiceCatalog.entries {
+            #expect(text.contains("- job_name: \(entry.name)\n    dns_sd_configs: [{names: [\(entry.name)], type: A, port: \(entry.defaultPort)"),
+                    "\(entry.name) is scraped on \(entry.defaultPort)")
         }
     }
 

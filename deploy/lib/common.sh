@@ -7,6 +7,7 @@ BACKBONE_APT_PACKAGES=(
   liblz4-dev libyajl-dev zlib1g-dev libpng-dev libwebp-dev libcurl4-openssl-dev gltfpack postgresql postgresql-client kcat
   python3 python3-pip python3-venv
   curl ca-certificates procps nginx-light jq wrk
+  prometheus  # promtool (alert rule tests, metric lint) and the server the dashboard test evaluates against
 )
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }

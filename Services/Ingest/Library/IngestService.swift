@@ -198,5 +198,7 @@ public struct IngestService: Sendable {
                           help: "Wall-clock seconds reading-event batches spent in each stage of the handler.")
         metrics.describe("ingest_kafka_failures_total", type: "counter", help: "Batches answered 503 because Kafka did not acknowledge.")
         metrics.describe("ingest_room_versions_total", type: "counter", help: "New room versions queued for transcoding.")
+        // Present from the start, so a rate over them is 0 rather than absent.
+        for name in ["ingest_kafka_failures_total", "ingest_rate_limited_total", "ingest_room_versions_total"] { metrics.increment(name, by: 0) }
     }
 }

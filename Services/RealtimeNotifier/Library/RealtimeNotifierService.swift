@@ -69,7 +69,7 @@ public struct RealtimeNotifierService: Sendable {
         let metrics = context.metrics
         metrics.describe("realtime_connections", type: "gauge", help: "Open WebSocket connections.")
         metrics.describe("realtime_subscriptions", type: "gauge", help: "Channel subscriptions on this instance.")
-        metrics.describe("realtime_messages_delivered", type: "gauge", help: "Broadcasts queued to sockets since start.")
+        metrics.describe("realtime_messages_delivered_total", type: "counter", help: "Broadcasts queued to sockets since start.")
         let hub = environment.hub
         var router = CatchUpRoutes.router(authenticator: context.authenticator, authorizer: environment.authorizer, history: history)
         router.merge(BroadcastRoutes.router(authenticator: context.authenticator, producer: context.producer,
@@ -87,7 +87,7 @@ public struct RealtimeNotifierService: Sendable {
                         delegate.closeErased()
                         metrics.set("realtime_connections", Double(delegate.sessionCount))
                         metrics.set("realtime_subscriptions", Double(hub.subscriptionCount))
-                        metrics.set("realtime_messages_delivered", Double(hub.deliveredCount))
+                        metrics.setTotal("realtime_messages_delivered_total", Double(hub.deliveredCount))
                     }
                 },
             ] + erasure.background,

@@ -30,6 +30,13 @@ struct TranscodeJobLoop: Sendable {
     var objects: (any ObjectStore)? = nil
 
     func run() async throws {
+        metrics.describe("transcode_jobs_total", type: "counter", help: "Transcode jobs finished, by outcome (ready, failed).")
+        metrics.describe("transcode_job_seconds", type: "histogram", help: "Time to transcode one room version that became ready.")
+        metrics.describe("transcode_transient_failures_total", type: "counter",
+                         help: "Store or database failures that postponed a job (never failing it).")
+        // Present from the start, so a rate over them is 0 rather than absent.
+        for outcome in ["ready", "failed"] { metrics.increment("transcode_jobs_total", by: 0, labels: ["outcome": outcome]) }
+        metrics.increment("transcode_transient_failures_total", by: 0)
         await withTaskGroup(of: Void.self) { group in
             for slot in 0..<max(1, concurrency) {
                 group.addTask { await self.slot(slot) }

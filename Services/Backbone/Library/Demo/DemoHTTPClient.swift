@@ -24,11 +24,14 @@ package struct DemoHTTPClient {
         func decode<T: Decodable>(_ type: T.Type) -> T? { try? JSONDecoder().decode(T.self, from: body) }
     }
 
-    let session: URLSession = {
+    let session: URLSession
+
+    /// `timeout`: how long a request may wait for an answer (`backbone status` asks `/readyz` briefly).
+    package init(timeout: TimeInterval = 15) {
         let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 15
-        return URLSession(configuration: configuration)
-    }()
+        configuration.timeoutIntervalForRequest = timeout
+        session = URLSession(configuration: configuration)
+    }
 
     /// `service` names the service in errors ("ingest at http://…").
     func send(_ method: String, service: String, base: String, path: String, token: String?, body: Data? = nil) async throws -> Response {

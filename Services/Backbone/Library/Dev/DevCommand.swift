@@ -125,8 +125,10 @@ enum DevCommand {
             serviceConfiguration.httpPort = port
             // Loopback unless told otherwise (HTTP_HOST=0.0.0.0 lets a phone on the network in).
             serviceConfiguration.httpHost = environment["HTTP_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1"
-            let serviceContext = ServiceContext(name: entry.name, configuration: serviceConfiguration, database: context.database,
+            var serviceContext = ServiceContext(name: entry.name, configuration: serviceConfiguration, database: context.database,
                                                 producer: context.producer, admin: context.admin, metrics: metrics, logger: logger)
+            // One registry serves every service's /metrics here: each scrape measures the whole backlog.
+            serviceContext.measuredBacklog = nil
             let built = entry.build(serviceContext)
             parts.append(built)
             http.append(ServiceHost.httpService(context: serviceContext, parts: built))

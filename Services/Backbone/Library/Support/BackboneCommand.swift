@@ -32,6 +32,12 @@ public enum BackboneCommand {
                                   serves, then swap them in atomically at its position (--dry-run: show how
                                   the live model differs); `backbone rebuild --help` for more
 
+    operations (the settings of the commands below, and the services' *_URL):
+      status [--json] [--interval S] [--max-lag-seconds N]
+                                  readiness, consumer lag (records, seconds, rate), DLQs, outboxes, the transcode
+                                  queue, uploads and deletions waiting; live on a terminal, one JSON document
+                                  otherwise; exit 0 healthy, 1 degraded, 2 down
+
     stored positions and dead letters (also DATABASE_URL; each has --help with an example):
       offsets [--group G]         every stored consumer position with its partition's watermarks and lag
       offsets reset --group G [--topic T] [--partition P] --to earliest|latest|OFFSET|TIME [--dry-run]
@@ -68,6 +74,7 @@ public enum BackboneCommand {
             case "tail": return try await TailCommand.run(rest, logger: logger)
             case "dump": return try await DumpCommand.run(rest, logger: logger)
             case "republish": return try await RepublishCommand.run(rest, logger: logger)
+            case "status": return try await StatusCommand.run(rest, logger: logger)
             case "offsets": return try await OffsetsCommand.run(rest, logger: logger)
             case "dlq": return try await DeadLetterCommand.run(rest, logger: logger)
             case "rebuild": return try await RebuildCommand.run(rest, logger: logger)
