@@ -84,8 +84,8 @@ struct TranscodeRoutes: Sendable {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "version_id: 1–128 printable characters")
         }
         let attempt = try await retry(body.versionId, user: user)
-        return .json(TranscodeRetryFunctionResponse(versionId: body.versionId, attempt: attempt), status: .accepted,
-                     encoder: ContractCoding.encoder)
+        return .json(RoomVersionRetryAccepted(versionId: body.versionId, attempt: attempt), status: .accepted,
+                     encoder: ContractCoding.snakeCaseEncoder)
     }
 
     /// Queues a failed version again for its owner; returns the attempt it starts.

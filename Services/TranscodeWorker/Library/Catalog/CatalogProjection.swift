@@ -102,14 +102,16 @@ public struct CatalogProjection: Projection {
     static let maxLocationCharacters = 100
 
     /// A room's city-level label as the catalog keeps it (seed `002_*` §8.1, P-3), or nil:
-    /// surrounding whitespace trimmed; empty, longer than `maxLocationCharacters`, holding a
+    /// surrounding whitespace trimmed; empty, longer than `maxLocationCharacters` (or 4 bytes
+    /// each: characters piled with combining marks), holding a
     /// control character, or holding a decimal number or a degree sign (coordinates, which the
     /// label must never be) → no label. Ingest validates the label too; a label is decoration, so
     /// the catalog drops a bad one rather than the record that carries it (whose title,
     /// visibility and status still count).
     static func locationLabel(_ raw: String?) -> String? {
         guard let label = raw?.trimmingCharacters(in: .whitespacesAndNewlines), !label.isEmpty,
-              label.count <= maxLocationCharacters, !Contracts.Identifier.containsControlCharacter(label), !label.contains("°") else {
+              label.count <= maxLocationCharacters, label.utf8.count <= 4 * maxLocationCharacters,
+              !Contracts.Identifier.containsControlCharacter(label), !label.contains("°") else {
             return nil
         }
         let scalars = Array(label.unicodeScalars)
