@@ -74,7 +74,7 @@ let services: [Target] =
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
-    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "RoomScan"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "RoomScan", "Hashing"])
     + [
         .target(
             name: "BackboneCLI",

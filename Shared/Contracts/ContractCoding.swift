@@ -14,6 +14,16 @@ public enum ContractCoding {
         return encoder
     }()
 
+    /// The same encoding with snake_case keys: the answers of the CrowdRoom app's Edge Functions,
+    /// whose fields the seed writes that way (`version_id`).
+    public static let snakeCaseEncoder: JSONEncoder = {
+        let snakeCase = JSONEncoder()
+        snakeCase.outputFormatting = encoder.outputFormatting
+        snakeCase.dateEncodingStrategy = encoder.dateEncodingStrategy
+        snakeCase.keyEncodingStrategy = .convertToSnakeCase
+        return snakeCase
+    }()
+
     public static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in

@@ -1,5 +1,21 @@
 import Foundation
 
+/// A room version's status as the catch-up queries tell it: the app's enum (seed `002_*` §6.1) —
+/// `uploading` between upload-init and upload-complete (announced on `room.uploads.v1`, before
+/// the version has a transcode status), then the worker's statuses.
+public enum RoomVersionPhase: String, Sendable, Codable, CaseIterable {
+    case uploading, queued, transcoding, ready, failed
+
+    public init(_ status: RoomVersionStatus) {
+        switch status {
+        case .queued: self = .queued
+        case .transcoding: self = .transcoding
+        case .ready: self = .ready
+        case .failed: self = .failed
+        }
+    }
+}
+
 /// `GET /rooms/versions/{versionId}`: the one catch-up query of a room version (seed `002_*`
 /// §6.2, R-iOS-5) — its status, stage, grade, error and attempts, and short-lived presigned
 /// GET URLs for its outputs once it is ready.
@@ -32,7 +48,7 @@ public struct RoomVersionDetails: Sendable, Hashable, Codable {
 
     public var versionId: String
     public var roomId: String
-    public var status: RoomVersionStatus
+    public var status: RoomVersionPhase
     public var stage: String?
     public var qualityGrade: String?
     public var error: Failure?
@@ -40,7 +56,7 @@ public struct RoomVersionDetails: Sendable, Hashable, Codable {
     public var outputs: Outputs?
     public var updatedAt: Date
 
-    public init(versionId: String, roomId: String, status: RoomVersionStatus, stage: String?, qualityGrade: String?,
+    public init(versionId: String, roomId: String, status: RoomVersionPhase, stage: String?, qualityGrade: String?,
                 error: Failure?, attempts: Int, outputs: Outputs?, updatedAt: Date) {
         self.versionId = versionId
         self.roomId = roomId

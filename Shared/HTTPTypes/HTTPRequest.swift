@@ -76,6 +76,18 @@ public struct HTTPRequest: Sendable {
         }
     }
 
+    /// Decodes the JSON body, telling the two failures apart: a body that is not JSON is a 400
+    /// `INVALID_JSON`, JSON of another shape (a field missing, of the wrong type or value) a 400
+    /// `INVALID_FIELD` naming the field.
+    public func decodeFields<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws(HTTPError) -> T {
+        do {
+            return try decoder.decode(T.self, from: Data(body))
+        } catch {
+            let isJSON = (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil
+            throw HTTPError(.badRequest, code: isJSON ? "INVALID_FIELD" : "INVALID_JSON", message: HTTPError.describe(decodingError: error))
+        }
+    }
+
     /// Splits `a=1&b=two%20words` into a dictionary (the last value of a repeated key wins).
     public static func parseQuery(_ string: Substring) -> [String: String] {
         var result: [String: String] = [:]

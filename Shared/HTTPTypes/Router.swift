@@ -3,8 +3,10 @@ import Logging
 /// A route handler: a fully received request in, a response out.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
 
-/// Matches method + path patterns such as `/materials/:id/reading-progress`.
-/// Servers call `respond(to:)`; it renders every thrown error as `{"error":{…}}`.
+/// Matches method + path patterns such as `/materials/:id/reading-progress`; a last segment
+/// `*name` takes the rest of the path, one segment or more (`/storage/v1/object/public/rooms/*key`
+/// → `key` = `rooms/r1/v1/thumbnail.webp`; empty segments are not kept, so a handler that cares
+/// reads `request.path`). Servers call `respond(to:)`; it renders every thrown error as `{"error":{…}}`.
 public struct Router: Sendable {
     struct Route: Sendable {
         let method: HTTPMethod
@@ -16,6 +18,8 @@ public struct Router: Sendable {
     enum Segment: Sendable, Equatable {
         case literal(String)
         case parameter(String)
+        /// The rest of the path (only as the last segment).
+        case rest(String)
     }
 
     private var routes: [Route] = []
@@ -26,8 +30,12 @@ public struct Router: Sendable {
 
     public mutating func on(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler) {
         let segments = pattern.split(separator: "/").map { part -> Segment in
-            part.hasPrefix(":") ? .parameter(String(part.dropFirst())) : .literal(String(part))
+            if part.hasPrefix(":") { return .parameter(String(part.dropFirst())) }
+            if part.hasPrefix("*") { return .rest(String(part.dropFirst())) }
+            return .literal(String(part))
         }
+        precondition(!segments.dropLast().contains { if case .rest = $0 { true } else { false } },
+                     "a *rest segment must be the last of \(pattern)")
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
@@ -42,13 +50,16 @@ public struct Router: Sendable {
     /// Finds the route for a request; `nil` with `methodAllowed == true` means 405.
     func match(_ method: HTTPMethod, _ path: String) -> (Route, [String: String])? {
         let parts = path.split(separator: "/").map(String.init)
-        for route in routes where route.segments.count == parts.count {
+        for route in routes {
+            let takesRest = if case .rest = route.segments.last { true } else { false }
+            guard takesRest ? parts.count >= route.segments.count : parts.count == route.segments.count else { continue }
             var parameters: [String: String] = [:]
             var ok = true
-            for (segment, part) in zip(route.segments, parts) {
+            for (index, (segment, part)) in zip(route.segments, parts).enumerated() {
                 switch segment {
                 case .literal(let literal): if literal != part { ok = false }
                 case .parameter(let name): parameters[name] = part
+                case .rest(let name): parameters[name] = parts[index...].joined(separator: "/")
                 }
                 if !ok { break }
             }

@@ -144,19 +144,10 @@ public struct LayerManifest: Sendable {
             w.beginObject()
             w.key("texture"); w.string(texture.texture)
             w.key("inPackage"); w.bool(texture.inPackage)
-            w.key("regions")
-            w.beginArray()
-            for r in texture.redactions {
-                w.beginObject()
-                w.key("kind"); w.string(r.kind.rawValue)
-                w.key("method"); w.string(r.method)
-                w.key("x"); number(r.region.x)
-                w.key("y"); number(r.region.y)
-                w.key("width"); number(r.region.width)
-                w.key("height"); number(r.region.height)
-                w.endObject()
-            }
-            w.endArray()
+            // How many regions, never where: the manifest is handed to anyone who can see a
+            // public room, and where the faces were is the owner's to know (their regions are
+            // served to them alone, by the catalog's `/rest/v1/redactions`).
+            w.key("count"); w.int(texture.redactions.count)
             w.endObject()
         }
         w.endArray()

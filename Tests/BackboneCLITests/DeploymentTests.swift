@@ -190,6 +190,11 @@ struct DeploymentTests {
         let cases: [(arguments: [String], status: String, code: String)] = [
             (["\(base)/no/such/route"], "404", "NOT_FOUND"),
             (["\(base)/learning/continue"], "503", "SERVICE_UNAVAILABLE"),
+            // The transcode worker's routes beyond the catalog reach its upstream (down here), not a 404.
+            (["\(base)/rest/v1/redactions?version_id=eq.v-1"], "503", "SERVICE_UNAVAILABLE"),
+            (["-X", "POST", "\(base)/functions/v1/transcode-retry"], "503", "SERVICE_UNAVAILABLE"),
+            (["\(base)/storage/v1/object/public/rooms/rooms/r-1/v-1/thumbnail.webp"], "503", "SERVICE_UNAVAILABLE"),
+            (["-X", "POST", "\(base)/storage/v1/object/sign/rooms/rooms/r-1/v-1/thumbnail.webp"], "503", "SERVICE_UNAVAILABLE"),
             (["\(base)/" + String(repeating: "a", count: 20_000)], "414", "URI_TOO_LONG"),
             (["-H", "X-Big: " + String(repeating: "b", count: 20_000), "\(base)/healthz"], "400", "BAD_REQUEST"),
             // A NUL byte in the URL (the realtime notifier's libwebsockets would drop the connection).

@@ -61,17 +61,24 @@ struct RoomTranscoderTests {
         #expect(walls["triangleCount"] as? Int == 48 && walls["sourcePointCount"] as? Int == 32 && walls["glbVertexCount"] as? Int == 96)
         let redactions = manifest["redactions"] as? [[String: Any]] ?? []
         #expect(redactions.first?["texture"] as? String == "textures/fabric.jpg" && redactions.first?["inPackage"] as? Bool == true)
+        // How many regions, never where: anyone who sees the public room can read the manifest.
+        #expect(redactions.first?["count"] as? Int == 1 && redactions.first?["regions"] == nil)
+        let text = String(decoding: try Data(contentsOf: folder.appendingPathComponent("layer_manifest.json")), as: UTF8.self)
+        #expect(!text.contains("gaussianBlur18") && !text.contains("\"width\":0.3"), "no region or method of a redaction")
         let grade = manifest["grade"] as? [String: Any] ?? [:]
         #expect(grade["grade"] as? String == "A")
         #expect((grade["dimensions"] as? [[String: Any]])?.count == 4)
     }
 
-    @Test("the manifest validates against docs/layer_manifest.schema.json (check-jsonschema), skipped duration included",
+    @Test("the manifest validates against docs/layer_manifest.schema.json (check-jsonschema), skipped duration and redaction counts included",
           .enabled(if: RoomTranscoderTests.checker != nil))
     func manifestSchema() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }
-        _ = try Self.transcode("roomscan_open", into: folder, metadata: TranscodeMetadata(roomId: "r", versionId: "v"))
+        let redaction = Redaction(textureRef: "textures/wall.png", kind: .manual,
+                                  region: RedactionRegion(x: 0.5, y: 0.5, width: 0.1, height: 0.1), method: "manual_blur")
+        _ = try Self.transcode("roomscan_open", into: folder, metadata: TranscodeMetadata(roomId: "r", versionId: "v",
+                                                                                          redactions: [redaction, redaction]))
         let schema = Witness.root.appendingPathComponent("docs/layer_manifest.schema.json").path
         let result = try Witness.run(try #require(Self.checker), ["--schemafile", schema, folder.appendingPathComponent("layer_manifest.json").path])
         #expect(result.status == 0, "\(result.output)")

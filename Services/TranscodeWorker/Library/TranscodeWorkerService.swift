@@ -71,7 +71,8 @@ public struct TranscodeConfiguration: Sendable {
 /// transcode-worker: `room.transcode.requests.v1` → `transcode_jobs` (the intake, on the
 /// projection runner), the job loop that turns each version into its outputs, the status
 /// relay to `room.transcode.status.v1`, the catch-up and retry endpoints, and the room
-/// catalog (`/rest/v1/rooms`, `/rest/v1/room_versions`) on its own projection of both topics.
+/// catalog (`/rest/v1/rooms`, `/rest/v1/room_versions`, `/rest/v1/redactions`, the Storage paths
+/// of the room files) on its own projection of the room topics.
 public struct TranscodeWorkerService: Sendable {
     public static let migrations = ProjectionSchema.migrations + TranscodeSchema.migrations + CatalogSchema.migrations
 
@@ -117,10 +118,10 @@ public struct TranscodeWorkerService: Sendable {
                                 interval: configuration.outboxInterval, grace: .zero, logger: context.logger)
         let interval = configuration.outboxInterval
         let logger = context.logger
-        let routes = TranscodeRoutes(store: store, authenticator: context.authenticator, links: links,
-                                     maxAttempts: configuration.maxAttempts, onRetry: { jobs.notify(); statuses.notify() })
         let catalog = RoomCatalog(database: context.database, authenticator: context.authenticator, links: links,
                                   configuration: configuration.catalog, linkTTL: configuration.linkTTL)
+        let routes = TranscodeRoutes(store: store, catalog: catalog.store, authenticator: context.authenticator, links: links,
+                                     maxAttempts: configuration.maxAttempts, onRetry: { jobs.notify(); statuses.notify() })
         let catalogRunner = ProjectionRunner(
             projection: catalog.projection(requestsTopic: configuration.requestsTopic, uploadsTopic: configuration.uploadsTopic),
             configuration: ProjectionRunnerConfiguration(

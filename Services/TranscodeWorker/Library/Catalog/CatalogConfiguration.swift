@@ -13,11 +13,13 @@ public struct CatalogConfiguration: Sendable {
     public var cacheTTL: Duration = .seconds(1)
     /// The most answers kept.
     public var cacheEntries: Int = 10_000
+    /// The longest lifetime a Storage signed URL may be given (`expiresIn`, seconds).
+    public var signedURLMaxSeconds: Int = 7 * 24 * 3600
 
     public init() {}
 
     /// `CATALOG_GROUP_ID`, `CATALOG_FEED_HALF_LIFE_HOURS`, `CATALOG_MAX_LIMIT`, `CATALOG_CACHE_TTL_MS`,
-    /// `CATALOG_CACHE_ENTRIES`.
+    /// `CATALOG_CACHE_ENTRIES`, `CATALOG_SIGNED_URL_MAX_SECONDS`.
     public static func read(from env: inout EnvironmentReader) -> CatalogConfiguration {
         var c = CatalogConfiguration()
         c.groupID = env.string("CATALOG_GROUP_ID", default: c.groupID)
@@ -25,6 +27,7 @@ public struct CatalogConfiguration: Sendable {
         c.maxLimit = env.int("CATALOG_MAX_LIMIT", default: c.maxLimit, range: 1...10_000)
         c.cacheTTL = env.milliseconds("CATALOG_CACHE_TTL_MS", default: c.cacheTTL)
         c.cacheEntries = env.int("CATALOG_CACHE_ENTRIES", default: c.cacheEntries, range: 0...1_000_000)
+        c.signedURLMaxSeconds = env.int("CATALOG_SIGNED_URL_MAX_SECONDS", default: c.signedURLMaxSeconds, range: 1...31_536_000)
         return c
     }
 }

@@ -15,7 +15,8 @@ import Projection
 /// upload events; its request is on another topic again and may be applied before or after
 /// either, so upload, request and status fields are merged independently: a request outranks
 /// the upload-init's title, tags and visibility, a worker status outranks both as the
-/// version's status, and `abandoned` (a version that never got a request) sticks.
+/// version's status, and `abandoned` (a version that never got a request) sticks. The request's
+/// city label and redactions go with its title (the redactions only a request carries).
 public struct CatalogProjection: Projection {
     public enum Event: Sendable, Equatable {
         case request(RoomTranscodeRequest)
@@ -48,15 +49,20 @@ public struct CatalogProjection: Projection {
 
     public func decode(_ record: KafkaConsumerRecord) throws -> Event {
         if record.topic == requestsTopic {
-            let request = try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)
+            var request = try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)
             try TranscodeIntake.validate(request)
             guard request.title.utf8.count <= 1_000, request.tags.count <= 100 else {
                 throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
             }
+            guard request.redactions.count <= 1_000, request.redactions.allSatisfy({ $0.region.isValid }) else {
+                throw InvalidCatalogRecord(description: "more than 1000 redactions, or a region outside 0…1")
+            }
+            request.locationCity = Self.locationLabel(request.locationCity)
             return .request(request)
         }
         if record.topic == uploadsTopic {
-            let upload = try ContractCoding.decode(RoomUploadEvent.self, from: record.value)
+            var upload = try ContractCoding.decode(RoomUploadEvent.self, from: record.value)
+            upload.locationCity = Self.locationLabel(upload.locationCity)
             for (name, value) in [("roomId", upload.roomId), ("versionId", upload.versionId), ("ownerUserId", upload.ownerUserId)] {
                 guard TranscodeIntake.isIdentifier(value) else {
                     throw InvalidCatalogRecord(description: "\(name) must be 1–128 printable characters")
@@ -85,12 +91,37 @@ public struct CatalogProjection: Projection {
             .erased(among: Set(events.lazy.map { owner($0.event) }), in: connection)
         let deltas = CatalogVersionDelta.fold(events.map(\.event).filter { !erased.contains(owner($0)) })
         guard !deltas.isEmpty else { return }
-        _ = try await connection.execute(CatalogSQL.upsertVersions(tables), CatalogVersionDelta.binds(deltas))
+        _ = try await connection.execute(CatalogSQL.upsertVersions(tables), try CatalogVersionDelta.binds(deltas))
         let rooms = Array(Set(deltas.map(\.roomId))).sorted()
         _ = try await connection.execute(CatalogSQL.refreshRooms(tables), [rooms, CatalogSQL.microseconds(feedHalfLife)])
     }
 
     public func afterCommit(_ effects: Void) async throws { onCommit() }
+
+    /// The longest city label kept, in characters.
+    static let maxLocationCharacters = 100
+
+    /// A room's city-level label as the catalog keeps it (seed `002_*` §8.1, P-3), or nil:
+    /// surrounding whitespace trimmed; empty, longer than `maxLocationCharacters` (or 4 bytes
+    /// each: characters piled with combining marks), holding a
+    /// control character, or holding a decimal number or a degree sign (coordinates, which the
+    /// label must never be) → no label. Ingest validates the label too; a label is decoration, so
+    /// the catalog drops a bad one rather than the record that carries it (whose title,
+    /// visibility and status still count).
+    static func locationLabel(_ raw: String?) -> String? {
+        guard let label = raw?.trimmingCharacters(in: .whitespacesAndNewlines), !label.isEmpty,
+              label.count <= maxLocationCharacters, label.utf8.count <= 4 * maxLocationCharacters,
+              !Contracts.Identifier.containsControlCharacter(label), !label.contains("°") else {
+            return nil
+        }
+        let scalars = Array(label.unicodeScalars)
+        for i in scalars.indices.dropFirst().dropLast()
+        where (scalars[i] == "." || scalars[i] == ",") && scalars[i - 1].properties.numericType != nil
+            && scalars[i + 1].properties.numericType != nil {
+            return nil
+        }
+        return label
+    }
 }
 
 /// Everything one batch says about one version, folded in offset order.
@@ -154,7 +185,7 @@ struct CatalogVersionDelta: Sendable, Equatable {
     }
 
     /// The binds of `CatalogSQL.upsertVersions`, one array per column ("" = none).
-    static func binds(_ deltas: [CatalogVersionDelta]) -> [any PostgresBindable] {
+    static func binds(_ deltas: [CatalogVersionDelta]) throws -> [any PostgresBindable] {
         func json(_ strings: [String]) -> String {
             String(decoding: (try? JSONSerialization.data(withJSONObject: strings)) ?? Data("[]".utf8), as: UTF8.self)
         }
@@ -175,6 +206,9 @@ struct CatalogVersionDelta: Sendable, Equatable {
             deltas.map { $0.queuedAts.sorted().map { stamp($0) }.joined(separator: ",") }, deltas.map { stamp($0.status?.at) }, deltas.map { stamp(finished($0)) },
             deltas.map { stamp($0.firstAt) }, deltas.map { stamp($0.lastAt) },
             deltas.map { $0.abandoned ? "abandoned" : $0.uploading != nil ? "uploading" : "" },
+            // The request's label outranks the upload-init's, as its title does (nil from a request: none given).
+            deltas.map { delta in (delta.request != nil ? delta.request?.locationCity : delta.uploading?.locationCity) ?? "" },
+            try deltas.map { delta in try delta.request.map { String(decoding: try ContractCoding.encode($0.redactions), as: UTF8.self) } ?? "" },
         ]
     }
 }

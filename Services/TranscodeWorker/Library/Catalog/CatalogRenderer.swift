@@ -26,6 +26,7 @@ struct CatalogRenderer {
                 for tag in room.tags { w.string(tag) }
                 w.endArray()
             case "visibility": w.string(room.visibility)
+            case "location_city": optional(room.locationCity, &w)
             case "created_at": w.timestamp(room.createdAt)
             case "updated_at": w.timestamp(room.updatedAt)
             case "current_version_id": optional(room.currentVersionID, &w)
@@ -91,6 +92,30 @@ struct CatalogRenderer {
             case "created_at": w.timestamp(version.createdAt)
             case "updated_at": w.timestamp(version.updatedAt)
             case "finished_at": if let at = version.finishedAt { w.timestamp(at) } else { w.null() }
+            default: w.null()
+            }
+        }
+        w.endObject()
+    }
+
+    func write(_ redaction: CatalogRedactionRow, columns: [String]?, to w: inout JSONWriter) {
+        w.beginObject()
+        for column in columns ?? CatalogResource.redactions.columns {
+            w.dynamicKey(column)
+            switch column {
+            case "id": w.string(redaction.id)
+            case "version_id": w.string(redaction.versionID)
+            case "texture_ref": w.string(redaction.textureRef)
+            case "kind": w.string(redaction.kind)
+            case "region":
+                w.beginObject()
+                w.key("x"); w.double(redaction.region.x)
+                w.key("y"); w.double(redaction.region.y)
+                w.key("width"); w.double(redaction.region.width)
+                w.key("height"); w.double(redaction.region.height)
+                w.endObject()
+            case "method": w.string(redaction.method)
+            case "created_at": w.timestamp(redaction.createdAt)
             default: w.null()
             }
         }

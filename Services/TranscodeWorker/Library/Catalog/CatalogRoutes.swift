@@ -6,9 +6,10 @@ import Logging
 import Postgres
 import ServiceRuntime
 
-/// `GET /rest/v1/rooms` and `GET /rest/v1/room_versions`: the PostgREST calls the CrowdRoom
-/// app makes (seed `002_*` §2.2 Flow B, §6.2, R-iOS-5), answered from the catalog read model
-/// with the row-level rules of `CatalogStore` and presigned GET URLs for the outputs.
+/// `GET /rest/v1/rooms`, `GET /rest/v1/room_versions` and `GET /rest/v1/redactions`: the
+/// PostgREST calls the CrowdRoom app makes (seed `002_*` §2.2 Flow B, §4 P-2, §6.2, R-iOS-5),
+/// answered from the catalog read model with the row-level rules of `CatalogStore` and
+/// presigned GET URLs for the outputs.
 ///
 /// Auth as Supabase clients send it: `Authorization: Bearer <JWT>`, or else the `apikey`
 /// header or parameter holding a token (the notifier accepts it the same way). A service
@@ -26,6 +27,7 @@ struct CatalogRoutes: Sendable {
         var router = Router()
         router.get("/rest/v1/rooms") { request in try await self.respond(request, .rooms) }
         router.get("/rest/v1/room_versions") { request in try await self.respond(request, .roomVersions) }
+        router.get("/rest/v1/redactions") { request in try await self.respond(request, .redactions) }
         return router
     }
 
@@ -53,17 +55,8 @@ struct CatalogRoutes: Sendable {
         }
     }
 
-    func viewer(_ request: HTTPRequest) throws(HTTPError) -> CatalogViewer {
-        var request = request
-        if request.bearerToken == nil, let key = request.headers["apikey"] ?? request.query["apikey"], !key.isEmpty {
-            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(key)")
-        }
-        let claims = try authenticator.claims(request)
-        return claims.isService ? .service : .user(claims.sub)
-    }
-
     func answer(_ request: HTTPRequest, _ resource: CatalogResource) async throws -> HTTPResponse {
-        let viewer = try viewer(request)
+        let viewer = try CatalogViewer(request, authenticator: authenticator)
         if let profile = request.headers["Accept-Profile"], profile != "public" {
             throw PostgRESTQuery.unsupported(.unsupportedParameter, "only the public schema is served (Accept-Profile: \(profile))")
         }
@@ -77,6 +70,7 @@ struct CatalogRoutes: Sendable {
             switch resource {
             case .rooms: rendered = try await rooms(query, viewer: viewer, single: single)
             case .roomVersions: rendered = try await versions(query, viewer: viewer, single: single)
+            case .redactions: rendered = try await redactions(query, viewer: viewer, single: single)
             }
         } catch let error as PostgresError where error.sqlState?.hasPrefix("22") == true {
             // Data exceptions: a value PostgreSQL cannot take (a malformed timestamp in a filter).
@@ -137,6 +131,17 @@ struct CatalogRoutes: Sendable {
         for version in versions { renderer.write(version, columns: query.columns, to: &writer) }
         if !single { writer.endArray() }
         return (writer.bytes, versions.count)
+    }
+
+    func redactions(_ query: PostgRESTQuery, viewer: CatalogViewer, single: Bool) async throws -> ([UInt8], Int) {
+        let rows = try await store.redactions(query, viewer: viewer)
+        try Self.checkSingle(single, rows.count)
+        let renderer = CatalogRenderer(urls: [:], expiresAt: Date(), viewer: viewer)
+        var writer = JSONWriter(capacity: 256 * max(1, rows.count))
+        if !single { writer.beginArray() }
+        for row in rows { renderer.write(row, columns: query.columns, to: &writer) }
+        if !single { writer.endArray() }
+        return (writer.bytes, rows.count)
     }
 
     static func checkSingle(_ single: Bool, _ count: Int) throws(HTTPError) {

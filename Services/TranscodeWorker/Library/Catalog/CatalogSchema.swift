@@ -5,12 +5,13 @@ import Postgres
 /// so they can be rebuilt from the topics at any time:
 ///
 /// - `catalog_versions`: one row per room version — what its request said (owner, title,
-///   tags, visibility, when) and the last status the worker published (status, stage, error,
-///   grade, output keys), with the attempts (the instants of its `queued` statuses).
+///   tags, visibility, city label, redactions, when) and the last status the worker published
+///   (status, stage, error, grade, output keys), with the attempts (the instants of its
+///   `queued` statuses).
 /// - `catalog_rooms`: one row per room, derived from its versions by `CatalogSQL.refreshRooms`:
-///   the latest request's title/tags/visibility, the current (latest ready) version with its
-///   grade, thumbnail and manifest, the latest version's status (the "my rooms" group) and
-///   the feed's ranking key.
+///   the latest request's title/tags/visibility/city label, the current (latest ready) version
+///   with its grade, thumbnail and manifest, the latest version's status (the "my rooms" group)
+///   and the feed's ranking key.
 public enum CatalogSchema {
     public static let migrations: [PostgresMigration] = [
         PostgresMigration(version: 650, name: "catalog_rooms_and_versions", sql: CatalogTables.live.createSQL),
@@ -18,6 +19,14 @@ public enum CatalogSchema {
         // is not counted again (tables created by 650 from here on have the column already).
         PostgresMigration(version: 651, name: "catalog_versions_queued_ats", sql: """
             ALTER TABLE \(CatalogTables.live.versions) ADD COLUMN IF NOT EXISTS queued_ats timestamptz[] NOT NULL DEFAULT '{}';
+            """),
+        // The room's city-level label (seed `002_*` §8.1, P-3) and the version's redactions (the
+        // owner's `/rest/v1/redactions`). Versions projected before stay without them until a
+        // rebuild (`backbone rebuild catalog`) reads their requests again.
+        PostgresMigration(version: 680, name: "catalog_location_city_and_redactions", sql: """
+            ALTER TABLE \(CatalogTables.live.versions) ADD COLUMN IF NOT EXISTS location_city text;
+            ALTER TABLE \(CatalogTables.live.versions) ADD COLUMN IF NOT EXISTS redactions jsonb;
+            ALTER TABLE \(CatalogTables.live.rooms) ADD COLUMN IF NOT EXISTS location_city text;
             """),
     ]
 }
@@ -50,6 +59,9 @@ public struct CatalogTables: Sendable, Equatable {
             title         text,
             tags          text[],
             visibility    text,
+            location_city text,
+            -- the request's redactions, a JSON array of Redaction (NULL until a request is seen)
+            redactions    jsonb,
             requested_at  timestamptz,
             -- from the last status
             status        text        NOT NULL DEFAULT 'queued',
@@ -77,6 +89,7 @@ public struct CatalogTables: Sendable, Equatable {
             title              text        NOT NULL DEFAULT '',
             tags               text[]      NOT NULL DEFAULT '{}',
             visibility         text        NOT NULL DEFAULT 'private',
+            location_city      text,
             created_at         timestamptz NOT NULL,
             updated_at         timestamptz NOT NULL,
             current_version_id text,

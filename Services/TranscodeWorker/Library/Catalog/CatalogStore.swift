@@ -1,6 +1,9 @@
+import Auth
 import Contracts
 import Foundation
+import HTTPTypes
 import Postgres
+import ServiceRuntime
 
 /// Who is asking: a user (their own rows and the public ones) or a service token (everything).
 enum CatalogViewer: Sendable, Hashable {
@@ -18,6 +21,17 @@ enum CatalogViewer: Sendable, Hashable {
         case .service: true
         }
     }
+
+    /// The caller of a request as Supabase clients send it: `Authorization: Bearer <JWT>`, or
+    /// else the `apikey` header or parameter holding a token.
+    init(_ request: HTTPRequest, authenticator: RequestAuthenticator) throws(HTTPError) {
+        var request = request
+        if request.bearerToken == nil, let key = request.headers["apikey"] ?? request.query["apikey"], !key.isEmpty {
+            request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(key)")
+        }
+        let claims = try authenticator.claims(request)
+        self = claims.isService ? .service : .user(claims.sub)
+    }
 }
 
 struct CatalogRoomRow: Sendable, Equatable {
@@ -26,6 +40,7 @@ struct CatalogRoomRow: Sendable, Equatable {
     var title: String
     var tags: [String]
     var visibility: String
+    var locationCity: String?
     var createdAt: Date
     var updatedAt: Date
     var currentVersionID: String?
@@ -91,7 +106,7 @@ struct CatalogStore: Sendable {
         let limit = sql.bind(Int64(query.limit ?? 1_000))
         let offset = sql.bind(Int64(query.offset))
         let text = """
-            SELECT room_id, owner_id, title, tags, visibility, created_at, updated_at, current_version_id, quality_grade,
+            SELECT room_id, owner_id, title, tags, visibility, location_city, created_at, updated_at, current_version_id, quality_grade,
                    thumbnail_key, manifest_key, feed_rank, state, latest_version_id, latest_status
             FROM \(tables.rooms) r
             \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
@@ -103,7 +118,8 @@ struct CatalogStore: Sendable {
             CatalogRoomRow(
                 roomID: try row.decode(String.self, "room_id"), ownerID: try row.decode(String.self, "owner_id"),
                 title: try row.decode(String.self, "title"), tags: try row.decode([String].self, "tags"),
-                visibility: try row.decode(String.self, "visibility"), createdAt: try row.decode(Date.self, "created_at"),
+                visibility: try row.decode(String.self, "visibility"), locationCity: try row.decode(String?.self, "location_city"),
+                createdAt: try row.decode(Date.self, "created_at"),
                 updatedAt: try row.decode(Date.self, "updated_at"), currentVersionID: try row.decode(String?.self, "current_version_id"),
                 qualityGrade: try row.decode(String?.self, "quality_grade"), thumbnailKey: try row.decode(String?.self, "thumbnail_key"),
                 manifestKey: try row.decode(String?.self, "manifest_key"), feedRank: try row.decode(String.self, "feed_rank"),

@@ -225,11 +225,19 @@ struct PostgRESTQuery: Sendable, Equatable {
     }
 }
 
-/// The two tables the catalog answers, with their columns as the seed's app reads them.
+/// The tables the catalog answers, with their columns as the seed's app reads them.
 enum CatalogResource: Sendable, Equatable {
     case rooms, roomVersions
+    /// The owner's redactions (seed `002_*` §4, P-2: the PrivacyDetail page).
+    case redactions
 
-    var name: String { self == .rooms ? "rooms" : "room_versions" }
+    var name: String {
+        switch self {
+        case .rooms: "rooms"
+        case .roomVersions: "room_versions"
+        case .redactions: "redactions"
+        }
+    }
 
     struct Column: Sendable {
         var name: String
@@ -240,13 +248,15 @@ enum CatalogResource: Sendable, Equatable {
     var columns: [String] {
         switch self {
         case .rooms:
-            ["id", "owner_id", "title", "tags", "visibility", "created_at", "updated_at", "current_version_id", "quality_grade",
+            ["id", "owner_id", "title", "tags", "visibility", "location_city", "created_at", "updated_at", "current_version_id", "quality_grade",
              "thumbnail_path", "thumbnail_url", "manifest_path", "manifest_url", "feed_rank", "state", "latest_version_id",
              "latest_status"]
         case .roomVersions:
             ["id", "room_id", "owner_id", "status", "stage", "error", "error_reason", "attempts", "quality_grade",
              "manifest_path", "manifest_url", "thumbnail_path", "thumbnail_url", "glb_paths", "glb_urls", "urls_expire_at",
              "created_at", "updated_at", "finished_at"]
+        case .redactions:
+            ["id", "version_id", "texture_ref", "kind", "region", "method", "created_at"]
         }
     }
 
@@ -254,6 +264,7 @@ enum CatalogResource: Sendable, Equatable {
         switch self {
         case .rooms: ["created_at", "updated_at", "feed_rank", "title", "quality_grade", "id"]
         case .roomVersions: ["created_at", "updated_at", "finished_at", "id"]
+        case .redactions: ["created_at", "id"]
         }
     }
 
@@ -262,8 +273,9 @@ enum CatalogResource: Sendable, Equatable {
         let range: Set<PostgRESTQuery.Operator> = [.eq, .lt, .lte, .gt, .gte]
         switch (self, name) {
         case (.rooms, "id"), (.rooms, "owner_id"), (.rooms, "visibility"), (.rooms, "quality_grade"), (.rooms, "state"),
-             (.rooms, "current_version_id"), (.roomVersions, "id"), (.roomVersions, "room_id"), (.roomVersions, "owner_id"),
-             (.roomVersions, "status"):
+             (.rooms, "current_version_id"), (.rooms, "location_city"), (.roomVersions, "id"), (.roomVersions, "room_id"), (.roomVersions, "owner_id"),
+             (.roomVersions, "status"), (.redactions, "id"), (.redactions, "version_id"), (.redactions, "kind"),
+             (.redactions, "texture_ref"):
             return Column(name: name, operators: identity)
         case (.rooms, "tags"): return Column(name: name, operators: [.cs])
         case (.rooms, "title"): return Column(name: name, operators: [.eq, .ilike, .like])

@@ -1,14 +1,17 @@
+import Auth
 import Contracts
 import HTTPTypes
 import Postgres
 import ServiceRuntime
 
-/// The room catalog as a whole: its projection (fed by the requests and status topics) and
-/// its PostgREST routes, sharing the answer cache that every committed batch empties.
+/// The room catalog as a whole: its projection (fed by the uploads, requests and status
+/// topics), its PostgREST routes, sharing the answer cache that every committed batch empties,
+/// and the Storage paths of the room files it lists.
 public struct RoomCatalog: Sendable {
     let store: CatalogStore
     let cache: CatalogAnswerCache
     let routes: CatalogRoutes
+    let storage: StorageRoutes
     let configuration: CatalogConfiguration
 
     /// - Parameter linkTTL: how long the presigned URLs of an answer are valid; cached answers
@@ -19,9 +22,19 @@ public struct RoomCatalog: Sendable {
         store = CatalogStore(database: database, tables: tables)
         cache = CatalogAnswerCache(ttl: min(configuration.cacheTTL, linkTTL / 2), capacity: configuration.cacheEntries)
         routes = CatalogRoutes(store: store, authenticator: authenticator, links: links, cache: cache, maxLimit: configuration.maxLimit)
+        // A redirect is reused for at most half the link's lifetime (and 5 minutes), so the
+        // presigned URL it names is always valid for a while when it is followed.
+        let redirectMaxAge = Int(min(linkTTL / 2, .seconds(300)).components.seconds)
+        storage = StorageRoutes(store: store, authenticator: authenticator, links: links,
+                                signer: StorageURLSigner(secret: authenticator.codec.secret),
+                                maxSignedSeconds: configuration.signedURLMaxSeconds, redirectMaxAge: redirectMaxAge)
     }
 
-    public func router() -> Router { routes.router() }
+    public func router() -> Router {
+        var router = routes.router()
+        router.merge(storage.router())
+        return router
+    }
 
     /// The read model's projection; its commits invalidate the cached answers.
     public func projection(requestsTopic: String, uploadsTopic: String = Topics.roomUploads,
