@@ -44,6 +44,14 @@ public enum ContractCoding {
         return decoder
     }()
 
+    /// The same decoding of snake_case keys: the bodies of the CrowdRoom app's Edge Functions.
+    public static let snakeCaseDecoder: JSONDecoder = {
+        let snakeCase = JSONDecoder()
+        snakeCase.dateDecodingStrategy = decoder.dateDecodingStrategy
+        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
+        return snakeCase
+    }()
+
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] { Array(try encoder.encode(value)) }
 
     public static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {

@@ -2,27 +2,9 @@ import Foundation
 
 /// The CrowdRoom app's own calls (seed `002_*` §2.1, §5, §6.4): Supabase Edge Functions under
 /// `/functions/v1/{name}`, whose bodies use the seed's snake_case field names. Their types are
-/// the camelCase contracts' own where the shapes agree, written with `ContractCoding.snakeCase`
+/// the camelCase contracts' own where the shapes agree, written with `ContractCoding.snakeCaseEncoder`
 /// (`version_id`, `expires_at`, `texture_ref` …); where the seed gives another shape (quota,
 /// upload-init) it has its own type here. `docs/app-contract.md` lists every field.
-extension ContractCoding {
-    /// `ContractCoding`'s encoding with snake_case keys (timestamps alike).
-    public static let snakeCaseEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = encoder.outputFormatting.union(ContractCoding.encoder.outputFormatting)
-        encoder.dateEncodingStrategy = ContractCoding.encoder.dateEncodingStrategy
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return encoder
-    }()
-
-    /// `ContractCoding`'s decoding of snake_case keys.
-    public static let snakeCaseDecoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = ContractCoding.decoder.dateDecodingStrategy
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
-}
 
 /// `GET /functions/v1/quota` 200 body: `{"tier","storage":{"used","limit"},"resets_at"}` (bytes;
 /// the pre-check before the camera opens, iOS-X5).
