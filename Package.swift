@@ -47,7 +47,7 @@ let sharedModules: [Target] = [
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL", "Logging"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "Hashing", "ServiceRuntime"]),
-    shared("USD", ["CLZ4"]),
+    shared("USD", ["CLZ4", "Logging"]),
     shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Writes JSON bytes exactly as `ContractCoding.encoder` would for the hot wire types
 /// (compact, keys in the order the caller gives — sorted, as `.sortedKeys` does; `/`
@@ -34,18 +35,7 @@ public struct JSONWriter: Sendable {
 
     public mutating func string(_ value: String) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        var text = value
-        text.withUTF8 { utf8 in
-            var start = 0
-            for (i, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start..<i]))
-                appendEscape(byte)
-                start = i + 1
-            }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))
-        }
-        bytes.append(UInt8(ascii: "\""))
+        JSONString.append(value, to: &bytes)
         needsComma = true
     }
 
@@ -119,20 +109,5 @@ public struct JSONWriter: Sendable {
 
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
-    }
-
-    private mutating func appendEscape(_ byte: UInt8) {
-        bytes.append(UInt8(ascii: "\\"))
-        switch byte {
-        case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
-        case 0x08: bytes.append(UInt8(ascii: "b"))
-        case 0x0C: bytes.append(UInt8(ascii: "f"))
-        case 0x0A: bytes.append(UInt8(ascii: "n"))
-        case 0x0D: bytes.append(UInt8(ascii: "r"))
-        case 0x09: bytes.append(UInt8(ascii: "t"))
-        default:
-            let hex = Array("0123456789abcdef".utf8)
-            bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-        }
     }
 }

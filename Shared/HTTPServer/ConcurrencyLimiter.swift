@@ -46,6 +46,11 @@ final class ConcurrencyLimiter: Sendable {
                 if state.head == state.waiters.count {
                     state.waiters.removeAll(keepingCapacity: true)
                     state.head = 0
+                } else if state.head >= 64, state.head * 2 >= state.waiters.count {
+                    // Under a steady overload the queue never empties: the served half goes,
+                    // so it holds only the waiting (not every request since the overload began).
+                    state.waiters.removeFirst(state.head)
+                    state.head = 0
                 }
                 return waiter
             }

@@ -140,22 +140,3 @@ public final class LogSink: Sendable {
         return "{" + parts.joined(separator: ",") + "}"
     }
 }
-
-/// Minimal JSON string quoting, shared by the logger and the metrics exposition.
-public enum JSONString {
-    public static func quote(_ string: String) -> String {
-        var out = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let s where s.value < 0x20: out += String(format: "\\u%04x", s.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-}

@@ -1,4 +1,5 @@
 import Kafka
+import Logging
 import Postgres
 
 /// An outbox table of ready-made Kafka records — `(id bigserial, <key> text, value text,
@@ -7,6 +8,7 @@ import Postgres
 /// broker acknowledged them. `scope` limits it to the rows of one owner in a shared table
 /// (`service = 'ingest'`). One publisher at a time across every instance (a transaction
 /// advisory lock on `lockKey`), so the records of one key are never published out of order.
+/// With `traceColumn`, a row's `traceparent` there goes out as the record's header.
 public struct KeyedRecordOutbox: Outbox {
     let database: PostgresClient
     let producer: KafkaProducer
@@ -15,9 +17,11 @@ public struct KeyedRecordOutbox: Outbox {
     let scope: (column: String, value: String)?
     let topic: String
     let lockKey: Int64
+    let traceColumn: String?
 
     public init(database: PostgresClient, producer: KafkaProducer, table: String, keyColumn: String = "room_id",
-                scope: (column: String, value: String)? = nil, topic: String, lockKey: Int64) {
+                scope: (column: String, value: String)? = nil, topic: String, lockKey: Int64, traceColumn: String? = nil) {
+        self.traceColumn = traceColumn
         self.database = database
         self.producer = producer
         self.table = table
@@ -32,13 +36,14 @@ public struct KeyedRecordOutbox: Outbox {
         let producer = self.producer
         let (table, keyColumn, topic, lockKey) = (self.table, self.keyColumn, self.topic, self.lockKey)
         let scope = self.scope
+        let traceColumn = self.traceColumn
         return try await database.withTransaction { connection in
             let lock = try await connection.query("SELECT pg_try_advisory_xact_lock($1::bigint) AS locked", [lockKey])
             guard try lock.first?.decode(Bool.self, "locked") == true else { return 0 }
             var binds: [any PostgresBindable] = [seconds, Int64(limit)]
             if let scope { binds.append(scope.value) }
             let rows = try await connection.query("""
-                SELECT id, \(keyColumn) AS record_key, value FROM \(table)
+                SELECT id, \(keyColumn) AS record_key, value\(traceColumn.map { ", \($0) AS traceparent" } ?? "") FROM \(table)
                 WHERE \(scope.map { "\($0.column) = $3 AND " } ?? "")created_at <= now() - make_interval(secs => $1::double precision)
                 ORDER BY id LIMIT $2::bigint
                 """, binds)
@@ -47,8 +52,10 @@ public struct KeyedRecordOutbox: Outbox {
             var records: [KafkaProducerRecord] = []
             for row in rows {
                 ids.append(try row.decode(Int64.self, "id"))
+                let trace = traceColumn == nil ? nil : try row.decode(String?.self, "traceparent").flatMap(TraceContext.init(traceparent:))
                 records.append(KafkaProducerRecord(topic: topic, key: Array(try row.decode(String.self, "record_key").utf8),
-                                                   value: Array(try row.decode(String.self, "value").utf8)))
+                                                   value: Array(try row.decode(String.self, "value").utf8),
+                                                   headers: trace.map { [.trace($0)] } ?? []))
             }
             for result in await producer.send(records) { _ = try result.get() }
             _ = try await connection.execute("DELETE FROM \(table) WHERE id = ANY($1::bigint[])", [ids])

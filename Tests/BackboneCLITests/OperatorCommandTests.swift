@@ -241,14 +241,14 @@ final class DevStack {
     static let ports = [8000, 8080, 8081, 8082, 8083, 8084, 8333]
 
     /// Starts `backbone dev` with `arguments` in `home` (a new empty folder when nil).
-    static func start(_ arguments: [String], home: String? = nil) async throws -> DevStack {
+    static func start(_ arguments: [String], home: String? = nil, environment: [String: String] = [:]) async throws -> DevStack {
         let home = home ?? CLIProcess.emptyHome()
         let envPath = home + "/dev.env"
         try? FileManager.default.removeItem(atPath: envPath)  // an earlier run's: up once this one writes it
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Integration.executable("backbone"))
         process.arguments = ["dev"] + arguments
-        process.environment = CLIProcess.environment(["BACKBONE_HOME": home, "LOG_LEVEL": "warning"])
+        process.environment = CLIProcess.environment(["BACKBONE_HOME": home, "LOG_LEVEL": "warning"].merging(environment) { $1 })
         let log = home + "-dev.log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         // One handle for both, so the banner (stdout) and the log lines (stderr) share an offset

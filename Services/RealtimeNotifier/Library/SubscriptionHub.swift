@@ -264,7 +264,7 @@ public final class SubscriptionHub: Sendable {
             overflow(subscriber, in: &all)
             return false
         case .closed:
-            all[subscriber.channel.name]?[subscriber.connection.id] = nil
+            Self.forget(subscriber, in: &all)
             return false
         }
     }
@@ -276,8 +276,15 @@ public final class SubscriptionHub: Sendable {
             message: "slow consumer: too many undelivered messages; reconnect and replay after \(subscriber.lastSeq)")
             .encode(subscriber.serializer)
         subscriber.connection.close(after: text, code: 1013, reason: "slow consumer")
-        all[subscriber.channel.name]?[subscriber.connection.id] = nil
+        Self.forget(subscriber, in: &all)
         logger.notice("slow consumer cut off", metadata: ["realtime.channel": subscriber.channel.name,
                                                           "ws.connection": "\(subscriber.connection.id)"])
+    }
+
+    /// Removes `subscriber`, and its channel's entry once no subscriber is left: a channel whose
+    /// last socket closed while its events flowed would otherwise stay for the process's life.
+    private static func forget(_ subscriber: Subscriber, in all: inout [String: [UInt64: Subscriber]]) {
+        all[subscriber.channel.name]?[subscriber.connection.id] = nil
+        if all[subscriber.channel.name]?.isEmpty == true { all[subscriber.channel.name] = nil }
     }
 }

@@ -54,7 +54,7 @@ public struct TranscodeIntake: Projection {
         // The rooms of an erased account are never transcoded again (a replay, a reset).
         let erased = try await ErasedUsers(service: TranscodeErasure.service)
             .erased(among: Set(events.lazy.map(\.event.ownerUserId)), in: connection)
-        let requests = events.map(\.event).filter { !erased.contains($0.ownerUserId) }
+        let requests = events.filter { !erased.contains($0.event.ownerUserId) }.map { (request: $0.event, trace: $0.trace) }
         guard !requests.isEmpty else { return 0 }
         return try await TranscodeJobStore.insert(requests, in: connection, at: Date())
     }

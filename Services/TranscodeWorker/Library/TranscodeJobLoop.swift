@@ -49,7 +49,9 @@ struct TranscodeJobLoop: Sendable {
             let seen = jobs.current
             do {
                 if let job = try await store.claim() {
-                    await execute(job)
+                    // The job's work is a span of its request's trace: its log lines name a
+                    // sampled one, and its statuses carry it on.
+                    await TraceContext.$current.withValue(job.trace?.child()) { await execute(job) }
                     continue
                 }
             } catch is CancellationError {

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Logging
 import Postgres
 
 /// A claimed job: the request it came from and the claim that fences every write about it.
@@ -7,6 +8,8 @@ public struct TranscodeJob: Sendable {
     public var request: RoomTranscodeRequest
     public var attempt: Int
     public var transientFailures: Int
+    /// The trace of the request record: the job's work is done, and its statuses sent, in it.
+    public var trace: TraceContext?
 }
 
 /// This worker no longer holds the job's claim (its lease ran out and another worker took
@@ -36,17 +39,18 @@ public struct TranscodeJobStore: Sendable {
 
     /// Inserts the jobs not seen before (a redelivered request changes nothing) with their
     /// `queued` status in the outbox; returns how many were new.
-    static func insert(_ requests: [RoomTranscodeRequest], in connection: PostgresConnection, at now: Date) async throws -> Int {
+    static func insert(_ requests: [(request: RoomTranscodeRequest, trace: TraceContext?)], in connection: PostgresConnection,
+                       at now: Date) async throws -> Int {
         var inserted = 0
-        for request in requests {
+        for (request, trace) in requests {
             let json = try PostgresJSON(encoding: request, encoder: ContractCoding.encoder)
             let rows = try await connection.query("""
-                INSERT INTO transcode_jobs (version_id, room_id, owner_user_id, visibility, request)
-                VALUES ($1, $2, $3, $4, $5::jsonb) ON CONFLICT (version_id) DO NOTHING RETURNING version_id
-                """, [request.versionId, request.roomId, request.ownerUserId, request.visibility.rawValue, json])
+                INSERT INTO transcode_jobs (version_id, room_id, owner_user_id, visibility, request, traceparent)
+                VALUES ($1, $2, $3, $4, $5::jsonb, $6) ON CONFLICT (version_id) DO NOTHING RETURNING version_id
+                """, [request.versionId, request.roomId, request.ownerUserId, request.visibility.rawValue, json, trace?.traceparent])
             guard !rows.isEmpty else { continue }
             inserted += 1
-            try await enqueueStatus(status(request, .queued, at: now), in: connection)
+            try await enqueueStatus(status(request, .queued, at: now), trace: trace, in: connection)
         }
         return inserted
     }
@@ -64,12 +68,13 @@ public struct TranscodeJobStore: Sendable {
                 WHERE status IN ('queued', 'transcoding') AND not_before <= now()
                   AND (lease_until IS NULL OR lease_until < now())
                 ORDER BY not_before, created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING j.request::text AS request, j.attempts, j.transient_failures
+            RETURNING j.request::text AS request, j.attempts, j.transient_failures, j.traceparent
             """, [workerID, leaseSeconds])
         guard let row = rows.first else { return nil }
         let request = try ContractCoding.decode(RoomTranscodeRequest.self, from: Array(try row.decode(String.self, "request").utf8))
         return TranscodeJob(request: request, attempt: Int(try row.decode(Int32.self, "attempts")),
-                            transientFailures: Int(try row.decode(Int32.self, "transient_failures")))
+                            transientFailures: Int(try row.decode(Int32.self, "transient_failures")),
+                            trace: try row.decode(String?.self, "traceparent").flatMap(TraceContext.init(traceparent:)))
     }
 
     /// Extends the lease of a job this worker holds; throws `LostClaim` when it holds it no more.
@@ -132,7 +137,7 @@ public struct TranscodeJobStore: Sendable {
         try await database.withTransaction { connection in
             let n = try await connection.execute(sql, [job.request.versionId, workerID] + extra)
             guard n > 0 else { throw LostClaim(versionID: job.request.versionId) }
-            try await Self.enqueueStatus(status, in: connection)
+            try await Self.enqueueStatus(status, trace: TraceContext.current ?? job.trace, in: connection)
         }
     }
 
@@ -164,7 +169,7 @@ public struct TranscodeJobStore: Sendable {
                 WHERE version_id = $1
                 """, [versionID])
             let request = try ContractCoding.decode(RoomTranscodeRequest.self, from: Array(try row.decode(String.self, "request").utf8))
-            try await Self.enqueueStatus(Self.status(request, .queued, at: Date()), in: connection)
+            try await Self.enqueueStatus(Self.status(request, .queued, at: Date()), trace: TraceContext.current, in: connection)
             return .queued(attempt: attempts + 1)
         }
     }
@@ -191,10 +196,11 @@ public struct TranscodeJobStore: Sendable {
                             visibility: request.visibility, status: status, stage: stage, at: now)
     }
 
-    static func enqueueStatus(_ status: RoomTranscodeStatus, in connection: PostgresConnection) async throws {
+    /// The status in the outbox, with the trace its record will carry.
+    static func enqueueStatus(_ status: RoomTranscodeStatus, trace: TraceContext?, in connection: PostgresConnection) async throws {
         let value = String(decoding: try ContractCoding.encode(status), as: UTF8.self)
-        _ = try await connection.execute("INSERT INTO transcode_status_outbox (room_id, value) VALUES ($1, $2)",
-                                         [status.roomId, value])
+        _ = try await connection.execute("INSERT INTO transcode_status_outbox (room_id, value, traceparent) VALUES ($1, $2, $3)",
+                                         [status.roomId, value, trace?.traceparent])
     }
 }
 

@@ -49,5 +49,10 @@ public enum TranscodeSchema {
                 created_at timestamptz NOT NULL DEFAULT now()
             );
             """),
+        // The W3C trace of a job's request, which its statuses carry on (`traceparent` header).
+        PostgresMigration(version: 610, name: "transcode_traceparent", sql: """
+            ALTER TABLE transcode_jobs ADD COLUMN IF NOT EXISTS traceparent text;
+            ALTER TABLE transcode_status_outbox ADD COLUMN IF NOT EXISTS traceparent text;
+            """),
     ]
 }

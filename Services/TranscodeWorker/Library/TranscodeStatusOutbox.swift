@@ -14,7 +14,7 @@ public struct TranscodeStatusOutbox: Outbox {
 
     public init(database: PostgresClient, producer: KafkaProducer, topic: String) {
         outbox = KeyedRecordOutbox(database: database, producer: producer, table: "transcode_status_outbox", topic: topic,
-                                   lockKey: Self.lockKey)
+                                   lockKey: Self.lockKey, traceColumn: "traceparent")
     }
 
     public func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {

@@ -1,3 +1,5 @@
+import Logging
+
 /// A minimal JSON tree with a deterministic serialiser (object keys keep their order).
 enum JSONValue {
     case null
@@ -40,29 +42,7 @@ enum JSONValue {
     }
 
     static func writeString(_ value: String, to out: inout String) {
-        out += "\""
-        if !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
-            out += value
-            out += "\""
-            return
-        }
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
+        out += JSONString.quote(value)
     }
 
     var text: String {

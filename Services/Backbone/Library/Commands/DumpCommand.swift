@@ -2,12 +2,14 @@ import Foundation
 import Kafka
 import Logging
 
-/// `backbone dump [TOPIC…]`: every record of the topics (default: every non-internal topic)
-/// as JSON lines, from the beginning up to the high watermarks captured at start.
+/// `backbone dump [TOPIC…] [--trace ID]`: every record of the topics (default: every
+/// non-internal topic) as JSON lines, from the beginning up to the high watermarks captured at
+/// start; `--trace` keeps those of one trace.
 enum DumpCommand {
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
-        let args = try CommandLineArguments(arguments, valued: [])
-        try args.only([])
+        let args = try CommandLineArguments(arguments, valued: ["trace"])
+        try args.only(["trace"])
+        let traceID = try TailCommand.traceID(args.value("trace"))
         let settings = try KafkaSettings.resolve(logger: logger)
         let topics = args.positional.isEmpty
             ? try await settings.listTopics(try settings.admin()).map(\.name).filter { !KafkaSettings.isInternal($0) }
@@ -19,7 +21,7 @@ enum DumpCommand {
         let plan = try await TopicReadPlan.make(topics: topics, partition: nil, from: .beginning, settings: settings)
         let reader = TopicReader(settings: settings)
         let count = try await Interruptible.run {
-            try await reader.read(topics: topics, plan: plan, follow: false, filter: .init(), writer: LineWriter())
+            try await reader.read(topics: topics, plan: plan, follow: false, filter: .init(traceID: traceID), writer: LineWriter())
         }
         FileHandle.standardError.write(Data("backbone: dumped \(count) records from \(topics.count) topic(s)\n".utf8))
         return 0

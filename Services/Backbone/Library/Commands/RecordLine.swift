@@ -10,7 +10,8 @@ import Logging
 /// A value that is a JSON object or array is inlined byte for byte (so `republish` sends the
 /// very same bytes back); any other UTF-8 value is a JSON string; bytes that are not UTF-8 are
 /// base64 with `"valueEncoding":"base64"` (likewise `"keyEncoding"` for keys). A missing key
-/// is `null`. Timestamps are ISO-8601 UTC with milliseconds, or `null`.
+/// is `null`. Timestamps are ISO-8601 UTC with milliseconds, or `null`. A record of a trace
+/// shows its `traceparent` header (`republish` does not send it again: a resend is new work).
 struct RecordLine: Equatable {
     var topic: String
     var key: [UInt8]?
@@ -20,6 +21,7 @@ struct RecordLine: Equatable {
     static func encode(_ record: KafkaConsumerRecord) -> [UInt8] {
         var line = "{\"topic\":\(JSONString.quote(record.topic)),\"partition\":\(record.partition),\"offset\":\(record.offset)"
         line += ",\"timestamp\":" + (record.timestamp.map { "\"\(ContractCoding.formatTimestamp($0))\"" } ?? "null")
+        if let trace = record.trace { line += ",\"traceparent\":\"\(trace.traceparent)\"" }
         line += ",\"key\":"
         if let key = record.key {
             let (text, base64) = stringForm(key)

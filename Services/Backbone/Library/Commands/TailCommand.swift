@@ -3,14 +3,15 @@ import Kafka
 import Logging
 
 /// `backbone tail TOPIC [--from beginning|end|OFFSET|TIME] [--follow] [--key K]
-/// [--partition P] [--limit N]`: prints records as JSON lines (see `RecordLine`). Without
-/// `--follow` it stops at the high watermarks captured at start; with it, Ctrl-C ends it.
+/// [--partition P] [--limit N] [--trace ID]`: prints records as JSON lines (see `RecordLine`).
+/// Without `--follow` it stops at the high watermarks captured at start; with it, Ctrl-C ends
+/// it. `--trace` keeps the records of one trace (their `traceparent` header).
 enum TailCommand {
-    static let usage = "usage: backbone tail TOPIC [--from beginning|end|OFFSET|TIME] [--follow] [--key K] [--partition P] [--limit N]"
+    static let usage = "usage: backbone tail TOPIC [--from beginning|end|OFFSET|TIME] [--follow] [--key K] [--partition P] [--limit N] [--trace ID]"
 
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
-        let args = try CommandLineArguments(arguments, valued: ["from", "key", "partition", "limit"])
-        try args.only(["from", "key", "partition", "limit", "follow"])
+        let args = try CommandLineArguments(arguments, valued: ["from", "key", "partition", "limit", "trace"])
+        try args.only(["from", "key", "partition", "limit", "follow", "trace"])
         guard args.positional.count == 1, let topic = args.positional.first else {
             throw CommandLineArguments.UsageError(description: usage)
         }
@@ -32,11 +33,23 @@ enum TailCommand {
             logger.debug("offsets for time unavailable; scanning from the beginning and filtering by timestamp",
                          metadata: ["kafka.partitions": plan.timeFallback.map(\.description).joined(separator: ",")])
         }
-        let filter = TopicReader.Filter(key: args.value("key").map { Array($0.utf8) }, limit: limit)
+        let filter = TopicReader.Filter(key: args.value("key").map { Array($0.utf8) }, limit: limit,
+                                        traceID: try traceID(args.value("trace")))
         let reader = TopicReader(settings: settings)
         _ = try await Interruptible.run {
             try await reader.read(topics: [topic], plan: plan, follow: follow, filter: filter, writer: LineWriter())
         }
         return 0
+    }
+
+    /// A trace id as `--trace` takes it: 32 hex digits (any case), or a whole `traceparent`.
+    static func traceID(_ argument: String?) throws -> String? {
+        guard let argument else { return nil }
+        if let trace = TraceContext(traceparent: argument.lowercased()) { return trace.traceID }
+        let id = argument.lowercased()
+        guard id.count == 32, id.allSatisfy(\.isHexDigit) else {
+            throw CommandLineArguments.UsageError(description: "--trace must be a trace id (32 hex digits) or a traceparent, not '\(argument)'")
+        }
+        return id
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Logging
 
 /// Reads records for `tail`, `dump` and `dlq` without disturbing anyone: a consumer that
 /// never commits, assigned the planned partitions directly for a bounded read (no group to
@@ -10,6 +11,8 @@ struct TopicReader {
     struct Filter {
         var key: [UInt8]?
         var limit: Int?
+        /// Only records whose `traceparent` header names this trace id.
+        var traceID: String?
     }
 
     let settings: KafkaSettings
@@ -27,6 +30,7 @@ struct TopicReader {
                 if let notBefore = plan.partitions[record.topicPartition]?.notBefore,
                    (record.timestamp ?? .distantPast) < notBefore { return true }
                 if let key = filter.key, record.key != key { return true }
+                if let traceID = filter.traceID, record.trace?.traceID != traceID { return true }
                 writer.write(line: RecordLine.encode(record))
                 count += 1
                 if let limit = filter.limit, count >= limit { return false }
