@@ -166,11 +166,3 @@ final class ServerCore: Sendable {
 
     static let shuttingDown = HTTPError(.serviceUnavailable, code: "SHUTTING_DOWN", message: "the server is shutting down")
 }
-
-extension Duration {
-    /// Seconds as a floating-point `TimeInterval`-style value.
-    var timeInterval: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
-}

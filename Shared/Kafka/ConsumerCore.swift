@@ -204,7 +204,7 @@ final class ConsumerCore: RdKafkaCallbackContext {
     }
 
     private func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        let nanoseconds = Int(clamping: delay.milliseconds * 1_000_000 + 999_999)
+        let nanoseconds = Int(clamping: delay.wholeMilliseconds * 1_000_000 + 999_999)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: work)
     }
 

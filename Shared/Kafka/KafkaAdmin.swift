@@ -18,7 +18,7 @@ public final class KafkaAdmin: Sendable {
         self.bootstrapServers = bootstrapServers
     }
 
-    var timeoutMilliseconds: Int32 { Int32(clamping: timeout.milliseconds) }
+    var timeoutMilliseconds: Int32 { Int32(clamping: timeout.wholeMilliseconds) }
 
     /// Every topic in the cluster (internal ones included), sorted by name.
     public func listTopics() async throws(KafkaError) -> [KafkaTopicMetadata] {

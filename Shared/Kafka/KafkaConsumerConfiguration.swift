@@ -1,3 +1,5 @@
+import Logging
+
 /// Configuration of a `KafkaConsumer` (a consumer-group member with eager rebalancing,
 /// no auto-commit: positions are supplied by the `KafkaRebalanceListener`).
 public struct KafkaConsumerConfiguration: Sendable {
@@ -46,7 +48,7 @@ public struct KafkaConsumerConfiguration: Sendable {
             ("bootstrap.servers", bootstrapServers),
             ("group.id", groupID),
             ("client.id", clientID),
-            ("session.timeout.ms", String(sessionTimeout.milliseconds)),
+            ("session.timeout.ms", String(sessionTimeout.wholeMilliseconds)),
             ("partition.assignment.strategy", assignmentStrategy.rawValue),
             ("enable.auto.commit", "false"),
             // librdkafka's own prefetch queue, bounded: it is all that is buffered while ours is full.

@@ -110,7 +110,7 @@ public final class KafkaProducer: Sendable {
 
     private func flushHandle(timeout: Duration) async {
         let client = self.client
-        let milliseconds = Int32(clamping: timeout.milliseconds)
+        let milliseconds = Int32(clamping: timeout.wholeMilliseconds)
         _ = await Blocking.run { rd_kafka_flush(client.pointer, milliseconds) }
     }
 

@@ -1,3 +1,5 @@
+import Logging
+
 /// Configuration of a `KafkaProducer`. Idempotent with `acks=all` by default.
 public struct KafkaProducerConfiguration: Sendable {
     /// Comma-separated `host:port` list.
@@ -27,7 +29,7 @@ public struct KafkaProducerConfiguration: Sendable {
         var list: [(String, String)] = [
             ("bootstrap.servers", bootstrapServers),
             ("client.id", clientID),
-            ("message.timeout.ms", String(deliveryTimeout.milliseconds)),
+            ("message.timeout.ms", String(deliveryTimeout.wholeMilliseconds)),
             ("linger.ms", String(lingerMilliseconds)),
         ]
         if idempotent {
@@ -35,13 +37,5 @@ public struct KafkaProducerConfiguration: Sendable {
             list.append(("acks", "all"))
         }
         return list + extra.sorted { $0.key < $1.key }
-    }
-}
-
-extension Duration {
-    /// Whole milliseconds, rounded down, at least 0 (for librdkafka's `*.ms` properties).
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
     }
 }

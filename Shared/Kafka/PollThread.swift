@@ -1,5 +1,6 @@
 import BlockingCalls
 import Foundation
+import Logging
 import Synchronization
 
 /// A dedicated thread that runs a librdkafka poll loop until asked to stop, so blocking
@@ -78,7 +79,7 @@ enum Blocking {
             box.value.withLock { $0 = result }
             semaphore.signal()
         }
-        let nanoseconds = Int(clamping: limit.milliseconds * 1_000_000)
+        let nanoseconds = Int(clamping: limit.wholeMilliseconds * 1_000_000)
         var cancelled = false
         if semaphore.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
             cancelled = true

@@ -32,7 +32,7 @@ public struct KeyedRecordOutbox: Outbox {
     }
 
     public func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
-        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        let seconds = grace.timeInterval
         let producer = self.producer
         let (table, keyColumn, topic, lockKey) = (self.table, self.keyColumn, self.topic, self.lockKey)
         let scope = self.scope

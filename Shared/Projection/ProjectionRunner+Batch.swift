@@ -227,6 +227,6 @@ extension ProjectionRunner {
     }
 
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.timeInterval
     }
 }

@@ -292,7 +292,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             SELECT topic, partition, next_offset, updated_at > now() - ($3::bigint * interval '1 millisecond') AS recent
             FROM consumer_offsets WHERE group_id = $1 AND topic = ANY($2::text[])
             """, [configuration.groupID, configuration.topics,
-                 window.components.seconds * 1000 + window.components.attoseconds / 1_000_000_000_000_000])
+                 window.wholeMilliseconds])
         var stored: [KafkaTopicPartition: Int64] = [:]
         for row in rows {
             if try row.decode(Bool.self, "recent") { return 0 }

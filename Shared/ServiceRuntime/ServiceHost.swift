@@ -41,7 +41,7 @@ public struct HTTPService: Service {
             let route = router.pattern(for: request.method, path: request.path) ?? "unmatched"
             metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
                                                               "status": String(response.status.rawValue)])
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.timeInterval
             metrics.observe("http_request_duration_seconds", seconds, labels: ["service": service, "route": route])
         }
         try server.start()

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Logging
 import Postgres
 import Projection
 
@@ -37,7 +38,7 @@ public struct AccountDeletionStore: Sendable {
     /// The user's open request (scheduled or purging), or a new one due after `grace`.
     func schedule(userID: String, now: Date, grace: Duration) async throws -> Request {
         let hash = ErasedUsers.hash(userID)
-        let purgeAt = now.addingTimeInterval(Double(grace.components.seconds))
+        let purgeAt = now.addingTimeInterval(grace.timeInterval)
         let rows = try await database.query("""
             INSERT INTO account_deletions (request_id, user_hash, user_id, status, requested_at, purge_at)
             VALUES ($1, $2, $3, 'scheduled', $4, $5)

@@ -143,7 +143,7 @@ struct StageTimer {
         let elapsed = now - last
         last = now
         metrics.increment("ingest_batch_stage_seconds_total",
-                          by: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                          by: elapsed.timeInterval,
                           labels: ["stage": stage])
     }
 }

@@ -26,7 +26,7 @@ public struct RoomUploadCompleter: Sendable {
     @discardableResult
     public func completeOnce(now: Date = Date(), limit: Int = 100) async throws -> [String] {
         var completed: [String] = []
-        let quietSince = now.addingTimeInterval(-TimeInterval(quiet.components.seconds))
+        let quietSince = now.addingTimeInterval(-quiet.timeInterval)
         for (upload, request) in try await uploads.uploading(pendingBefore: quietSince, limit: limit) {
             do {
                 if upload.status == "pending" {

@@ -73,7 +73,7 @@ struct RoomUploadHandler: Sendable {
     func initiate(_ body: RoomUploadInitRequest, idempotencyKey: String?, userID: String) async throws -> Answer {
         try validate(body)
         let now = Date()
-        let expiresAt = now.addingTimeInterval(TimeInterval(configuration.uploadURLLifetime.components.seconds))
+        let expiresAt = now.addingTimeInterval(configuration.uploadURLLifetime.timeInterval)
 
         if let versionID = body.versionId {
             return try await resign(versionID, userID: userID, expiresAt: expiresAt)
@@ -81,7 +81,7 @@ struct RoomUploadHandler: Sendable {
         // A retried upload-init (the answer was lost) answers the version the first one made.
         let idempotency = idempotencyKey.map { key in
             RoomUploadStore.Idempotency(key: key, request: Self.fingerprint(body),
-                                        expiresAt: now.addingTimeInterval(TimeInterval(configuration.idempotencyWindow.components.seconds)))
+                                        expiresAt: now.addingTimeInterval(configuration.idempotencyWindow.timeInterval))
         }
         if let idempotency, let replay = try await replay(idempotency, userID: userID, expiresAt: expiresAt, now: now) {
             return replay
@@ -102,7 +102,7 @@ struct RoomUploadHandler: Sendable {
         do {
             reservation = try await uploads.reserve(
                 upload, request: body, quotaBytes: configuration.monthlyUploadQuotaBytes,
-                expiresAt: now.addingTimeInterval(TimeInterval(configuration.abandonUploadsAfter.components.seconds)),
+                expiresAt: now.addingTimeInterval(configuration.abandonUploadsAfter.timeInterval),
                 idempotency: idempotency, now: now)
         } catch {
             await abortMultipart(upload)
@@ -194,7 +194,7 @@ struct RoomUploadHandler: Sendable {
         var state = RoomUploadStateResponse(roomId: upload.roomID, versionId: upload.versionID, status: upload.status)
         guard upload.status == "uploading" else { return .json(state, encoder: ContractCoding.encoder) }
         let lifetime = configuration.uploadURLLifetime
-        state.expiresAt = Date().addingTimeInterval(TimeInterval(lifetime.components.seconds))
+        state.expiresAt = Date().addingTimeInterval(lifetime.timeInterval)
         do {
             if let json = try await objects.head(upload.roomplanJsonKey), upload.acceptsRoomplanJson(size: json.size) {
                 state.stored.append(StoredUploadObject(key: json.key, bytes: json.size, etag: json.etag))

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPTypes
+import Logging
 import Synchronization
 
 /// A token bucket per user: `burst` requests at once, refilled at `perSecond`.
@@ -44,7 +45,7 @@ public final class UserRateLimiter: Sendable {
     }
 
     private func seconds(_ d: Duration) -> Double {
-        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        d.timeInterval
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Postgres
 import Projection
 
@@ -16,7 +17,7 @@ public struct ProgressNotificationOutbox: Outbox {
     }
 
     public func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
-        let seconds = Double(grace.components.seconds) + Double(grace.components.attoseconds) / 1e18
+        let seconds = grace.timeInterval
         let pending = try await database.query(ProgressSQL.pendingNotifications, [seconds, limit]).map(ProgressNotification.init(row:))
         try await projection.afterCommit(pending)
         return pending.count

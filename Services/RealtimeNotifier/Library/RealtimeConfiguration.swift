@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Logging
 import ServiceRuntime
 
 /// Settings of the realtime notifier beyond the common ones.
@@ -108,6 +109,6 @@ public struct RealtimeConfiguration: Sendable {
 
     /// `fetchWait` as the librdkafka property value (milliseconds).
     var fetchWaitProperty: String {
-        String(fetchWait.components.seconds * 1000 + fetchWait.components.attoseconds / 1_000_000_000_000_000)
+        String(fetchWait.wholeMilliseconds)
     }
 }

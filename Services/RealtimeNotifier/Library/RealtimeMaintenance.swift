@@ -52,7 +52,7 @@ struct RealtimeMaintenance: Sendable {
     }
 
     func trimExpired() async throws {
-        let seconds = Double(configuration.historyMaxAge.components.seconds)
+        let seconds = configuration.historyMaxAge.timeInterval
         let channels = try await database.query(RealtimeSQL.expiredChannels, [seconds]).map { try $0.decode(String.self, "channel") }
         guard !channels.isEmpty else { return }
         _ = try await database.execute(RealtimeSQL.trimByAge, [channels, seconds])
@@ -65,7 +65,7 @@ struct SequencedHistoryOutbox: Outbox {
     let publisher: SequencedPublisher
 
     func publishPending(olderThan grace: Duration, limit: Int) async throws -> Int {
-        let events = try await database.query(RealtimeSQL.unpublished, [Double(grace.components.seconds), Int64(limit)])
+        let events = try await database.query(RealtimeSQL.unpublished, [grace.timeInterval, Int64(limit)])
             .map(ChannelHistory.event)
         try await publisher.publish(events)
         // The marks are written off the publish path; the next round must not see these rows again.

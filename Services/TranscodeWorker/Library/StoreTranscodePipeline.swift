@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Logging
 import ObjectStore
 
 /// The room compute core as the pipeline drives it: a package and its `roomplan.json` on
@@ -142,6 +143,6 @@ public struct StoreOutputLinks: OutputLinks {
             urls[key] = request.url
             expires = min(expires, request.expiresAt)
         }
-        return (urls, expires == .distantFuture ? Date().addingTimeInterval(Double(ttl.components.seconds)) : expires)
+        return (urls, expires == .distantFuture ? Date().addingTimeInterval(ttl.timeInterval) : expires)
     }
 }

@@ -160,5 +160,5 @@ struct TranscodeJobLoop: Sendable {
         }
     }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+    static func seconds(_ d: Duration) -> Double { d.timeInterval }
 }

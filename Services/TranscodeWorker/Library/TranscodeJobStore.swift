@@ -33,7 +33,7 @@ public struct TranscodeJobStore: Sendable {
         self.lease = lease
     }
 
-    var leaseSeconds: Double { Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18 }
+    var leaseSeconds: Double { lease.timeInterval }
 
     // MARK: Intake
 
@@ -124,7 +124,7 @@ public struct TranscodeJobStore: Sendable {
     /// A transient failure (store or database): the job goes back to the queue after `delay`,
     /// still `transcoding` for everyone watching; it is never failed for such a reason.
     public func postpone(_ job: TranscodeJob, by delay: Duration) async throws {
-        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        let seconds = delay.timeInterval
         _ = try await database.execute("""
             UPDATE transcode_jobs SET claimed_by = NULL, lease_until = NULL, transient_failures = transient_failures + 1,
                 not_before = now() + make_interval(secs => $3::double precision), updated_at = now()

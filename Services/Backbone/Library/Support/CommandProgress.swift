@@ -143,6 +143,6 @@ final class CommandProgress {
 /// Small helpers of the long-running commands.
 enum CommandLoop {
     static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.timeInterval
     }
 }
