@@ -1,4 +1,5 @@
 import Logging
+import ServiceRuntime
 
 /// A table of changes committed with a read model and still to be published.
 ///
@@ -33,16 +34,10 @@ public struct OutboxRelay<Source: Outbox>: Sendable {
     }
 
     public func run() async throws {
-        while !Task.isCancelled {
-            do {
-                try await relayPending()
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.warning("outbox relay failed; will retry", metadata: ["outbox": "\(name)", "error": "\(error)"])
-            }
-            do { try await Task.sleep(for: interval) } catch { return }
-        }
+        var logger = self.logger
+        logger[metadataKey: "outbox"] = name
+        try await PeriodicTask(name: "outbox-relay-\(name)", every: interval, failure: "outbox relay failed; will retry",
+                               logger: logger) { try await relayPending() }.run()
     }
 
     /// Publishes everything pending past the grace period; returns how many entries went out.

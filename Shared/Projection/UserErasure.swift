@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Postgres
 import ServiceRuntime
+import Synchronization
 
 /// A service's part in account deletion, configured with what it erases: consumes
 /// `user.deletions.v1` in the service's own consumer group (`<service>-erasure`) with a
@@ -59,19 +60,12 @@ public struct UserErasure: Sendable {
         return ([
             ClosureService(name: "\(erasedUsers.service)-erasure") { try await runner.run() },
             ClosureService(name: "\(erasedUsers.service)-erasure-relay") { try await relay.run() },
-            ClosureService(name: "\(erasedUsers.service)-erased-tokens") {
-                var since: Date?
-                while !Task.isCancelled {
-                    do {
-                        let (hashes, latest) = try await erasedUsers.listed(since: since, client: database)
-                        if !hashes.isEmpty { revoked.insert(hashes: hashes) }
-                        // Rows committed late with an earlier time are caught by re-reading a margin.
-                        since = latest.map { $0.addingTimeInterval(-60) }
-                    } catch {
-                        logger.warning("reading erased users failed; will retry", metadata: ["error": "\(error)"])
-                    }
-                    do { try await Task.sleep(for: interval) } catch { return }
-                }
+            PeriodicTask(name: "\(erasedUsers.service)-erased-tokens", every: interval,
+                         failure: "reading erased users failed; will retry", logger: logger) { [since = Mutex<Date?>(nil)] in
+                let (hashes, latest) = try await erasedUsers.listed(since: since.withLock { $0 }, client: database)
+                if !hashes.isEmpty { revoked.insert(hashes: hashes) }
+                // Rows committed late with an earlier time are caught by re-reading a margin.
+                since.withLock { $0 = latest.map { $0.addingTimeInterval(-60) } }
             },
         ], [readiness])
     }

@@ -8,6 +8,28 @@ import Testing
 
 @Suite("Service runtime")
 struct RuntimeTests {
+    @Test("a periodic task goes on after a failing round, and a cancellation ends it mid-sleep at once")
+    func periodicTask() async throws {
+        let rounds = Atomic<Int>(0)
+        let task = PeriodicTask(name: "test", every: .milliseconds(20), jitter: .milliseconds(5), failure: "round failed",
+                                logger: .disabled) {
+            struct Failure: Error {}
+            if rounds.add(1, ordering: .relaxed).newValue == 1 { throw Failure() }
+        }
+        let running = Task { try await task.run() }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while rounds.load(ordering: .relaxed) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(rounds.load(ordering: .relaxed) >= 3, "rounds after the failing one")
+        let slow = Task { try await PeriodicTask(name: "slow", every: .seconds(3600), failure: "x", logger: .disabled) {}.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        let cancelled = ContinuousClock.now
+        slow.cancel()
+        _ = await slow.result
+        #expect(ContinuousClock.now - cancelled < .seconds(1))
+        running.cancel()
+        _ = await running.result
+    }
+
     @Test("configuration errors list every missing and invalid key at once")
     func configurationErrors() {
         var env = EnvironmentReader(["HTTP_PORT": "eighty", "JWT_SECRET": "short", "LOG_LEVEL": "loud"])

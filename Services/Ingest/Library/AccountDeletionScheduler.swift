@@ -47,22 +47,10 @@ struct AccountDeletionScheduler: Sendable {
 
     func loops() -> [any Service] {
         [
-            ClosureService(name: "ingest-account-deletions") {
-                while !Task.isCancelled {
-                    do { try await runOnce() } catch {
-                        logger.warning("account deletion scheduler failed; will retry", metadata: ["error": "\(error)"])
-                    }
-                    do { try await Task.sleep(for: interval) } catch { return }
-                }
-            },
-            ClosureService(name: "ingest-pending-deletions") {
-                while !Task.isCancelled {
-                    do { pending.replace(hashes: try await store.openHashes()) } catch {
-                        logger.warning("reading pending account deletions failed", metadata: ["error": "\(error)"])
-                    }
-                    do { try await Task.sleep(for: .seconds(1)) } catch { return }
-                }
-            },
+            PeriodicTask(name: "ingest-account-deletions", every: interval, failure: "account deletion scheduler failed; will retry",
+                         logger: logger) { try await runOnce() },
+            PeriodicTask(name: "ingest-pending-deletions", every: .seconds(1), failure: "reading pending account deletions failed",
+                         logger: logger) { pending.replace(hashes: try await store.openHashes()) },
         ]
     }
 }

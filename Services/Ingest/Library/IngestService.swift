@@ -153,40 +153,28 @@ public struct IngestService: Sendable {
 
     /// Every `uploadSweepInterval`, completes the uploads whose objects are all there and went
     /// quiet, then abandons those past their time whose objects are not.
-    func sweepLoop(_ completer: RoomUploadCompleter, _ sweeper: RoomUploadSweeper) -> ClosureService {
-        let interval = configuration.uploadSweepInterval
+    func sweepLoop(_ completer: RoomUploadCompleter, _ sweeper: RoomUploadSweeper) -> PeriodicTask {
         let logger = context.logger
-        return ClosureService(name: "ingest-upload-sweep") {
-            while !Task.isCancelled {
-                do { try await completer.completeOnce() } catch {
-                    logger.warning("upload completion pass failed", metadata: ["error": "\(error)"])
-                }
-                do {
-                    let swept = try await sweeper.sweepOnce()
-                    if swept > 0 { logger.info("abandoned uploads swept", metadata: ["ingest.swept": String(swept)]) }
-                } catch {
-                    logger.warning("upload sweep failed", metadata: ["error": "\(error)"])
-                }
-                do { try await Task.sleep(for: interval) } catch { return }
+        return PeriodicTask(name: "ingest-upload-sweep", every: configuration.uploadSweepInterval, failure: "upload sweep failed",
+                            logger: logger) {
+            // The completion first, on its own: a failure of one never stops the other.
+            do { try await completer.completeOnce() } catch {
+                logger.warning("upload completion pass failed", metadata: ["error": "\(error)"])
             }
+            let swept = try await sweeper.sweepOnce()
+            if swept > 0 { logger.info("abandoned uploads swept", metadata: ["ingest.swept": String(swept)]) }
         }
     }
 
     /// Every hour (and once at start), creates the dedup ledger's coming days and forgets
     /// event ids past the retention window by dropping the days wholly older than it.
-    func purgeLoop(every interval: Duration = .seconds(3600)) -> ClosureService {
+    func purgeLoop(every interval: Duration = .seconds(3600)) -> PeriodicTask {
         let ledger = self.ledger
         let logger = context.logger
-        return ClosureService(name: "ingest-event-id-purge") {
-            while !Task.isCancelled {
-                do {
-                    let dropped = try await ledger.maintainPartitions()
-                    if dropped > 0 { logger.info("forgot expired event ids", metadata: ["ingest.days_dropped": String(dropped)]) }
-                } catch {
-                    logger.warning("event id ledger maintenance failed", metadata: ["error": "\(error)"])
-                }
-                do { try await Task.sleep(for: interval) } catch { return }
-            }
+        return PeriodicTask(name: "ingest-event-id-purge", every: interval, failure: "event id ledger maintenance failed",
+                            logger: logger) {
+            let dropped = try await ledger.maintainPartitions()
+            if dropped > 0 { logger.info("forgot expired event ids", metadata: ["ingest.days_dropped": String(dropped)]) }
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Postgres
 import Projection
+import ServiceRuntime
 
 /// The outbox and janitor loop: re-publishes history rows whose after-commit publish never
 /// completed (a broker outage, a crash between commit and publish), trims rows past the age
@@ -16,13 +17,13 @@ struct RealtimeMaintenance: Sendable {
     let logger: Logger
 
     func run() async throws {
-        while !Task.isCancelled {
+        try await PeriodicTask(name: "realtime-maintenance", every: configuration.maintenanceInterval,
+                               failure: "realtime maintenance failed; will retry", logger: logger) {
             // Each step on its own: a broker outage must not stop the probe, nor the trim.
             await step("re-publish") { try await republish() }
             await step("trim") { try await trimExpired() }
             await step("probe") { try await probe() }
-            try? await Task.sleep(for: configuration.maintenanceInterval)
-        }
+        }.run()
     }
 
     private func step(_ name: String, _ body: () async throws -> Void) async {

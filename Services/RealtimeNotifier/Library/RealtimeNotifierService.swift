@@ -80,15 +80,12 @@ public struct RealtimeNotifierService: Sendable {
                 ClosureService(name: "realtime-live") { try await live.run() },
                 ClosureService(name: "realtime-sequencer") { try await sequencer.run() },
                 ClosureService(name: "realtime-maintenance") { try await maintenance.run() },
-                ClosureService(name: "realtime-sockets") {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .seconds(1))
-                        delegate.closeIdle()
-                        delegate.closeErased()
-                        metrics.set("realtime_connections", Double(delegate.sessionCount))
-                        metrics.set("realtime_subscriptions", Double(hub.subscriptionCount))
-                        metrics.setTotal("realtime_messages_delivered_total", Double(hub.deliveredCount))
-                    }
+                PeriodicTask(name: "realtime-sockets", every: .seconds(1), failure: "socket maintenance failed", logger: context.logger) {
+                    delegate.closeIdle()
+                    delegate.closeErased()
+                    metrics.set("realtime_connections", Double(delegate.sessionCount))
+                    metrics.set("realtime_subscriptions", Double(hub.subscriptionCount))
+                    metrics.setTotal("realtime_messages_delivered_total", Double(hub.deliveredCount))
                 },
             ] + erasure.background,
             onShutdown: { [ownProducer, publisher] in

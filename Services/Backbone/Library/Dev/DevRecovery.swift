@@ -63,19 +63,13 @@ enum DevRecovery {
     /// reader processed it), so the mark moves there every `markInterval`. Valid for what the
     /// stack's own producers send, which is all a full stack's ingest sends.
     static func marker(cluster: String, topic: String, database: PostgresClient, logger: Logger) -> any Service {
-        ClosureService(name: "dev-recovery-mark") {
-            while !Task.isCancelled {
-                do { try await Task.sleep(for: markInterval) } catch { return }
-                do {
-                    try await database.execute("""
-                        INSERT INTO dev_recovery_checked (singleton, through)
-                        SELECT true, least(now(), (SELECT min(kept_at) FROM dev_broker_journal WHERE cluster_id = $1 AND topic = $2))
-                        ON CONFLICT (singleton) DO UPDATE SET through = greatest(dev_recovery_checked.through, EXCLUDED.through)
-                        """, [cluster, topic])
-                } catch {
-                    logger.warning("could not mark what the consumers processed", metadata: ["error": "\(error)"])
-                }
-            }
+        PeriodicTask(name: "dev-recovery-mark", every: markInterval, failure: "could not mark what the consumers processed",
+                     logger: logger) {
+            try await database.execute("""
+                INSERT INTO dev_recovery_checked (singleton, through)
+                SELECT true, least(now(), (SELECT min(kept_at) FROM dev_broker_journal WHERE cluster_id = $1 AND topic = $2))
+                ON CONFLICT (singleton) DO UPDATE SET through = greatest(dev_recovery_checked.through, EXCLUDED.through)
+                """, [cluster, topic])
         }
     }
 
