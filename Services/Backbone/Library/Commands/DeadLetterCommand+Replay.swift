@@ -59,12 +59,13 @@ extension DeadLetterCommand {
             let done = try await replayed(topics: [topic], cluster: cluster, client: client)
             let letters = try await read([topic], settings: settings, label: "reading \(topic)")
             let matching = letters.filter { $0.matches(filter) }
-            let unreadable = matching.filter { !$0.isReplayable }.count
-            let pending = matching.filter { $0.isReplayable && !done.contains(ReplayKey($0)) }
+            let replayable = matching.compactMap(\.replayable)
+            let unreadable = matching.count - replayable.count
+            let pending = replayable.filter { !done.contains(ReplayKey($0.letter)) }
             var summary = Summary(dlq: topic, replayed: 0, alreadyReplayed: matching.count - unreadable - pending.count,
                                   notMatching: letters.count - matching.count, unreadable: unreadable, dryRun: args.flag("dry-run"),
-                                  topics: Set(pending.compactMap { $0.record?.originalTopic }).sorted())
-            if summary.dryRun { (summary.replayed, summary.records) = (pending.count, Set(pending.map(Origin.init)).count) }
+                                  topics: Set(pending.map(\.record.originalTopic)).sorted())
+            if summary.dryRun { (summary.replayed, summary.records) = (pending.count, Set(pending.map(\.origin)).count) }
             if !pending.isEmpty && !summary.dryRun {
                 let existing = Set(try await settings.listTopics(admin).map(\.name))
                 if let missing = summary.topics.first(where: { !existing.contains($0) }) {
@@ -116,12 +117,6 @@ extension DeadLetterCommand {
         var key: [UInt8]?
         var value: [UInt8]
 
-        /// Of a replayable letter.
-        init(_ letter: Letter) {
-            let record = letter.record!
-            (topic, partition, offset, key, value) = (record.originalTopic, record.partition, record.offset, record.keyOriginal, letter.value!)
-        }
-
         /// The record to produce again.
         var record: KafkaProducerRecord { KafkaProducerRecord(topic: topic, key: key, value: value) }
     }
@@ -130,7 +125,7 @@ extension DeadLetterCommand {
     /// every record of it was acknowledged. A record that several groups dead-lettered goes
     /// back once (every group reads its topic). Returns how many dead letters were replayed and
     /// how many records that took.
-    static func produce(_ letters: [Letter], dlq: String, cluster: String?, settings: KafkaSettings,
+    static func produce(_ letters: [Replayable], dlq: String, cluster: String?, settings: KafkaSettings,
                         client: PostgresClient) async throws -> (letters: Int, records: Int) {
         let producer = try await CommandProducer.open(clientID: "backbone-dlq-replay", settings: settings, database: client)
         let progress = CommandProgress(command: "dlq replay", total: letters.count)
@@ -139,11 +134,12 @@ extension DeadLetterCommand {
         do {
             for start in stride(from: 0, to: letters.count, by: 500) {
                 let chunk = Array(letters[start..<min(start + 500, letters.count)])
-                let originals = chunk.map { ($0, Origin($0)) }.filter { sentOrigins.insert($0.1).inserted }
-                for ((letter, _), result) in zip(originals, await producer.send(originals.map(\.1.record))) {
+                let originals = chunk.filter { sentOrigins.insert($0.origin).inserted }
+                for (replayable, result) in zip(originals, await producer.send(originals.map(\.origin.record))) {
                     if case .failure(let error) = result {
+                        let letter = replayable.letter
                         throw CommandError(code: .deliveryFailed, message: "\(error.message) (\(sent) earlier dead letters were replayed and recorded)",
-                                           context: "\(dlq)[\(letter.dlq.partition)]@\(letter.offset) → \(letter.record!.originalTopic)",
+                                           context: "\(dlq)[\(letter.dlq.partition)]@\(letter.offset) → \(replayable.record.originalTopic)",
                                            isRetriable: error.isRetriable)
                     }
                 }
@@ -152,9 +148,9 @@ extension DeadLetterCommand {
                                                      original_offset, error)
                     SELECT $1, $2, * FROM unnest($3::int[], $4::bigint[], $5::text[], $6::int[], $7::bigint[], $8::text[])
                     ON CONFLICT DO NOTHING
-                    """, [cluster ?? "", dlq, chunk.map { Int($0.dlq.partition) }, chunk.map(\.offset),
-                          chunk.map { $0.record!.originalTopic }, chunk.map { Int($0.record!.partition) }, chunk.map { $0.record!.offset },
-                          chunk.map(\.error)])
+                    """, [cluster ?? "", dlq, chunk.map { Int($0.letter.dlq.partition) }, chunk.map(\.letter.offset),
+                          chunk.map(\.record.originalTopic), chunk.map { Int($0.record.partition) }, chunk.map(\.record.offset),
+                          chunk.map(\.letter.error)])
                 sent += chunk.count
                 progress.advance(by: chunk.count)
             }

@@ -55,16 +55,28 @@ enum DeadLetterCommand {
         /// The original value's bytes.
         var value: [UInt8]? { record?.valueOriginal }
 
-        /// A dead-letter record whose original value (and key, if any) decode.
-        var isReplayable: Bool {
-            guard let record, record.valueOriginal != nil else { return false }
-            return record.key == nil || record.keyOriginal != nil
+        /// This letter as one that can be sent back: a dead-letter record whose original value
+        /// (and key, if any) decode; nil otherwise.
+        var replayable: Replayable? {
+            guard let record, let value = record.valueOriginal, record.key == nil || record.keyOriginal != nil else { return nil }
+            return Replayable(letter: self, record: record,
+                              origin: Origin(topic: record.originalTopic, partition: record.partition, offset: record.offset,
+                                             key: record.keyOriginal, value: value))
         }
+
+        var isReplayable: Bool { replayable != nil }
 
         func matches(_ filter: String?) -> Bool {
             guard let filter else { return true }
             return error.range(of: filter, options: .caseInsensitive) != nil
         }
+    }
+
+    /// A letter that can be replayed, with its decoded record and the original it carries.
+    struct Replayable {
+        var letter: Letter
+        var record: DeadLetterRecord
+        var origin: Origin
     }
 
     /// `TOPIC` or `TOPIC.dlq` as the dead-letter topic's name.

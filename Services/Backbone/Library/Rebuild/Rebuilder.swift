@@ -20,8 +20,9 @@ import Projection
 ///    catches up to the live positions in
 ///    a REPEATABLE READ snapshot holding both the live tables and their offsets, compares and
 ///    drops the shadow; otherwise swaps (see `swap`).
-// @unchecked Sendable: a rebuild runs on the one task of its command (handed to
-// `Interruptible.run`); its mutable parts (the progress output) are only touched from there.
+// `@unchecked Sendable` for one field: every stored property is immutable and Sendable except
+// `progress` (a `CommandProgress`, not thread-safe), which only the command's own task touches —
+// the rebuild runs on it (handed to `Interruptible.run`); no child task reports progress.
 final class Rebuilder: @unchecked Sendable {
     struct Options: Sendable {
         var dryRun = false
