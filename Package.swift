@@ -46,7 +46,9 @@ let sharedModules: [Target] = [
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL", "Logging"]),
-    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "Hashing", "ServiceRuntime"]),
+    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "ServiceRuntime"]),
+    // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
+    shared("UserErasure", ["Projection", "Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "ServiceRuntime", "Hashing"]),
     shared("USD", ["CLZ4", "Logging"]),
     shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
@@ -66,7 +68,7 @@ func service(_ name: String, executable: String, _ deps: [Target.Dependency]) ->
 }
 
 let serviceBase: [Target.Dependency] = [
-    "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth", "Logging", "Metrics",
+    "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth", "Logging", "Metrics", "UserErasure",
 ]
 
 let services: [Target] =
@@ -133,7 +135,7 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 let testTargets: [Target] = [
     .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
             swiftSettings: swiftSettings),
-    tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
+    tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
     // The effectively-once core's own (the projection runner's partition ownership).
     tests("ProjectionTests", ["Projection", "Kafka"]),

@@ -9,6 +9,7 @@ import ProgressProjector
 import Projection
 import Synchronization
 import Testing
+import UserErasure
 
 /// The shared erasure building block as the progress projector configures it, against a real
 /// PostgreSQL: effectively-once erasure, erased users left out of every later batch, and an

@@ -4,6 +4,7 @@ import Foundation
 import Kafka
 import Postgres
 import Projection
+import UserErasure
 
 /// The analytics read model as a `Projection`: records are logged by `eventId`, and only
 /// the events inserted for the first time are folded into the aggregates, in the runner's

@@ -5,6 +5,7 @@ import Logging
 import Postgres
 import Projection
 import ServiceRuntime
+import UserErasure
 
 /// The analytics-aggregator: the projection runner on `reading.events.v2` (consumer group
 /// `analytics-aggregator`) as a background service, and the query routes.

@@ -5,6 +5,7 @@ import HTTPTypes
 import Logging
 import Projection
 import ServiceRuntime
+import UserErasure
 
 /// `POST`, `GET` and `DELETE /account/deletion` (user token; seed `002_*` §11 P-4):
 ///

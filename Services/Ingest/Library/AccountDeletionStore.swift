@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Postgres
 import Projection
+import UserErasure
 
 /// `account_deletions`, `account_deletion_services` and `account_deletion_outbox`: the
 /// requests of `POST /account/deletion`, their progress through the services, and the

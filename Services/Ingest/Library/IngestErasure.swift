@@ -2,6 +2,7 @@ import Foundation
 import ObjectStore
 import Postgres
 import Projection
+import UserErasure
 
 /// What ingest erases of a user (`UserErasure`, service `ingest`): the objects of their rooms
 /// in the store (everything under `rooms/{roomId}/`: sources, and the worker's outputs too),

@@ -5,6 +5,7 @@ import Kafka
 import Logging
 import Postgres
 import Projection
+import UserErasure
 
 /// A record of `reading.events.v2` that cannot be projected.
 struct InvalidReadingEvent: Error, CustomStringConvertible {

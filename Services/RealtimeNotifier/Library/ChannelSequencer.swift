@@ -4,6 +4,7 @@ import Foundation
 import Kafka
 import Postgres
 import Projection
+import UserErasure
 
 /// A source record that cannot be turned into channel events.
 struct InvalidRealtimeSource: Error, CustomStringConvertible {

@@ -8,6 +8,7 @@ import Postgres
 import Projection
 import ServiceRuntime
 import Synchronization
+import UserErasure
 import WebSocketServer
 
 /// realtime-notifier: a Supabase-Realtime-compatible WebSocket fan-out on port 8084 that

@@ -1,6 +1,7 @@
 import ObjectStore
 import Postgres
 import Projection
+import UserErasure
 
 /// What the transcode worker erases of a user (`UserErasure`, service `transcode-worker`):
 /// the objects of their rooms (everything under `rooms/{roomId}/`: manifests, GLBs,

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Postgres
 import Projection
+import UserErasure
 
 /// A transcode request that cannot become a job.
 struct InvalidTranscodeRequest: Error, CustomStringConvertible {

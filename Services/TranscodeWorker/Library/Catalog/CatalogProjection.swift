@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Postgres
 import Projection
+import UserErasure
 
 /// The room catalog's read model: `room.uploads.v1` (a version from upload-init on, and its
 /// abandonment), `room.transcode.requests.v1` (what the owner asked for at upload-complete:

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import Postgres
+import Projection
 import ServiceRuntime
 import Synchronization
 

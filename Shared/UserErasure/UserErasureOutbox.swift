@@ -1,5 +1,6 @@
 import Kafka
 import Postgres
+import Projection
 
 /// One service's `user_erasure_outbox` rows for the shared `OutboxRelay`: the confirmations
 /// go to `user.deletions.status.v1` (key: the request id) and are deleted once the broker

@@ -3,6 +3,7 @@ import Contracts
 import Foundation
 import Kafka
 import Postgres
+import Projection
 
 /// What one service erases of a user, inside the erasure's transaction: its `DELETE`s (and,
 /// before them, whatever it keeps outside PostgreSQL, such as objects in the store — those
