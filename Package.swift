@@ -46,9 +46,9 @@ let sharedModules: [Target] = [
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
     shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL", "Logging"]),
-    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "ServiceRuntime"]),
+    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "ServiceRuntime"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
-    shared("UserErasure", ["Projection", "Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "ServiceRuntime", "Hashing"]),
+    shared("UserErasure", ["Projection", "Kafka", "Postgres", "Logging", "Contracts", "Auth", "ServiceRuntime"]),
     shared("USD", ["CLZ4", "Logging"]),
     shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
@@ -68,19 +68,20 @@ func service(_ name: String, executable: String, _ deps: [Target.Dependency]) ->
 }
 
 let serviceBase: [Target.Dependency] = [
-    "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth", "Logging", "Metrics", "UserErasure",
+    "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "UserErasure",
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Projection", "Hashing", "ObjectStore"])
+    service("Ingest", executable: "ingest", serviceBase + ["Projection", "Metrics", "ObjectStore"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
-    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "WebSocketServer"])
-    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "ObjectStore", "RoomScan", "Hashing"])
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "Metrics", "WebSocketServer"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "Metrics", "ObjectStore", "RoomScan", "Hashing"])
     + [
         .target(
             name: "BackboneCLI",
-            dependencies: serviceBase + [
+            dependencies: [
+                "Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "Logging", "Metrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
                 "ObjectStore", "DevInfrastructure",
             ],
@@ -141,7 +142,7 @@ let testTargets: [Target] = [
     tests("ProjectionTests", ["Projection", "Kafka"]),
     tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
     tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure", "BlockingCalls"]),
-    tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "Hashing", "DevInfrastructure", "BackboneTestSupport"]),
+    tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
@@ -157,7 +158,7 @@ let testTargets: [Target] = [
           exclude: ["Clients"]),
     tests("AnalyticsAggregatorTests", [
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
-        "Logging", "Metrics", "BackboneTestSupport", "DevInfrastructure",
+        "Logging", "BackboneTestSupport", "DevInfrastructure",
     ]),
     tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
                                                   "DevInfrastructure", "Ingest", "RealtimeNotifier"],
