@@ -122,9 +122,7 @@ public final class KafkaProducer: Sendable {
             await core.waitUntilShutDown()
             return
         }
-        while core.hasActiveCalls {
-            try? await Task.sleep(for: .milliseconds(1))
-        }
+        await core.waitForCallsToEnd()
         await flushHandle(timeout: shutdownFlushTimeout)
         await pollThread.stop()
         client.destroy()

@@ -13,6 +13,8 @@ final class ProducerCore: RdKafkaCallbackContext {
         var spaceWaiters: [CheckedContinuation<Void, Never>] = []
         var isShutDown = false
         var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The shutdown waiting for the calls in flight to end (resumed by the last `endCall`).
+        var idleWaiter: CheckedContinuation<Void, Never>?
     }
 
     private let state = Mutex(State())
@@ -30,9 +32,27 @@ final class ProducerCore: RdKafkaCallbackContext {
         }
     }
 
-    func endCall() { state.withLock { $0.activeCalls -= 1 } }
+    func endCall() {
+        let idle = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.activeCalls -= 1
+            guard state.activeCalls == 0 else { return nil }
+            defer { state.idleWaiter = nil }
+            return state.idleWaiter
+        }
+        idle?.resume()
+    }
 
-    var hasActiveCalls: Bool { state.withLock { $0.activeCalls > 0 } }
+    /// Returns once no call is in flight (after `beginShutdown`, none starts any more).
+    func waitForCallsToEnd() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                if state.activeCalls == 0 { return true }
+                state.idleWaiter = continuation
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
 
     /// Marks the producer as shutting down; `false` if it already was.
     func beginShutdown() -> Bool {
