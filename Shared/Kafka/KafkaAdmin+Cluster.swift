@@ -1,3 +1,4 @@
+import BlockingCalls
 import CRdKafka
 
 extension KafkaAdmin {
@@ -7,18 +8,18 @@ extension KafkaAdmin {
     public func clusterID() async throws(KafkaError) -> String? {
         let client = self.client
         let ms = timeoutMilliseconds
-        return try await Blocking.run { () -> Result<String?, KafkaError> in
+        return try await BlockingCall.run("kafka.admin") { () throws(KafkaError) -> String? in
             // The id comes with the first metadata answer: ask for it, so an unreachable
             // cluster is an error and not a missing id.
             var metadata: UnsafePointer<rd_kafka_metadata>?
             let err = rd_kafka_metadata(client.pointer, 0, nil, &metadata, ms)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
-                return .failure(KafkaError(rdKafka: err, context: "metadata"))
+                throw KafkaError(rdKafka: err, context: "metadata")
             }
             rd_kafka_metadata_destroy(metadata)
-            guard let id = rd_kafka_clusterid(client.pointer, ms) else { return .success(nil) }
+            guard let id = rd_kafka_clusterid(client.pointer, ms) else { return nil }
             defer { rd_kafka_mem_free(client.pointer, id) }
-            return .success(String(cString: id))
-        }.get()
+            return String(cString: id)
+        }
     }
 }

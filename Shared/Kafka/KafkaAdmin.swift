@@ -1,3 +1,4 @@
+import BlockingCalls
 import CRdKafka
 import Foundation
 import Logging
@@ -24,11 +25,11 @@ public final class KafkaAdmin: Sendable {
     public func listTopics() async throws(KafkaError) -> [KafkaTopicMetadata] {
         let client = self.client
         let ms = timeoutMilliseconds
-        return try await Blocking.run { () -> Result<[KafkaTopicMetadata], KafkaError> in
+        return try await BlockingCall.run("kafka.admin") { () throws(KafkaError) -> [KafkaTopicMetadata] in
             var metadata: UnsafePointer<rd_kafka_metadata>?
             let err = rd_kafka_metadata(client.pointer, 1, nil, &metadata, ms)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
-                return .failure(KafkaError(rdKafka: err, context: "metadata"))
+                throw KafkaError(rdKafka: err, context: "metadata")
             }
             defer { rd_kafka_metadata_destroy(metadata) }
             let topics = (0..<Int(metadata.pointee.topic_cnt)).compactMap { index -> KafkaTopicMetadata? in
@@ -37,24 +38,23 @@ public final class KafkaAdmin: Sendable {
                 let ids = (0..<Int(topic.partition_cnt)).map { topic.partitions[$0].id }.sorted()
                 return KafkaTopicMetadata(name: String(cString: topic.topic), partitions: ids)
             }
-            return .success(topics.sorted { $0.name < $1.name })
-        }.get()
+            return topics.sorted { $0.name < $1.name }
+        }
     }
 
     /// The partition's low (earliest) and high (next to be written) offsets, asked of the leader.
     public func watermarks(topic: String, partition: Int32) async throws(KafkaError) -> (low: Int64, high: Int64) {
         let client = self.client
         let ms = timeoutMilliseconds
-        let result = await Blocking.run { () -> Result<[Int64], KafkaError> in
+        let marks = try await BlockingCall.run("kafka.admin") { () throws(KafkaError) -> [Int64] in
             var low: Int64 = -1
             var high: Int64 = -1
             let err = rd_kafka_query_watermark_offsets(client.pointer, topic, partition, &low, &high, ms)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                return .failure(KafkaError(rdKafka: err, context: "watermarks of \(topic)[\(partition)]"))
+                throw KafkaError(rdKafka: err, context: "watermarks of \(topic)[\(partition)]")
             }
-            return .success([low, high])
+            return [low, high]
         }
-        let marks = try result.get()
         return (marks[0], marks[1])
     }
 
@@ -67,7 +67,7 @@ public final class KafkaAdmin: Sendable {
         let client = self.client
         let ms = timeoutMilliseconds
         let timestamp = Int64((time.timeIntervalSince1970 * 1000).rounded(.down))
-        return try await Blocking.run { () -> Result<[Int32: Int64], KafkaError> in
+        return try await BlockingCall.run("kafka.admin") { () throws(KafkaError) -> [Int32: Int64] in
             let list = rd_kafka_topic_partition_list_new(Int32(metadata.partitions.count))!
             defer { rd_kafka_topic_partition_list_destroy(list) }
             for partition in metadata.partitions {
@@ -75,18 +75,18 @@ public final class KafkaAdmin: Sendable {
             }
             let err = rd_kafka_offsets_for_times(client.pointer, list, ms)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                return .failure(KafkaError(rdKafka: err, context: "offsets for time in \(topic)"))
+                throw KafkaError(rdKafka: err, context: "offsets for time in \(topic)")
             }
             var offsets: [Int32: Int64] = [:]
             for index in 0..<Int(list.pointee.cnt) {
                 let element = list.pointee.elems[index]
                 guard element.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    return .failure(KafkaError(rdKafka: element.err, context: "offsets for time in \(topic)[\(element.partition)]"))
+                    throw KafkaError(rdKafka: element.err, context: "offsets for time in \(topic)[\(element.partition)]")
                 }
                 offsets[element.partition] = element.offset
             }
-            return .success(offsets)
-        }.get()
+            return offsets
+        }
     }
 
     /// Creates a topic through the Admin API. A topic that already exists counts as success.
@@ -99,22 +99,22 @@ public final class KafkaAdmin: Sendable {
         }
         let client = self.client
         let ms = timeoutMilliseconds
-        try await Blocking.run { () -> Result<Void, KafkaError> in
-            Self.createTopicBlocking(client.pointer, name: name, partitions: partitions, replicationFactor: replicationFactor,
+        try await BlockingCall.run("kafka.admin") { () throws(KafkaError) -> Void in
+            try Self.createTopicBlocking(client.pointer, name: name, partitions: partitions, replicationFactor: replicationFactor,
                                      config: config, timeoutMilliseconds: ms)
-        }.get()
+        }
     }
 
     private static func createTopicBlocking(_ rk: OpaquePointer, name: String, partitions: Int32, replicationFactor: Int32,
-                                            config: [String: String], timeoutMilliseconds: Int32) -> Result<Void, KafkaError> {
+                                            config: [String: String], timeoutMilliseconds: Int32) throws(KafkaError) {
         var errstr = [CChar](repeating: 0, count: 512)
         guard let newTopic = rd_kafka_NewTopic_new(name, partitions, replicationFactor, &errstr, errstr.count) else {
-            return .failure(KafkaError(code: .invalidArgument, message: String(cBuffer: errstr)))
+            throw KafkaError(code: .invalidArgument, message: String(cBuffer: errstr))
         }
         defer { rd_kafka_NewTopic_destroy(newTopic) }
         for (key, value) in config.sorted(by: { $0.key < $1.key }) {
             let err = rd_kafka_NewTopic_set_config(newTopic, key, value)
-            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { return .failure(KafkaError(rdKafka: err, context: "topic config \(key)")) }
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(rdKafka: err, context: "topic config \(key)") }
         }
         let queue = rd_kafka_queue_new(rk)
         defer { rd_kafka_queue_destroy(queue) }
@@ -125,25 +125,24 @@ public final class KafkaAdmin: Sendable {
         var topics: [OpaquePointer?] = [newTopic]
         rd_kafka_CreateTopics(rk, &topics, 1, options, queue)
         guard let event = rd_kafka_queue_poll(queue, timeoutMilliseconds + 1000) else {
-            return .failure(KafkaError(code: .timedOut, message: "create topic \(name): no answer in time", isRetriable: true))
+            throw KafkaError(code: .timedOut, message: "create topic \(name): no answer in time", isRetriable: true)
         }
         defer { rd_kafka_event_destroy(event) }
         let eventErr = rd_kafka_event_error(event)
         guard eventErr == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            return .failure(KafkaError(rdKafka: eventErr, context: "create topic \(name)",
-                                       detail: rd_kafka_event_error_string(event).map { String(cString: $0) }))
+            throw KafkaError(rdKafka: eventErr, context: "create topic \(name)",
+                             detail: rd_kafka_event_error_string(event).map { String(cString: $0) })
         }
         var count = 0
         guard let result = rd_kafka_event_CreateTopics_result(event),
               let results = rd_kafka_CreateTopics_result_topics(result, &count), count > 0, let topic = results[0] else {
-            return .failure(KafkaError(code: .other, message: "create topic \(name): empty result"))
+            throw KafkaError(code: .other, message: "create topic \(name): empty result")
         }
         let err = rd_kafka_topic_result_error(topic)
         guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS else {
-            return .failure(KafkaError(rdKafka: err, context: "create topic \(name)",
-                                       detail: rd_kafka_topic_result_error_string(topic).map { String(cString: $0) }))
+            throw KafkaError(rdKafka: err, context: "create topic \(name)",
+                             detail: rd_kafka_topic_result_error_string(topic).map { String(cString: $0) })
         }
-        return .success(())
     }
 }
 

@@ -1,3 +1,4 @@
+import BlockingCalls
 import CRdKafka
 import Logging
 import Synchronization
@@ -111,7 +112,7 @@ public final class KafkaProducer: Sendable {
     private func flushHandle(timeout: Duration) async {
         let client = self.client
         let milliseconds = Int32(clamping: timeout.wholeMilliseconds)
-        _ = await Blocking.run { rd_kafka_flush(client.pointer, milliseconds) }
+        _ = await BlockingCall.run("kafka.flush") { rd_kafka_flush(client.pointer, milliseconds) }
     }
 
     /// Flushes (up to the delivery timeout + 1 s), stops the poll thread, fails whatever is

@@ -42,13 +42,10 @@ final class PollThread: Sendable {
     }
 }
 
-/// Runs librdkafka's blocking calls on threads of their own, off the threads that run tasks
-/// (`BlockingCall`), and async work from a poll thread.
+/// What the poll threads need besides `BlockingCall` (which runs librdkafka's blocking calls off
+/// the threads that run tasks, with typed throws): work started without waiting, and async
+/// work run from a poll thread.
 enum Blocking {
-    static func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await BlockingCall.run("kafka.blocking", body)
-    }
-
     /// Runs `body` without waiting for it.
     static func detach(_ body: @escaping @Sendable () -> Void) {
         BlockingCall.detach("kafka.blocking", body)
