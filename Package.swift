@@ -39,7 +39,8 @@ let sharedModules: [Target] = [
     shared("HTTPTypes"),
     shared("Metrics"),
     shared("Hashing", ["COpenSSL"]),
-    shared("Auth", ["Hashing"]),
+    shared("HTTPClient", ["CCurl", "BlockingCalls"]),
+    shared("Auth", ["Hashing", "HTTPClient", "Logging"]),
     shared("Kafka", ["CRdKafka", "Logging", "BlockingCalls"]),
     shared("Postgres", ["CLibPQ", "Logging", "BlockingCalls"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
@@ -48,7 +49,7 @@ let sharedModules: [Target] = [
     shared("Contracts", ["CYAJL"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "Auth", "Hashing", "ServiceRuntime"]),
     shared("USD", ["CLZ4"]),
-    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),
+    shared("ObjectStore", ["HTTPClient", "Hashing", "ServiceRuntime"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
     shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing", "BlockingCalls"]),

@@ -29,7 +29,7 @@ struct RoomUploadHandler: Sendable {
     static func roomplanKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/roomplan.json" }
 
     func quota(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
+        let userID = try await authenticator.userID(request)
         try limiter.admit(userID)
         let now = Date()
         let used: Int64
@@ -40,7 +40,7 @@ struct RoomUploadHandler: Sendable {
     }
 
     func initiate(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
+        let userID = try await authenticator.userID(request)
         try limiter.admit(userID)
         let body = try IngestRequestDecoding.decode(RoomUploadInitRequest.self, from: request)
         try validate(body)
@@ -153,7 +153,7 @@ struct RoomUploadHandler: Sendable {
     /// `GET /rooms/uploads/{versionId}`: what the store holds of the caller's upload, and fresh
     /// URLs for only what is missing, so a relaunched app PUTs nothing twice.
     func state(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
+        let userID = try await authenticator.userID(request)
         try limiter.admit(userID)
         guard let id = request.pathParameters["id"], UUID(uuidString: id) != nil else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "versionId must be a UUID")

@@ -34,7 +34,7 @@ struct RoomVersionHandler: Sendable {
     let logger: Logger
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
+        let userID = try await authenticator.userID(request)
         try limiter.admit(userID)
         let body = try Self.decode(request)
         try validator.validate(body)

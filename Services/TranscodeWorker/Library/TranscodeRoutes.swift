@@ -23,7 +23,7 @@ struct TranscodeRoutes: Sendable {
     }
 
     func details(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let id = request.pathParameters["id"] ?? ""
         guard let row = try await store.version(id),
               row.ownerUserID == user || (row.visibility == .public && row.status == .ready) else {
@@ -48,7 +48,7 @@ struct TranscodeRoutes: Sendable {
     }
 
     func retry(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let id = request.pathParameters["id"] ?? ""
         switch try await store.retry(id, ownerUserID: user, maxAttempts: maxAttempts) {
         case .queued(let attempt):

@@ -53,17 +53,17 @@ struct CatalogRoutes: Sendable {
         }
     }
 
-    func viewer(_ request: HTTPRequest) throws(HTTPError) -> CatalogViewer {
+    func viewer(_ request: HTTPRequest) async throws(HTTPError) -> CatalogViewer {
         var request = request
         if request.bearerToken == nil, let key = request.headers["apikey"] ?? request.query["apikey"], !key.isEmpty {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(key)")
         }
-        let claims = try authenticator.claims(request)
+        let claims = try await authenticator.claims(request)
         return claims.isService ? .service : .user(claims.sub)
     }
 
     func answer(_ request: HTTPRequest, _ resource: CatalogResource) async throws -> HTTPResponse {
-        let viewer = try viewer(request)
+        let viewer = try await viewer(request)
         if let profile = request.headers["Accept-Profile"], profile != "public" {
             throw PostgRESTQuery.unsupported(.unsupportedParameter, "only the public schema is served (Accept-Profile: \(profile))")
         }
