@@ -133,10 +133,11 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 
 let testTargets: [Target] = [
     .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
-            swiftSettings: swiftSettings),
+            exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
-    tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
+    tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
+                                     "BackboneTestSupport"]),
     tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "Hashing", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
