@@ -21,12 +21,17 @@ public enum JSONWebKeySetSource: Sendable, Equatable, CustomStringConvertible {
 ///
 /// Reading again is rate-limited: at most once per `refreshInterval` (a minute), however many
 /// tokens name unknown keys, so a flood of made-up `kid`s costs one fetch a minute; the
-/// requests that arrive while a fetch runs wait for that one. A fetch that fails (the URL is
-/// down, the file half-written) leaves the last good set in use. `generation` changes when a
-/// different set is installed, so that tokens verified under the old one are checked again.
+/// requests that arrive while a fetch runs wait for that one. A set older than `maxAge` is
+/// also read again, in the background, by the next token checked with it (one not in the
+/// verified-token cache, whose hits stay a lookup), so that a key the provider revoked does
+/// not stay in use for as long as no token names a new one. A fetch that
+/// fails (the URL is down, the file half-written) leaves the last good set in use.
+/// `generation` changes when a different set is installed, so that tokens verified under the
+/// old one are checked again.
 public final class JSONWebKeyring: Sendable {
     public let source: JSONWebKeySetSource
     public let refreshInterval: Duration
+    public let maxAge: Duration
     private let logger: Logger
     private let state = Mutex(State())
     private let installed = Atomic<Int>(0)
@@ -41,9 +46,12 @@ public final class JSONWebKeyring: Sendable {
     /// How long a fetch from `JWT_JWKS_URL` may take.
     static let fetchTimeoutSeconds = 10
 
-    public init(source: JSONWebKeySetSource, refreshInterval: Duration = .seconds(60), logger: Logger) {
+    /// `maxAge`: ten minutes, as long as Supabase's edge caches its JWKS.
+    public init(source: JSONWebKeySetSource, refreshInterval: Duration = .seconds(60), maxAge: Duration = .seconds(600),
+                logger: Logger) {
         self.source = source
         self.refreshInterval = refreshInterval
+        self.maxAge = maxAge
         self.logger = logger
     }
 
@@ -75,20 +83,25 @@ public final class JSONWebKeyring: Sendable {
 
     /// The key `kid` names for `algorithm`, and the generation of the set that holds it; a
     /// `kid` not in the set starts a fetch (if none ran within `refreshInterval`) and throws
-    /// `unknownKey`.
+    /// `unknownKey`. A set older than `maxAge` starts one too, without waiting for it.
     func key(_ kid: String, for algorithm: JWTAlgorithm) throws(AuthError) -> (key: JSONWebKeySet.Key, generation: Int) {
-        let (found, generation) = state.withLock { ($0.set.key(kid, for: algorithm), installed.load(ordering: .relaxed)) }
+        let now = ContinuousClock.now
+        let (found, generation, stale) = state.withLock { state in
+            (state.set.key(kid, for: algorithm), installed.load(ordering: .relaxed),
+             state.lastAttempt.map { now - $0 >= maxAge } ?? false)
+        }
         guard let found else {
-            refreshAfterUnknownKey()
+            refresh()
             throw AuthError(.unknownKey, "no key \(kid) in the key set")
         }
+        if stale { refresh() }
         return (try found.get(), generation)
     }
 
     /// Starts reading the set again unless that was tried within `refreshInterval`; returns the
     /// fetch under way (to wait for), or nil when it is too soon.
     @discardableResult
-    func refreshAfterUnknownKey() -> Task<Void, Never>? {
+    func refresh() -> Task<Void, Never>? {
         let now = ContinuousClock.now
         return state.withLock { state in
             if let running = state.refresh { return running }
@@ -96,13 +109,13 @@ public final class JSONWebKeyring: Sendable {
             state.lastAttempt = now
             // Created under the lock so that concurrent callers join this one; creating a task
             // only enqueues it, nothing of it runs here.
-            let task = Task { await self.refresh() }
+            let task = Task { await self.fetchAndInstall() }
             state.refresh = task
             return task
         }
     }
 
-    private func refresh() async {
+    private func fetchAndInstall() async {
         do {
             install(try await read())
         } catch {

@@ -135,7 +135,7 @@ public struct JWTCodec: Sendable {
             guard error.code == .unknownKey, let keys else { throw error }
             // The fetch the failed lookup started, or nil when one ran too recently (then the
             // set may still have changed since the lookup: verifying again costs a parse).
-            await keys.refreshAfterUnknownKey()?.value
+            await keys.refresh()?.value
             return try verify(token, now: now, acceptingRevoked: acceptingRevoked)
         }
     }

@@ -116,6 +116,36 @@ struct JSONWebKeyringTests {
         }
     }
 
+    @Test("a set older than its max age is read again in the background by the next new token: a key the provider revoked leaves it, and its cached tokens are refused")
+    func staleSetReadAgain() async throws {
+        let (es1, es2) = (try witness.token("es256"), try witness.token("es256_es2"))
+        let endpoint = KeySetEndpoint()
+        endpoint.serve(witness.keySet(["es-1", "es-2"]))
+        try await endpoint.run { url in
+            let maxAge: Duration = .seconds(2)
+            let ring = JSONWebKeyring(source: .url(url), refreshInterval: .milliseconds(100), maxAge: maxAge, logger: .disabled)
+            try await ring.start()
+            let codec = JWTCodec(secret: TokenWitness.secret, keys: ring)
+            #expect(await Self.refusal(es1, codec) == nil)  // now in the verified-token cache
+            // es-1 is revoked at the provider; the set is fresh: a token naming a known key
+            // starts no fetch.
+            endpoint.serve(witness.keySet(["es-2"]))
+            let uncached = JWTCodec(secret: TokenWitness.secret, keys: ring, cacheCapacity: 0)
+            #expect(await Self.refusal(es2, uncached) == nil)
+            #expect(endpoint.fetches == 1)
+            try await Task.sleep(for: maxAge)
+            // A token not verified before finds the set stale: it is answered from it, and
+            // starts the fetch.
+            #expect(await Self.refusal(es2, uncached) == nil)
+            let read = await Integration.eventually(timeout: .seconds(10), every: .milliseconds(20)) {
+                ring.current.usableKeyIDs == ["es-2"]
+            }
+            #expect(read && endpoint.fetches == 2)
+            // es-1's token, accepted and cached before, is checked again under the new set.
+            #expect(await Self.refusal(es1, codec) == .unknownKey)
+        }
+    }
+
     @Test("at start a URL that does not answer is logged and the service goes on; an unreadable file, a document that is no key set or a 404 stop it")
     func startFailures() async throws {
         let closed = JSONWebKeyring(source: .url("http://127.0.0.1:\(Integration.freePort())/jwks.json"), logger: .disabled)
