@@ -27,7 +27,7 @@ public struct KeySetError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var code: Code
     public var message: String
-    /// Where the set was read from (a path or URL; public, no secret in it).
+    /// Where the set was read from: a path or URL, logged (a JWKS URL needs no credentials).
     public var source: String
     public var isRetriable: Bool { code == .unavailable }
     public var description: String { "key set \(source) \(code.rawValue): \(message)" }

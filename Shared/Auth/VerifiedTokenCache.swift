@@ -6,8 +6,9 @@ import Synchronization
 /// before needs neither the signature check nor the JSON parse again; the time checks (`exp`,
 /// `nbf`) are not cached and run on every use. A token checked with a key of the key set is
 /// kept with the set's generation, and checked again once another set is installed (a key
-/// the provider withdrew no longer vouches for it). Bounded: once `capacity` tokens are held the cache
-/// starts over, so a flood of distinct tokens costs memory of at most `capacity` entries.
+/// the provider withdrew no longer vouches for it). Bounded: once `capacity` tokens are held
+/// the cache starts over, so a flood of distinct tokens costs memory of at most `capacity`
+/// entries.
 final class VerifiedTokenCache: Sendable {
     /// Tokens longer than this are verified every time and never stored.
     static let maxTokenBytes = 4_096

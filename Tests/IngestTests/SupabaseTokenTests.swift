@@ -67,7 +67,7 @@ struct SupabaseTokenTests {
         let database = try await TestDatabase.create("supabase_analytics")
         var processes: [ServiceProcess] = []
         let site = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-site-\(UInt32.random(in: 0...UInt32.max))")
-        let provider = Process()
+        var provider: Process?
         do {
             for topic in Topics.all { try harness.cluster.createTopic(topic.name, partitions: topic.partitions) }
             // Supabase's path, served by Python's http.server.
@@ -77,12 +77,12 @@ struct SupabaseTokenTests {
             let providerPort = Integration.freePort()
             let requests = site.appendingPathComponent("requests.log")
             _ = FileManager.default.createFile(atPath: requests.path, contents: nil)
-            provider.executableURL = URL(fileURLWithPath: TokenWitness.python.hasPrefix("/") ? TokenWitness.python : "/usr/bin/env")
-            provider.arguments = (TokenWitness.python.hasPrefix("/") ? [] : [TokenWitness.python])
-                + ["-m", "http.server", String(providerPort), "--bind", "127.0.0.1", "--directory", site.path]
-            provider.standardError = try FileHandle(forWritingTo: requests)  // one line per request
-            provider.standardOutput = FileHandle.nullDevice
-            try provider.run()
+            let server = TokenWitness.pythonProcess(["-m", "http.server", String(providerPort), "--bind", "127.0.0.1",
+                                                     "--directory", site.path])
+            server.standardError = try FileHandle(forWritingTo: requests)  // one line per request
+            server.standardOutput = FileHandle.nullDevice
+            try server.run()
+            provider = server
             let jwksURL = "http://127.0.0.1:\(providerPort)/auth/v1/.well-known/jwks.json"
             #expect(try await Integration.eventually(timeout: .seconds(10)) { try Self.get(jwksURL).status == 200 })
             func fetches() -> Int {
@@ -118,11 +118,12 @@ struct SupabaseTokenTests {
         await harness.close()
     }
 
-    static func stop(_ provider: Process, _ processes: [ServiceProcess]) {
+    static func stop(_ provider: Process?, _ processes: [ServiceProcess]) {
         for process in processes { process.terminate() }
-        // SIGKILL: the test process ignores SIGTERM (its service groups handle it themselves),
-        // and Python inherits that, so its http.server would never stop on `terminate()`.
-        if provider.isRunning {
+        // SIGKILL: the http.server started from the test process was seen to outlive SIGTERM
+        // (an ignored signal stays ignored in a child, and `ServiceGroup` ignores SIGTERM to
+        // handle it itself), which left this test waiting for it for ever.
+        if let provider, provider.isRunning {
             kill(provider.processIdentifier, SIGKILL)
             provider.waitUntilExit()
         }

@@ -31,6 +31,14 @@ public struct TokenWitness: Sendable {
         return FileManager.default.isExecutableFile(atPath: venv) ? venv : "python3"
     }()
 
+    /// A process running `python` with `arguments` (not started).
+    public static func pythonProcess(_ arguments: [String]) -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python.hasPrefix("/") ? python : "/usr/bin/env")
+        process.arguments = (python.hasPrefix("/") ? [] : [python]) + arguments
+        return process
+    }
+
     /// Whether the witness can run here. Under `deploy/test.sh` (integration enabled) the
     /// suites run anyway, so that a missing PyJWT fails them instead of skipping them.
     public static var isAvailable: Bool {
@@ -44,10 +52,7 @@ public struct TokenWitness: Sendable {
 
     public static func mint(now: Date) throws(Failure) -> TokenWitness {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Witnesses/supabase_tokens.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python.hasPrefix("/") ? python : "/usr/bin/env")
-        process.arguments = (python.hasPrefix("/") ? [] : [python])
-            + [script.path, String(Int(now.timeIntervalSince1970)), secret, issuer]
+        let process = pythonProcess([script.path, String(Int(now.timeIntervalSince1970)), secret, issuer])
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors  // PyJWT's warnings; shown only when minting fails.
