@@ -39,7 +39,8 @@ let sharedModules: [Target] = [
     shared("HTTPTypes", ["Logging"]),
     shared("Metrics"),
     shared("Hashing", ["COpenSSL"]),
-    shared("Auth", ["Hashing"]),
+    shared("HTTPClient", ["CCurl", "BlockingCalls"]),
+    shared("Auth", ["Hashing", "HTTPClient", "Logging"]),
     shared("Kafka", ["CRdKafka", "Logging", "BlockingCalls"]),
     shared("Postgres", ["CLibPQ", "Logging", "BlockingCalls"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
@@ -50,7 +51,7 @@ let sharedModules: [Target] = [
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
     shared("UserErasure", ["Projection", "Kafka", "Postgres", "Logging", "Contracts", "Auth", "ServiceRuntime"]),
     shared("USD", ["CLZ4", "Logging"]),
-    shared("ObjectStore", ["CCurl", "Hashing", "ServiceRuntime", "BlockingCalls"]),
+    shared("ObjectStore", ["HTTPClient", "Hashing", "ServiceRuntime"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
     shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing", "BlockingCalls"]),
@@ -135,12 +136,13 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 
 let testTargets: [Target] = [
     .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
-            swiftSettings: swiftSettings),
+            exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
     // The effectively-once core's own (the projection runner's partition ownership).
     tests("ProjectionTests", ["Projection", "Kafka"]),
-    tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime"]),
+    tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
+                                     "BackboneTestSupport"]),
     tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),

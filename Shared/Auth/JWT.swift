@@ -1,8 +1,8 @@
 import Foundation
 import Hashing
 
-/// The claims this system reads from a token. `sub` is the user id; `role: "service"`
-/// marks a service token (catalog maintenance).
+/// The claims this system reads from a token. `sub` is the user id; `role: "service"` (or
+/// Supabase's `service_role`) marks a service token (catalog maintenance).
 public struct JWTClaims: Sendable, Equatable, Codable {
     public var sub: String
     public var exp: Int64?
@@ -18,7 +18,7 @@ public struct JWTClaims: Sendable, Equatable, Codable {
         self.role = role
     }
 
-    public var isService: Bool { role == "service" }
+    public var isService: Bool { role == "service" || role == "service_role" }
 }
 
 public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -35,6 +35,17 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidSubject = Code(rawValue: "invalid_subject")
         /// A user token of an account this service erased (`RevokedSubjects`).
         public static let revokedSubject = Code(rawValue: "account_deleted")
+        /// The `kid` of an ES256 or RS256 token is not in the key set (nor after reading it again).
+        public static let unknownKey = Code(rawValue: "unknown_key")
+        /// The key the `kid` names cannot check tokens of the header's `alg` (another key type or
+        /// curve, a short RSA key, a key whose own `alg` differs).
+        public static let keyMismatch = Code(rawValue: "key_mismatch")
+        /// A user token whose `iss` is not `JWT_ISSUER`.
+        public static let wrongIssuer = Code(rawValue: "wrong_issuer")
+        /// A user token whose `aud` does not include `JWT_AUDIENCE`.
+        public static let wrongAudience = Code(rawValue: "wrong_audience")
+        /// Supabase's anon key (`role: "anon"`): it names the app, not a signed-in user.
+        public static let anonymousKey = Code(rawValue: "anon_key")
     }
 
     public var code: Code
@@ -48,38 +59,56 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Verifies and signs HS256 JSON Web Tokens with a shared secret.
+/// Verifies JSON Web Tokens, and signs this system's own (HS256).
 ///
-/// Only `HS256` is accepted (`alg: none` and every other algorithm are refused before the
-/// signature is looked at); the signature is compared in constant time; `exp` and `nbf`
-/// are honoured with a small leeway for clock skew, on every call. The claims of a token
-/// whose signature was verified are kept (up to `cacheCapacity` tokens), so a client sending
-/// the same token again costs a dictionary lookup instead of an HMAC and a JSON parse.
+/// Accepted: `HS256` with the shared secret (`JWT_SECRET`: this system's tokens, or a Supabase
+/// project's legacy JWT secret) and, with a key set (`keys`: `JWT_JWKS_FILE` or `JWT_JWKS_URL`),
+/// `ES256` and `RS256` checked with the key the header's `kid` names, which must be a key for
+/// that very algorithm (`JSONWebKeySet`). `alg: none` and every other algorithm are refused
+/// before the signature is looked at; the HMAC is compared in constant time, ECDSA and RSA
+/// signatures are checked by OpenSSL. A user token must carry `issuer` (`iss`) and `audience`
+/// (`aud`, a string or an array) when these are set. `exp` and `nbf` are honoured with a small
+/// leeway for clock skew, on every call. The claims of a token whose signature was verified
+/// are kept (up to `cacheCapacity` tokens), so a client sending the same token again costs a
+/// dictionary lookup instead of a signature check and a JSON parse.
 public struct JWTCodec: Sendable {
     public let secret: [UInt8]
     public let leeway: Int64
     /// Subjects whose user tokens are refused (erased accounts); service tokens are not affected.
     public let revoked: RevokedSubjects
+    /// The public keys of ES256 and RS256 tokens; nil: HS256 only.
+    public let keys: JSONWebKeyring?
+    /// The `iss` user tokens must have (`JWT_ISSUER`); nil: not checked.
+    public let issuer: String?
+    /// The `aud` user tokens must include (`JWT_AUDIENCE`); nil: not checked.
+    public let audience: String?
     private let verified: VerifiedTokenCache
 
-    public init(secret: String, leewaySeconds: Int64 = 30, cacheCapacity: Int = 10_000) {
+    public init(secret: String, keys: JSONWebKeyring? = nil, issuer: String? = nil, audience: String? = nil,
+                leewaySeconds: Int64 = 30, cacheCapacity: Int = 10_000) {
         self.secret = Array(secret.utf8)
+        self.keys = keys
+        self.issuer = issuer
+        self.audience = audience
         self.leeway = leewaySeconds
         self.verified = VerifiedTokenCache(capacity: cacheCapacity)
         self.revoked = RevokedSubjects()
     }
 
-    private struct Header: Codable { var alg: String; var typ: String? }
+    /// `jku`, `x5u` and `jwk` are not read: keys come from the configured set only, never from
+    /// where a token says.
+    private struct Header: Codable { var alg: String; var kid: String?; var crit: [String]? }
 
     /// `acceptingRevoked`: also the token of an erased account (the one route that answers
     /// such a user: their deletion receipt).
     public func verify(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false) throws(AuthError) -> JWTClaims {
         let claims: JWTClaims
-        if let known = verified.claims(for: token) {
+        if let known = verified.claims(for: token, keyGeneration: keys?.generation ?? 0) {
             claims = known
         } else {
-            claims = try verifiedClaims(token)
-            verified.store(claims, for: token)
+            let checked = try verifiedClaims(token)
+            claims = checked.claims
+            verified.store(checked.claims, keyGeneration: checked.keyGeneration, for: token)
         }
         let nowSeconds = Int64(now.timeIntervalSince1970)
         // Written so that no claim value (Int64.max, Int64.min) can overflow.
@@ -95,8 +124,25 @@ public struct JWTCodec: Sendable {
         return claims
     }
 
-    /// The claims of a token with a valid HS256 signature and a usable subject (times not checked).
-    private func verifiedClaims(_ token: String) throws(AuthError) -> JWTClaims {
+    /// `verify`; when the token names a key the set does not hold, waits for the set to be read
+    /// again (at most once per `JSONWebKeyring.refreshInterval`, shared by every request that
+    /// waits) and verifies once more, so a token signed with a key the provider has just added
+    /// is accepted on its first request. `verify` alone starts that reading without waiting.
+    public func verifyRefreshingKeys(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false) async throws(AuthError) -> JWTClaims {
+        do {
+            return try verify(token, now: now, acceptingRevoked: acceptingRevoked)
+        } catch {
+            guard error.code == .unknownKey, let keys else { throw error }
+            // The fetch the failed lookup started, or nil when one ran too recently (then the
+            // set may still have changed since the lookup: verifying again costs a parse).
+            await keys.refresh()?.value
+            return try verify(token, now: now, acceptingRevoked: acceptingRevoked)
+        }
+    }
+
+    /// The claims of a token with a valid signature and a usable subject (times not checked),
+    /// and the generation of the key set whose key checked it (nil: the secret did).
+    private func verifiedClaims(_ token: String) throws(AuthError) -> (claims: JWTClaims, keyGeneration: Int?) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw AuthError(.malformed, "a token has three dot-separated parts")
@@ -105,29 +151,90 @@ public struct JWTCodec: Sendable {
               let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
             throw AuthError(.malformed, "header is not base64url JSON")
         }
-        guard header.alg == "HS256" else {
-            throw AuthError(.unsupportedAlgorithm, "only HS256 is accepted")
+        guard let algorithm = JWTAlgorithm(rawValue: header.alg) else {
+            throw AuthError(.unsupportedAlgorithm, "only HS256, ES256 and RS256 are accepted")
+        }
+        // RFC 7515 §4.1.11: an extension marked critical that is not understood must be refused,
+        // and none is understood here.
+        guard header.crit == nil else {
+            throw AuthError(.malformed, "critical header extensions (crit) are not supported")
         }
         guard let signature = Base64URL.decode(parts[2]) else {
             throw AuthError(.malformed, "signature is not base64url")
         }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        let expected = Digest.hmacSHA256(key: secret, message: signingInput)
-        guard Digest.constantTimeEquals(expected, signature) else {
-            throw AuthError(.badSignature, "signature does not match")
-        }
+        let keyGeneration = try checkSignature(signature, of: signingInput, algorithm: algorithm, kid: header.kid)
         guard let payloadBytes = Base64URL.decode(parts[1]),
               let object = try? JSONSerialization.jsonObject(with: Data(payloadBytes)) as? [String: Any] else {
             throw AuthError(.malformed, "payload is not a JSON object")
         }
-        guard let sub = object["sub"] as? String, !sub.isEmpty else {
+        let role = object["role"] as? String
+        // Signed like a user's session but for the app (and without `sub`): say what it is
+        // rather than "no subject", for the developer who sent it by mistake.
+        guard role != "anon" else {
+            throw AuthError(.anonymousKey, "the anon key identifies the app, not a user: send the signed-in user's access token")
+        }
+        let sub: String
+        if let subject = object["sub"] as? String, !subject.isEmpty {
+            sub = subject
+        } else if role == "service_role" {
+            sub = "service_role"  // Supabase's service_role key names no subject.
+        } else {
             throw AuthError(.missingSubject, "token has no subject")
         }
         guard Identifier.isAcceptable(sub) else {
             throw AuthError(.invalidSubject, "subject must be at most \(Identifier.maxUTF8Length) bytes without whitespace or control characters")
         }
-        return JWTClaims(sub: sub, exp: Self.integer(object["exp"]), nbf: Self.integer(object["nbf"]),
-                         iat: Self.integer(object["iat"]), role: object["role"] as? String)
+        let claims = JWTClaims(sub: sub, exp: Self.integer(object["exp"]), nbf: Self.integer(object["nbf"]),
+                               iat: Self.integer(object["iat"]), role: role)
+        if !claims.isService { try checkIssuerAndAudience(object) }
+        return (claims, keyGeneration)
+    }
+
+    /// Throws unless `signature` signs `input` under `algorithm`; the key set's generation for a
+    /// key of the set, nil for the secret.
+    private func checkSignature(_ signature: [UInt8], of input: [UInt8], algorithm: JWTAlgorithm,
+                                kid: String?) throws(AuthError) -> Int? {
+        switch algorithm {
+        case .hs256:
+            // The secret and nothing else: a public key of the set is never taken as an HMAC
+            // secret, whatever the token's `kid` says (algorithm confusion).
+            guard Digest.constantTimeEquals(Digest.hmacSHA256(key: secret, message: input), signature) else {
+                throw AuthError(.badSignature, "signature does not match")
+            }
+            return nil
+        case .es256, .rs256:
+            guard let keys else {
+                throw AuthError(.unsupportedAlgorithm, "\(algorithm.rawValue) tokens need a key set (JWT_JWKS_FILE or JWT_JWKS_URL)")
+            }
+            guard let kid, !kid.isEmpty else {
+                throw AuthError(.malformed, "an \(algorithm.rawValue) token names its key (kid)")
+            }
+            let (key, generation) = try keys.key(kid, for: algorithm)
+            guard key.verify(signature: signature, message: input) else {
+                throw AuthError(.badSignature, "signature does not match")
+            }
+            return generation
+        }
+    }
+
+    /// A user token's `iss` and `aud`. Service tokens are not held to them: neither
+    /// `backbone token --service` nor Supabase's `service_role` key carries the issuer and
+    /// audience of the users' sessions, and both are signed with the secret.
+    private func checkIssuerAndAudience(_ object: [String: Any]) throws(AuthError) {
+        if let issuer, object["iss"] as? String != issuer {
+            throw AuthError(.wrongIssuer, "the token's issuer (iss) is not \(issuer)")
+        }
+        if let audience {
+            let audiences: [String] = switch object["aud"] {
+            case let one as String: [one]
+            case let many as [Any]: many.compactMap { $0 as? String }
+            default: []
+            }
+            guard audiences.contains(audience) else {
+                throw AuthError(.wrongAudience, "the token's audience (aud) does not include \(audience)")
+            }
+        }
     }
 
     public func sign(_ claims: JWTClaims) -> String {

@@ -1,3 +1,5 @@
+import HTTPClient
+
 /// An error from the object store.
 ///
 /// `description` names the operation, the key and the store's status and error code:
@@ -42,6 +44,11 @@ public struct ObjectStoreError: Error, Sendable, CustomStringConvertible {
         self.key = key
         self.status = status
         self.storeCode = storeCode
+    }
+
+    /// A transfer that got no answer: `transport` or `file` alike.
+    init(_ error: HTTPClientError) {
+        self.init(code: error.code == .file ? .file : .transport, message: error.message)
     }
 
     /// Network failures and 5xx may succeed when tried again; 403, 404 and other 4xx will not.

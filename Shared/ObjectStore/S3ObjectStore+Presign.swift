@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 extension S3ObjectStore {
     /// Seconds of a presigned URL's life: at least 1, at most `maximumPresignedLifetime`.

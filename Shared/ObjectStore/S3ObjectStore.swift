@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import Hashing
 
 /// An `ObjectStore` speaking the S3 REST API: path-style addressing (`{endpoint}/{bucket}/{key}`),
@@ -33,11 +34,14 @@ public struct S3ObjectStore: ObjectStore {
         return base + path + (queryText.isEmpty ? "" : "?" + queryText)
     }
 
+    /// The label of the threads transfers run on.
+    static let transferLabel = "objectstore.curl"
+
     /// Signs with the `Authorization` header and sends.
     func send(method: String, key: String, query: [(String, String)] = [], headers extra: [(String, String)] = [],
               body: HTTPExchange.Body = .none, sink: HTTPExchange.Sink = .memory) async throws(ObjectStoreError) -> HTTPAnswer {
         let exchange = signedExchange(method: method, key: key, query: query, headers: extra, body: body, sink: sink)
-        return try await CurlTransfer.perform(exchange)
+        do { return try await CurlTransfer.perform(exchange, label: Self.transferLabel) } catch { throw ObjectStoreError(error) }
     }
 
     func signedExchange(method: String, key: String, query: [(String, String)], headers extra: [(String, String)],
@@ -106,11 +110,11 @@ public struct S3ObjectStore: ObjectStore {
             return stream
         }
         let exchange = signedExchange(method: "GET", key: key, query: [], headers: [], body: .none, sink: .stream(continuation))
-        CurlTransfer.start(exchange) { result in
+        CurlTransfer.start(exchange, label: Self.transferLabel) { result in
             switch result {
             case .success(let answer) where (200..<300).contains(answer.status): continuation.finish()
             case .success(let answer): continuation.finish(throwing: Self.error(for: answer, key: key))
-            case .failure(let error): continuation.finish(throwing: error)
+            case .failure(let error): continuation.finish(throwing: ObjectStoreError(error))
             }
         }
         return stream

@@ -1,3 +1,4 @@
+import Auth
 import Foundation
 import Logging
 
@@ -112,8 +113,8 @@ public struct EnvironmentReader: Sendable {
     }
 }
 
-/// The settings every service reads: where Kafka and Postgres are, the token secret and
-/// the HTTP port.
+/// The settings every service reads: where Kafka and Postgres are, how tokens are verified
+/// and the HTTP port.
 public struct CommonConfiguration: Sendable {
     public var kafkaBrokers: String
     public var databaseURL: String
@@ -131,6 +132,8 @@ public struct CommonConfiguration: Sendable {
     /// Origins whose browser apps may call the API (`*`: any; the routes all need a token,
     /// and none uses cookies).
     public var corsAllowedOrigins: [String] = ["*"]
+    /// What tokens are checked with besides `jwtSecret` (a Supabase project's JWKS).
+    public var tokenVerification = TokenVerificationSettings()
 
     public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
                 httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10)) {
@@ -146,8 +149,8 @@ public struct CommonConfiguration: Sendable {
 
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
     /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC`,
-    /// `USER_DELETION_STATUS_TOPIC` and `CORS_ALLOWED_ORIGINS` into `reader` (problems are
-    /// collected there).
+    /// `USER_DELETION_STATUS_TOPIC`, `CORS_ALLOWED_ORIGINS` and the token settings
+    /// (`readTokenVerification`) into `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
         let database = reader.string("DATABASE_URL")
@@ -169,6 +172,47 @@ public struct CommonConfiguration: Sendable {
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         if origins.isEmpty { reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)") }
         configuration.corsAllowedOrigins = origins.isEmpty ? ["*"] : origins
+        configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
         return configuration
+    }
+}
+
+/// What tokens are checked with besides `JWT_SECRET`: the public keys of ES256/RS256 tokens
+/// and the issuer and audience of user tokens (a Supabase project's, see docs/auth.md).
+public struct TokenVerificationSettings: Sendable, Equatable {
+    /// `JWT_JWKS_FILE` or `JWT_JWKS_URL`; nil: HS256 tokens only.
+    public var keySet: JSONWebKeySetSource?
+    /// `JWT_ISSUER`: the `iss` user tokens must have; nil: not checked.
+    public var issuer: String?
+    /// `JWT_AUDIENCE`: the `aud` user tokens must include (Supabase: `authenticated`); nil: not checked.
+    public var audience: String?
+
+    public init(keySet: JSONWebKeySetSource? = nil, issuer: String? = nil, audience: String? = nil) {
+        self.keySet = keySet
+        self.issuer = issuer
+        self.audience = audience
+    }
+
+    /// Reads `JWT_JWKS_FILE` or `JWT_JWKS_URL`, `JWT_ISSUER` and `JWT_AUDIENCE` (every service,
+    /// and `backbone dev` for the services it runs).
+    public static func read(from reader: inout EnvironmentReader) -> TokenVerificationSettings {
+        var settings = TokenVerificationSettings(issuer: reader.optionalString("JWT_ISSUER"),
+                                                 audience: reader.optionalString("JWT_AUDIENCE"))
+        switch (reader.optionalString("JWT_JWKS_FILE"), reader.optionalString("JWT_JWKS_URL")) {
+        case (let file?, nil):
+            settings.keySet = .file(file)
+        case (nil, let url?):
+            // libcurl would also take ftp://, file://…: a key set comes over HTTP(S) only.
+            if url.hasPrefix("https://") || url.hasPrefix("http://") {
+                settings.keySet = .url(url)
+            } else {
+                reader.fail("JWT_JWKS_URL must be an http(s) URL (got \"\(url)\")")
+            }
+        case (_?, _?):
+            reader.fail("set JWT_JWKS_FILE or JWT_JWKS_URL, not both")
+        case (nil, nil):
+            break
+        }
+        return settings
     }
 }

@@ -1,3 +1,4 @@
+import Auth
 import HTTPTypes
 import Kafka
 import Logging
@@ -23,14 +24,20 @@ public struct ServiceContext: Sendable {
     /// default; every part (nil) where one registry serves every service (`backbone dev`).
     public var measuredBacklog: Set<String>?
 
+    /// - Parameter keys: the key set of ES256/RS256 tokens, read at start
+    ///   (`ServiceHost.makeContext`) and shared by the services of one process; without it,
+    ///   one is made from `configuration.tokenVerification` and read when a token first needs it.
     public init(name: String, configuration: CommonConfiguration, database: PostgresClient, producer: KafkaProducer,
-                admin: KafkaAdmin, metrics: MetricsRegistry, logger: Logger) {
+                admin: KafkaAdmin, metrics: MetricsRegistry, logger: Logger, keys: JSONWebKeyring? = nil) {
         self.name = name
         self.configuration = configuration
         self.database = database
         self.producer = producer
         self.admin = admin
-        self.authenticator = RequestAuthenticator(secret: configuration.jwtSecret)
+        let tokens = configuration.tokenVerification
+        let keys = keys ?? tokens.keySet.map { JSONWebKeyring(source: $0, logger: logger) }
+        self.authenticator = RequestAuthenticator(codec: JWTCodec(secret: configuration.jwtSecret, keys: keys,
+                                                                  issuer: tokens.issuer, audience: tokens.audience))
         self.kafkaProbe = KafkaReadinessProbe(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-readiness")
         self.metrics = metrics
         var logger = logger

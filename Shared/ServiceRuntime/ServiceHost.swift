@@ -1,3 +1,4 @@
+import Auth
 import Foundation
 import HTTPServer
 import HTTPTypes
@@ -79,7 +80,8 @@ public enum ServiceHost {
         }
     }
 
-    /// Opens the shared clients for one service (or for all of them, in `backbone dev`).
+    /// Opens the shared clients for one service (or for all of them, in `backbone dev`), and
+    /// reads the token key set (`JWT_JWKS_FILE`, `JWT_JWKS_URL`) if one is configured.
     /// - Parameter journal: what keeps a copy of every record the producer delivers
     ///   (`KafkaProducer(journal:)`); `nil` for a broker that keeps its records.
     public static func makeContext(name: String, configuration: CommonConfiguration, metrics: MetricsRegistry,
@@ -94,8 +96,10 @@ public enum ServiceHost {
                                                       deliveryTimeout: .seconds(10)),
             journal: journal, logger: logger)
         let admin = try KafkaAdmin(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-admin", timeout: .seconds(3), logger: logger)
+        let keys = configuration.tokenVerification.keySet.map { JSONWebKeyring(source: $0, logger: logger) }
+        try await keys?.start()
         return ServiceContext(name: name, configuration: configuration, database: database, producer: producer,
-                              admin: admin, metrics: metrics, logger: logger)
+                              admin: admin, metrics: metrics, logger: logger, keys: keys)
     }
 
     /// Runs a built service: its HTTP server first, then its background loops; stops them

@@ -1,3 +1,4 @@
+import Auth
 import Foundation
 import HTTPTypes
 import Logging
@@ -51,6 +52,27 @@ struct RuntimeTests {
         let config = CommonConfiguration.read(from: &env, defaultPort: 8080)
         try env.validate()
         #expect(config.httpPort == 9000 && config.kafkaBrokers == "127.0.0.1:9092" && config.logLevel == .info)
+    }
+
+    @Test("token settings: JWT_JWKS_FILE or JWT_JWKS_URL (one, an http(s) URL), JWT_ISSUER and JWT_AUDIENCE, none by default")
+    func tokenSettings() throws {
+        let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]
+        var plain = EnvironmentReader(base)
+        #expect(CommonConfiguration.read(from: &plain, defaultPort: 8080).tokenVerification == TokenVerificationSettings())
+        let url = "https://project.supabase.co/auth/v1/.well-known/jwks.json"
+        var supabase = EnvironmentReader(base.merging(["JWT_JWKS_URL": url, "JWT_ISSUER": "https://project.supabase.co/auth/v1",
+                                                       "JWT_AUDIENCE": "authenticated"]) { $1 })
+        let settings = CommonConfiguration.read(from: &supabase, defaultPort: 8080).tokenVerification
+        try supabase.validate()
+        #expect(settings == TokenVerificationSettings(keySet: .url(url), issuer: "https://project.supabase.co/auth/v1",
+                                                      audience: "authenticated"))
+        var file = EnvironmentReader(["JWT_JWKS_FILE": "/etc/backbone/jwks.json"])
+        #expect(TokenVerificationSettings.read(from: &file).keySet == .file("/etc/backbone/jwks.json"))
+        for wrong in [["JWT_JWKS_FILE": "/a", "JWT_JWKS_URL": url], ["JWT_JWKS_URL": "file:///etc/passwd"]] {
+            var reader = EnvironmentReader(wrong)
+            _ = TokenVerificationSettings.read(from: &reader)
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try reader.validate() }
+        }
     }
 
     @Test("services stop in reverse start order when one of them ends")

@@ -26,20 +26,25 @@ final class IngestHarness: Sendable {
     let context: ServiceContext
     let router: Router
     let parts: ServiceParts
-    let codec = JWTCodec(secret: testSecret)
+    let codec: JWTCodec
     let configuration: IngestConfiguration
     private let server = Mutex<Task<Void, Never>?>(nil)
 
+    /// `secret` and `tokens`: what the service checks tokens with (`JWT_SECRET`, `JWT_JWKS_*`,
+    /// `JWT_ISSUER`, `JWT_AUDIENCE`).
     init(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
-         deliveryTimeout: Duration = .seconds(3), objects: (any ObjectStore)? = nil) async throws {
+         deliveryTimeout: Duration = .seconds(3), objects: (any ObjectStore)? = nil, secret: String = testSecret,
+         tokens: TokenVerificationSettings = TokenVerificationSettings()) async throws {
+        codec = JWTCodec(secret: secret)
         cluster = try EmbeddedKafkaCluster(brokers: 1)
         try cluster.createTopic(configuration.readingEventsTopic, partitions: 3)
         try cluster.createTopic(configuration.roomTranscodeTopic, partitions: 3)
         try cluster.createTopic(configuration.roomStatusTopic, partitions: 3)
         try cluster.createTopic(configuration.roomUploadsTopic, partitions: 3)
         database = try await TestDatabase.create("ingest_test")
-        let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                         jwtSecret: testSecret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4)
+        var common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
+                                         jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4)
+        common.tokenVerification = tokens
         let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: testLogger)
         _ = try await PostgresMigrator(migrations: IngestService.migrations, logger: testLogger).migrate(client)
         let producer = try KafkaProducer(

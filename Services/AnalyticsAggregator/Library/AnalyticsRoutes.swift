@@ -28,7 +28,7 @@ public struct AnalyticsRoutes: Sendable {
     }
 
     func summary(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let rows = try await readModel.summary(user: user, now: clock(), offsetMinutes: try offsetMinutes(request))
         let figures = LearningFigures.summary(rows.days, today: rows.today, streaks: (rows.currentStreakDays, rows.longestStreakDays),
                                               lastActiveDay: rows.lastActiveDay, materialsReadToday: rows.materialsReadToday,
@@ -37,7 +37,7 @@ public struct AnalyticsRoutes: Sendable {
     }
 
     func trend(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let count = try QueryParameters.int(request, "days", default: 7, range: 1...90)
         let window = try await readModel.window(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
@@ -45,7 +45,7 @@ public struct AnalyticsRoutes: Sendable {
     }
 
     func heatmap(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let count = try QueryParameters.int(request, "days", default: 365, range: 1...366)
         let window = try await readModel.window(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
@@ -53,7 +53,7 @@ public struct AnalyticsRoutes: Sendable {
     }
 
     func history(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let limit = try QueryParameters.int(request, "limit", default: 20, range: 1...100)
         var cursor: HistoryCursor?
         if let text = request.query["cursor"], !text.isEmpty {

@@ -26,7 +26,7 @@ struct AccountDeletionRoutes: Sendable {
     let logger: Logger
 
     func request(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try userID(request)
+        let userID = try await userID(request)
         let open: AccountDeletionStore.Request
         do { open = try await store.schedule(userID: userID, now: Date(), grace: grace) } catch { throw unavailable(error) }
         pending.insert(hashes: [ErasedUsers.hash(userID)])
@@ -36,7 +36,7 @@ struct AccountDeletionRoutes: Sendable {
     }
 
     func cancel(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try userID(request)
+        let userID = try await userID(request)
         let result: AccountDeletionStore.Cancellation
         do { result = try await store.cancel(userID: userID) } catch { throw unavailable(error) }
         switch result {
@@ -53,7 +53,7 @@ struct AccountDeletionRoutes: Sendable {
     }
 
     func show(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let claims = try authenticator.claims(request, acceptingRevoked: true)
+        let claims = try await authenticator.claims(request, acceptingRevoked: true)
         guard !claims.isService else { throw userTokenRequired }
         let hash = ErasedUsers.hash(claims.sub)
         let latest: AccountDeletionStore.Request?
@@ -79,7 +79,7 @@ struct AccountDeletionRoutes: Sendable {
     static func uploadGuard(pending: RevokedSubjects, authenticator: RequestAuthenticator,
                             _ route: @escaping HTTPHandler) -> HTTPHandler {
         { request in
-            if !pending.isEmpty, let claims = try? authenticator.claims(request), !claims.isService, pending.contains(claims.sub) {
+            if !pending.isEmpty, let claims = try? await authenticator.claims(request), !claims.isService, pending.contains(claims.sub) {
                 throw HTTPError(.forbidden, code: ErrorCode.accountDeletionPending.rawValue,
                                 message: "the account is scheduled for deletion: uploads are refused; cancel with DELETE /account/deletion")
             }
@@ -87,8 +87,8 @@ struct AccountDeletionRoutes: Sendable {
         }
     }
 
-    func userID(_ request: HTTPRequest) throws(HTTPError) -> String {
-        let claims = try authenticator.claims(request)
+    func userID(_ request: HTTPRequest) async throws(HTTPError) -> String {
+        let claims = try await authenticator.claims(request)
         guard !claims.isService else { throw userTokenRequired }
         return claims.sub
     }

@@ -33,12 +33,12 @@ struct EdgeFunctionRoutes: Sendable {
     }
 
     func quota(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let quota = try await uploads.quota(userID: try uploads.admitted(request))
+        let quota = try await uploads.quota(userID: try await uploads.admitted(request))
         return .json(FunctionQuota(quota), encoder: ContractCoding.snakeCaseEncoder)
     }
 
     func uploadInit(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try uploads.admitted(request)
+        let userID = try await uploads.admitted(request)
         try Self.refuseCoordinates(request)
         let body = try IngestRequestDecoding.decode(FunctionUploadInitRequest.self, from: request, snakeCase: true).uploadInit
         let answer = try await uploads.initiate(body, idempotencyKey: try RoomUploadHandler.idempotencyKey(request, body),
@@ -47,7 +47,7 @@ struct EdgeFunctionRoutes: Sendable {
     }
 
     func uploadComplete(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try uploads.admitted(request)
+        let userID = try await uploads.admitted(request)
         let body = try IngestRequestDecoding.decode(FunctionUploadCompleteRequest.self, from: request, snakeCase: true)
         guard UUID(uuidString: body.versionId) != nil else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "version_id must be a UUID")

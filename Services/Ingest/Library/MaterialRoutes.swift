@@ -16,7 +16,7 @@ struct MaterialRoutes: Sendable {
     static let expiryRange: ClosedRange<TimeInterval> = 0...253_402_300_799
 
     func put(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try authenticator.requireService(request)
+        _ = try await authenticator.requireService(request)
         let id = try materialID(request)
         let body: MaterialUpsertRequest = try IngestRequestDecoding.decode(MaterialUpsertRequest.self, from: request)
         if body.readingTargetType == .temporaryFile && body.ownerUserId == nil {
@@ -39,7 +39,7 @@ struct MaterialRoutes: Sendable {
     }
 
     func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try authenticator.requireService(request)
+        _ = try await authenticator.requireService(request)
         let id = try materialID(request)
         let entry: MaterialEntry?
         do {

@@ -28,7 +28,7 @@ struct ReadingEventBatchHandler: Sendable {
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
         var stages = StageTimer(metrics: metrics)
-        let userID = try authenticator.userID(request)
+        let userID = try await authenticator.userID(request)
         guard request.body.count <= configuration.maxBatchBytes else {
             throw HTTPError(.payloadTooLarge, code: ErrorCode.payloadTooLarge.rawValue,
                             message: "a batch may be at most \(configuration.maxBatchBytes) bytes")

@@ -29,12 +29,12 @@ struct RoomUploadHandler: Sendable {
     static func roomplanKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/roomplan.json" }
 
     func quota(_ request: HTTPRequest) async throws -> HTTPResponse {
-        .json(try await quota(userID: try admitted(request)), encoder: ContractCoding.encoder)
+        .json(try await quota(userID: try await admitted(request)), encoder: ContractCoding.encoder)
     }
 
     /// The caller's user id, within the rate limit.
-    func admitted(_ request: HTTPRequest) throws(HTTPError) -> String {
-        let userID = try authenticator.userID(request)
+    func admitted(_ request: HTTPRequest) async throws(HTTPError) -> String {
+        let userID = try await authenticator.userID(request)
         try limiter.admit(userID)
         return userID
     }
@@ -65,7 +65,7 @@ struct RoomUploadHandler: Sendable {
     }
 
     func initiate(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try admitted(request)
+        let userID = try await admitted(request)
         let body = try IngestRequestDecoding.decode(RoomUploadInitRequest.self, from: request)
         return try await initiate(body, idempotencyKey: try Self.idempotencyKey(request, body), userID: userID).response()
     }
@@ -182,7 +182,7 @@ struct RoomUploadHandler: Sendable {
     /// `GET /rooms/uploads/{versionId}`: what the store holds of the caller's upload, and fresh
     /// URLs for only what is missing, so a relaunched app PUTs nothing twice.
     func state(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try admitted(request)
+        let userID = try await admitted(request)
         guard let id = request.pathParameters["id"], UUID(uuidString: id) != nil else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "versionId must be a UUID")
         }

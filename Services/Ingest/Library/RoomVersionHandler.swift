@@ -37,7 +37,7 @@ struct RoomVersionHandler: Sendable {
     var queueUnavailableCode = ErrorCode.serviceUnavailable
 
     func handle(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let userID = try authenticator.userID(request)
+        let userID = try await authenticator.userID(request)
         try limiter.admit(userID)
         let body = try IngestRequestDecoding.decode(RoomVersionCompleteRequest.self, from: request)
         try validator.validate(body)

@@ -90,7 +90,7 @@ public struct ProgressProjectorService: Sendable {
         let database = context.database
         let auth = context.authenticator
         router.get("/materials/:id/reading-progress") { request in
-            let user = try auth.userID(request)
+            let user = try await auth.userID(request)
             let material = request.pathParameters["id"] ?? ""
             // An id ingest would reject is in no one's progress: the caller sent something else.
             guard Identifier.isValid(material) else {
@@ -104,7 +104,7 @@ public struct ProgressProjectorService: Sendable {
             return Self.json(try Self.progress(row).json)
         }
         router.get("/learning/continue") { request in
-            let user = try auth.userID(request)
+            let user = try await auth.userID(request)
             guard let row = try await database.queryPrepared(ProgressSQL.continueLearning, [user]).first else {
                 return Self.json(ContinueLearningResponse.none.json)
             }

@@ -25,7 +25,7 @@ enum BroadcastRoutes {
                        retryAfterSeconds: Int = 5) -> Router {
         var router = Router()
         router.post("/realtime/v1/api/broadcast") { request in
-            _ = try authenticator.requireService(request)
+            _ = try await authenticator.requireService(request)
             let body: Body
             do {
                 body = try ContractCoding.decoder.decode(Body.self, from: Data(request.body))

@@ -11,7 +11,7 @@ enum CatchUpRoutes {
     static func router(authenticator: RequestAuthenticator, authorizer: ChannelAuthorizer, history: ChannelHistory) -> Router {
         var router = Router()
         router.get("/realtime/v1/channels/:channel/events") { request in
-            let claims = try authenticator.claims(request)
+            let claims = try await authenticator.claims(request)
             let raw = request.pathParameters["channel"] ?? ""
             guard let channel = ChannelName(raw.removingPercentEncoding ?? raw) else {
                 throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "channel must be room:{id} or user:{id}")

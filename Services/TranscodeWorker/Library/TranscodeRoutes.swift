@@ -31,7 +31,7 @@ struct TranscodeRoutes: Sendable {
     static let noSuchVersion = HTTPError(.notFound, code: ErrorCode.notFound.rawValue, message: "no such room version")
 
     func details(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let id = request.pathParameters["id"] ?? ""
         guard let row = try await store.version(id) else { return try await pendingDetails(id, user: user) }
         guard row.ownerUserID == user || (row.visibility == .public && row.status == .ready) else { throw Self.noSuchVersion }
@@ -69,7 +69,7 @@ struct TranscodeRoutes: Sendable {
     }
 
     func retry(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let id = request.pathParameters["id"] ?? ""
         let attempt = try await retry(id, user: user)
         return .json(RoomVersionRetryAccepted(versionId: id, attempt: attempt), status: .accepted, encoder: ContractCoding.encoder)
@@ -78,7 +78,7 @@ struct TranscodeRoutes: Sendable {
     /// The app's `transcode-retry` Edge Function (seed `002_*` §6.4): the same retry, with the
     /// seed's snake_case fields in and out.
     func retryFunction(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try authenticator.userID(request)
+        let user = try await authenticator.userID(request)
         let body = try request.decodeFields(TranscodeRetryFunctionRequest.self, decoder: ContractCoding.decoder)
         guard TranscodeIntake.isIdentifier(body.versionId) else {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "version_id: 1–128 printable characters")

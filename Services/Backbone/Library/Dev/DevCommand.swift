@@ -82,8 +82,12 @@ enum DevCommand {
 
         let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
         let metrics = MetricsRegistry()
-        let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
+        var configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
+        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE as the services read them alone (checked
+        // at the start, with every other setting).
+        var tokenSettings = EnvironmentReader(environment)
+        configuration.tokenVerification = TokenVerificationSettings.read(from: &tokenSettings)
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         // The embedded broker keeps records in memory only: the stack's own services produce
         // through a journal in PostgreSQL, and so do the operator commands that produce to it
@@ -126,7 +130,8 @@ enum DevCommand {
             // Loopback unless told otherwise (HTTP_HOST=0.0.0.0 lets a phone on the network in).
             serviceConfiguration.httpHost = environment["HTTP_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1"
             var serviceContext = ServiceContext(name: entry.name, configuration: serviceConfiguration, database: context.database,
-                                                producer: context.producer, admin: context.admin, metrics: metrics, logger: logger)
+                                                producer: context.producer, admin: context.admin, metrics: metrics, logger: logger,
+                                                keys: context.authenticator.codec.keys)
             // One registry serves every service's /metrics here: each scrape measures the whole backlog.
             serviceContext.measuredBacklog = nil
             let built = entry.build(serviceContext)

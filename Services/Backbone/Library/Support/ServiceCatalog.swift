@@ -56,6 +56,7 @@ struct ServiceCatalog {
         _ = AnalyticsConfiguration.read(from: &env)
         _ = RealtimeConfiguration.read(from: &env)
         _ = TranscodeConfiguration.read(from: &env)
+        _ = TokenVerificationSettings.read(from: &env)
         _ = env.logLevel()
         do {
             try env.validate()

@@ -56,7 +56,7 @@ struct CatalogRoutes: Sendable {
     }
 
     func answer(_ request: HTTPRequest, _ resource: CatalogResource) async throws -> HTTPResponse {
-        let viewer = try CatalogViewer(request, authenticator: authenticator)
+        let viewer = try await CatalogViewer.of(request, authenticator: authenticator)
         if let profile = request.headers["Accept-Profile"], profile != "public" {
             throw PostgRESTQuery.unsupported(.unsupportedParameter, "only the public schema is served (Accept-Profile: \(profile))")
         }

@@ -24,13 +24,13 @@ enum CatalogViewer: Sendable, Hashable {
 
     /// The caller of a request as Supabase clients send it: `Authorization: Bearer <JWT>`, or
     /// else the `apikey` header or parameter holding a token.
-    init(_ request: HTTPRequest, authenticator: RequestAuthenticator) throws(HTTPError) {
+    static func of(_ request: HTTPRequest, authenticator: RequestAuthenticator) async throws(HTTPError) -> CatalogViewer {
         var request = request
         if request.bearerToken == nil, let key = request.headers["apikey"] ?? request.query["apikey"], !key.isEmpty {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(key)")
         }
-        let claims = try authenticator.claims(request)
-        self = claims.isService ? .service : .user(claims.sub)
+        let claims = try await authenticator.claims(request)
+        return claims.isService ? .service : .user(claims.sub)
     }
 }
 

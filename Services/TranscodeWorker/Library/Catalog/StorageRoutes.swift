@@ -75,7 +75,7 @@ struct StorageRoutes: Sendable {
     }
 
     func sign(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let viewer = try CatalogViewer(request, authenticator: authenticator)
+        let viewer = try await CatalogViewer.of(request, authenticator: authenticator)
         let path = try Self.objectPath(request.path, after: Self.signPrefix)
         let body = try request.decodeFields(StorageSignRequest.self, decoder: ContractCoding.decoder)
         guard (1...maxSignedSeconds).contains(body.expiresIn) else {

@@ -4,14 +4,14 @@ import Dispatch
 import Foundation
 
 /// One HTTP exchange over libcurl.
-struct HTTPExchange: Sendable {
-    enum Body: Sendable {
+public struct HTTPExchange: Sendable {
+    public enum Body: Sendable {
         case none
         case bytes([UInt8])
         case file(String)
     }
 
-    enum Sink: Sendable {
+    public enum Sink: Sendable {
         case memory
         case file(String)
         /// Chunks go to the continuation as they arrive (only for 2xx answers; an error
@@ -19,37 +19,82 @@ struct HTTPExchange: Sendable {
         case stream(AsyncThrowingStream<[UInt8], any Error>.Continuation)
     }
 
-    var method: String
-    var url: String
-    var headers: [(String, String)]
-    var body: Body = .none
-    var sink: Sink = .memory
+    public var method: String
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: Body
+    public var sink: Sink
+    /// The whole transfer's bound: a large object takes minutes, a small document seconds.
+    public var timeoutSeconds: Int
+
+    public init(method: String, url: String, headers: [(String, String)], body: Body = .none, sink: Sink = .memory,
+                timeoutSeconds: Int = CurlTransfer.transferTimeoutSeconds) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.sink = sink
+        self.timeoutSeconds = timeoutSeconds
+    }
 }
 
-struct HTTPAnswer: Sendable {
-    var status: Int
+public struct HTTPAnswer: Sendable {
+    public var status: Int
     /// Lower-cased names.
-    var headers: [String: String]
-    var body: [UInt8]
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [String: String], body: [UInt8]) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+/// A transfer that did not get an answer: the server could not be reached, or a local file
+/// could not be read or written. An answer of any status is not an error here; the caller
+/// decides what its status means.
+public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// The server could not be reached, or the connection broke.
+        public static let transport = Code("transport")
+        /// A local file (the body to send, or where the answer goes) could not be opened.
+        public static let file = Code("file")
+    }
+
+    public var code: Code
+    public var message: String
+    public var isRetriable: Bool { code == .transport }
+    public var description: String { "HTTP \(code): \(message)" }
+
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
 }
 
 /// Runs blocking libcurl transfers on threads of their own (`BlockingCall`: not the threads
 /// that run tasks, which a transfer of minutes would otherwise hold), bridged to async callers.
-enum CurlTransfer {
+public enum CurlTransfer {
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
 
-    /// Connection and whole-transfer bounds.
-    static let connectTimeoutSeconds = 10
-    static let transferTimeoutSeconds = 600
+    /// The connection's bound, and the whole transfer's unless the exchange sets its own.
+    public static let connectTimeoutSeconds = 10
+    public static let transferTimeoutSeconds = 600
 
-    static func perform(_ exchange: HTTPExchange) async throws(ObjectStoreError) -> HTTPAnswer {
-        try await BlockingCall.run("objectstore.curl") { performBlocking(exchange) }.get()
+    /// `label` names the thread's queue (`objectstore.curl`, `auth.jwks`).
+    public static func perform(_ exchange: HTTPExchange, label: String) async throws(HTTPClientError) -> HTTPAnswer {
+        try await BlockingCall.run(label) { performBlocking(exchange) }.get()
     }
 
     /// Starts `exchange` on a thread of its own and calls `completion` there when it ends.
-    static func start(_ exchange: HTTPExchange,
-                      completion: @escaping @Sendable (Result<HTTPAnswer, ObjectStoreError>) -> Void) {
-        BlockingCall.detach("objectstore.curl") { completion(performBlocking(exchange)) }
+    public static func start(_ exchange: HTTPExchange, label: String,
+                             completion: @escaping @Sendable (Result<HTTPAnswer, HTTPClientError>) -> Void) {
+        BlockingCall.detach(label) { completion(performBlocking(exchange)) }
     }
 
     /// Context of one transfer, lent to libcurl's callbacks for the duration of `curl_easy_perform`.
@@ -126,9 +171,9 @@ enum CurlTransfer {
         return length
     }
 
-    private static func performBlocking(_ exchange: HTTPExchange) -> Result<HTTPAnswer, ObjectStoreError> {
+    private static func performBlocking(_ exchange: HTTPExchange) -> Result<HTTPAnswer, HTTPClientError> {
         guard globalInit, let raw = curl_easy_init() else {
-            return .failure(ObjectStoreError(code: .transport, message: "libcurl could not be initialised"))
+            return .failure(HTTPClientError(code: .transport, message: "libcurl could not be initialised"))
         }
         defer { curl_easy_cleanup(raw) }
         let ctx = TransferContext(sink: exchange.sink, handle: raw)
@@ -137,7 +182,7 @@ enum CurlTransfer {
         case .file(let path):
             _ = FileManager.default.createFile(atPath: path, contents: nil)  // checked by opening it
             guard let file = FileHandle(forWritingAtPath: path) else {
-                return .failure(ObjectStoreError(code: .file, message: "cannot write \(path)"))
+                return .failure(HTTPClientError(code: .file, message: "cannot write \(path)"))
             }
             ctx.file = file
         default: break
@@ -153,7 +198,7 @@ enum CurlTransfer {
         case .file(let path):
             guard let file = FileHandle(forReadingAtPath: path),
                   let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber else {
-                return .failure(ObjectStoreError(code: .file, message: "cannot read \(path)"))
+                return .failure(HTTPClientError(code: .file, message: "cannot read \(path)"))
             }
             ctx.uploadFile = file
             uploadLength = size.int64Value
@@ -170,7 +215,7 @@ enum CurlTransfer {
             _ = backbone_curl_set_string(raw, CURLOPT_URL, exchange.url)
             _ = backbone_curl_set_long(raw, CURLOPT_NOSIGNAL, 1)
             _ = backbone_curl_set_long(raw, CURLOPT_CONNECTTIMEOUT, connectTimeoutSeconds)
-            _ = backbone_curl_set_long(raw, CURLOPT_TIMEOUT, transferTimeoutSeconds)
+            _ = backbone_curl_set_long(raw, CURLOPT_TIMEOUT, exchange.timeoutSeconds)
             _ = backbone_curl_set_slist(raw, CURLOPT_HTTPHEADER, list)
             _ = backbone_curl_set_write_function(raw, writeCallback)
             _ = backbone_curl_set_pointer(raw, CURLOPT_WRITEDATA, context)
@@ -197,7 +242,7 @@ enum CurlTransfer {
         }
         guard code == CURLE_OK else {
             let reason = curl_easy_strerror(code).map { String(cString: $0) } ?? "error \(code.rawValue)"
-            return .failure(ObjectStoreError(code: .transport, message: reason))
+            return .failure(HTTPClientError(code: .transport, message: reason))
         }
         let status = backbone_curl_response_code(raw)
         return .success(HTTPAnswer(status: status, headers: ctx.headers, body: ctx.memory))
