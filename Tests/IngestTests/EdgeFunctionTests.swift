@@ -1,3 +1,4 @@
+import Auth
 import BackboneTestSupport
 import Contracts
 import DevInfrastructure
@@ -5,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Ingest
 import ObjectStore
+import ServiceRuntime
 import Testing
 
 /// The CrowdRoom app's own calls (`/functions/v1/*`, seed `002_*` §2.1, §5), with the seed's
@@ -180,29 +182,41 @@ struct EdgeFunctionTests {
         }
     }
 
-    @Test("Supabase's own client (supabase_functions) runs Flow A over HTTP: quota, upload-init, PUTs, upload-complete; account-delete scheduled, seen and cancelled, in snake_case")
+    @Test("Supabase's own client (supabase_functions), holding an ES256 Supabase Auth session that PyJWT minted and whose JWKS ingest reads, runs Flow A over HTTP: quota, upload-init, PUTs, upload-complete; account-delete scheduled, seen and cancelled, in snake_case; the anon key is UNAUTHENTICATED")
     func supabaseClient() async throws {
-        try await Uploads.withStack(Uploads.smallPartsConfiguration) { harness, _ in
-            let port = try await harness.startHTTP()
-            let script = Self.clients.appendingPathComponent("functions_client.py").path
-            let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"
-            let token = harness.userToken("python-app")
-            let (status, output) = try await withCheckedThrowingContinuation { continuation in
-                DispatchQueue.global().async {
-                    continuation.resume(with: Result { try Integration.run(python, [script, "http://127.0.0.1:\(port)", token]) })
+        let witness = try TokenWitness.shared()
+        let tokens = TokenVerificationSettings(keySet: .file(try witness.keySetFile()), issuer: TokenWitness.issuer,
+                                               audience: TokenWitness.audience)
+        try await SeaweedFSFixture.with { s3 in
+            let harness = try await IngestHarness(configuration: Uploads.smallPartsConfiguration, objects: S3ObjectStore(configuration: s3),
+                                                  secret: TokenWitness.secret, tokens: tokens)
+            do {
+                let port = try await harness.startHTTP()
+                let script = Self.clients.appendingPathComponent("functions_client.py").path
+                let arguments = [script, "http://127.0.0.1:\(port)", try witness.token("es256")]
+                let (status, output) = try await withCheckedThrowingContinuation { continuation in
+                    DispatchQueue.global().async {
+                        continuation.resume(with: Result { try Integration.run(TokenWitness.python, arguments) })
+                    }
                 }
+                #expect(status == 0, "\(output)")
+                let result = (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
+                #expect(result["quota_tier"] as? String == "free")
+                #expect(result["single"] as? String == "queued")
+                #expect(result["multipart_parts"] as? Int == 3)
+                #expect(result["multipart"] as? String == "queued")
+                #expect(result["delete_scheduled"] as? String == "scheduled")
+                #expect(result["delete_seen"] as? String == "scheduled")
+                #expect(result["delete_cancelled"] as? String == "cancelled")
+                #expect(result["error_code"] as? String == "INVALID_TAGS")
+                #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 3).count == 2)
+                let anon = try await Self.call(harness, "quota", method: .get, token: try witness.token("anon"))
+                #expect(anon.status == .unauthorized && anon.errorCode == "UNAUTHENTICATED")
+            } catch {
+                await harness.close()
+                throw error
             }
-            #expect(status == 0, "\(output)")
-            let result = (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
-            #expect(result["quota_tier"] as? String == "free")
-            #expect(result["single"] as? String == "queued")
-            #expect(result["multipart_parts"] as? Int == 3)
-            #expect(result["multipart"] as? String == "queued")
-            #expect(result["delete_scheduled"] as? String == "scheduled")
-            #expect(result["delete_seen"] as? String == "scheduled")
-            #expect(result["delete_cancelled"] as? String == "cancelled")
-            #expect(result["error_code"] as? String == "INVALID_TAGS")
-            #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 3).count == 2)
+            await harness.close()
         }
     }
 }
