@@ -9,6 +9,18 @@ import Testing
 
 @Suite("Service runtime")
 struct RuntimeTests {
+    @Test("a refresh read before a cancellation does not bring the cancelled user back; one read after it replaces the set")
+    func revokedRefreshAfterRemoval() {
+        let pending = RevokedSubjects()
+        pending.insert(hashes: [RevokedSubjects.hash("alice"), RevokedSubjects.hash("bob")])
+        let before = pending.changes
+        pending.remove(hash: RevokedSubjects.hash("alice"))  // cancelled while the table was read
+        #expect(!pending.replace(hashes: [RevokedSubjects.hash("alice"), RevokedSubjects.hash("bob")], unlessChangedSince: before))
+        #expect(!pending.contains("alice") && pending.contains("bob"))
+        #expect(pending.replace(hashes: [RevokedSubjects.hash("bob")], unlessChangedSince: pending.changes))
+        #expect(!pending.contains("alice") && pending.contains("bob"))
+    }
+
     @Test("a periodic task goes on after a failing round, and a cancellation ends it mid-sleep at once")
     func periodicTask() async throws {
         let rounds = Atomic<Int>(0)

@@ -50,7 +50,10 @@ struct AccountDeletionScheduler: Sendable {
             PeriodicTask(name: "ingest-account-deletions", every: interval, failure: "account deletion scheduler failed; will retry",
                          logger: logger) { try await runOnce() },
             PeriodicTask(name: "ingest-pending-deletions", every: .seconds(1), failure: "reading pending account deletions failed",
-                         logger: logger) { pending.replace(hashes: try await store.openHashes()) },
+                         logger: logger) {
+                let changes = pending.changes
+                pending.replace(hashes: try await store.openHashes(), unlessChangedSince: changes)
+            },
         ]
     }
 }
