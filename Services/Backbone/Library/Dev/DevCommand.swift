@@ -26,6 +26,11 @@ enum DevCommand {
         guard (0...3600).contains(drainSeconds) else {
             throw CommandLineArguments.UsageError(description: "--drain-seconds must be 0…3600 (seconds to wait at exit for the consumers)")
         }
+        // Until the stack handles signals itself (its service group, below), Ctrl-C, SIGTERM and
+        // a closed terminal end it at once — also when whatever started it left them ignored (a
+        // shell's background job, a test runner that handled them itself): the watchdog then
+        // stops every server already started.
+        for number in [SIGINT, SIGTERM, SIGHUP] { signal(number, SIG_DFL) }
         try ServiceCatalog.validateSettings()
         let home = DevEnvironment.directory
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
