@@ -217,5 +217,10 @@ public enum IngestSchema {
             ALTER TABLE room_versions ADD COLUMN IF NOT EXISTS roomplan_json_size_open boolean NOT NULL DEFAULT false,
                 ADD COLUMN IF NOT EXISTS location_city text;
             """),
+        // The W3C trace of the upload-init (or sweep) an announcement came from: its
+        // `room.uploads.v1` record carries it (`traceparent` header).
+        PostgresMigration(version: 124, name: "ingest_room_upload_outbox_trace", sql: """
+            ALTER TABLE room_upload_outbox ADD COLUMN IF NOT EXISTS traceparent text;
+            """),
     ]
 }

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Kafka
+import Logging
 import Postgres
 import Projection
 
@@ -233,11 +234,14 @@ public struct RoomUploadStore: Sendable {
     static let outboxLockKey: Int64 = 0x726f_6f6d_7570_6c64 // "roomupld"
 
     public static func outbox(database: PostgresClient, producer: KafkaProducer, topic: String) -> KeyedRecordOutbox {
-        KeyedRecordOutbox(database: database, producer: producer, table: outboxTable, topic: topic, lockKey: outboxLockKey)
+        KeyedRecordOutbox(database: database, producer: producer, table: outboxTable, topic: topic, lockKey: outboxLockKey,
+                          traceColumn: "traceparent")
     }
 
+    /// The event in the outbox, with the trace of the request (or sweep) that made it.
     private static func announce(_ event: RoomUploadEvent, on connection: PostgresConnection) async throws {
-        try await connection.execute("INSERT INTO \(outboxTable) (room_id, value) VALUES ($1, $2)",
-                                     [event.roomId, String(decoding: try ContractCoding.encode(event), as: UTF8.self)])
+        try await connection.execute("INSERT INTO \(outboxTable) (room_id, value, traceparent) VALUES ($1, $2, $3)",
+                                     [event.roomId, String(decoding: try ContractCoding.encode(event), as: UTF8.self),
+                                      TraceContext.current?.traceparent])
     }
 }
