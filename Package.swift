@@ -45,13 +45,16 @@ let sharedModules: [Target] = [
     shared("Postgres", ["CLibPQ", "Logging", "BlockingCalls"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
     shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
-    shared("ServiceRuntime", ["Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
+    // Reading settings from the environment: a leaf, so that what links the object store (or any
+    // module with settings) does not link the service runtime.
+    shared("Settings", ["Logging"]),
+    shared("ServiceRuntime", ["Settings", "Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL", "Logging"]),
     shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "ServiceRuntime"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
     shared("UserErasure", ["Projection", "Kafka", "Postgres", "Logging", "Contracts", "Auth", "ServiceRuntime"]),
     shared("USD", ["CLZ4", "Logging"]),
-    shared("ObjectStore", ["HTTPClient", "Hashing", "ServiceRuntime"]),
+    shared("ObjectStore", ["HTTPClient", "Hashing", "Settings"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
     shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing", "BlockingCalls"]),
@@ -69,7 +72,7 @@ func service(_ name: String, executable: String, _ deps: [Target.Dependency]) ->
 }
 
 let serviceBase: [Target.Dependency] = [
-    "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "UserErasure",
+    "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "UserErasure",
 ]
 
 let services: [Target] =
@@ -82,7 +85,7 @@ let services: [Target] =
         .target(
             name: "BackboneCLI",
             dependencies: [
-                "Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "Logging", "Metrics", "HTTPServer", "Hashing",
+                "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "Logging", "Metrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
                 "ObjectStore", "DevInfrastructure",
             ],
@@ -94,7 +97,7 @@ let services: [Target] =
 // MARK: - Benchmarks (swift run -c release <name>)
 
 let benchmarks: [Target] = [
-    .executableTarget(name: "ProgressBench", dependencies: ["ProgressProjector", "Ingest", "Auth", "HTTPTypes", "Projection", "ServiceRuntime", "Contracts",
+    .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPTypes", "Projection", "ServiceRuntime", "Contracts",
                                                             "Kafka", "Postgres", "Logging", "Metrics", "DevInfrastructure"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
@@ -141,10 +144,10 @@ let testTargets: [Target] = [
                                      "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
     // The effectively-once core's own (the projection runner's partition ownership).
     tests("ProjectionTests", ["Projection", "Kafka"]),
-    tests("FoundationModulesTests", ["Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
+    tests("FoundationModulesTests", ["Settings", "Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
                                      "BackboneTestSupport"]),
     tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure", "BlockingCalls"]),
-    tests("ObjectStoreTests", ["ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
+    tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
@@ -155,10 +158,10 @@ let testTargets: [Target] = [
                                                    "DevInfrastructure"],
           exclude: ["Clients"]),
     tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
-    tests("IngestTests", ["Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
+    tests("IngestTests", ["Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
                           "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"],
           exclude: ["Clients"]),
-    tests("AnalyticsAggregatorTests", [
+    tests("AnalyticsAggregatorTests", ["Settings", 
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
         "Logging", "BackboneTestSupport", "DevInfrastructure",
     ]),
@@ -169,7 +172,7 @@ let testTargets: [Target] = [
     // and a PostgreSQL the tests take down and bring back.
     tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                          "ObjectStore", "Hashing"]),
-    tests("BackboneCLITests", ["BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
+    tests("BackboneCLITests", ["Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPTypes",
                                "Hashing"],

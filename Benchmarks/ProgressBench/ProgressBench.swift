@@ -11,6 +11,7 @@ import Postgres
 import ProgressProjector
 import Projection
 import ServiceRuntime
+import Settings
 
 /// `swift run -c release progress-bench [EVENTS] [BATCH_RECORDS]` (100,000 events, batches of up to 2,000)
 ///

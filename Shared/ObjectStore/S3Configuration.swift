@@ -1,4 +1,4 @@
-import ServiceRuntime
+import Settings
 
 /// Where the S3 store is and how to sign for it.
 ///

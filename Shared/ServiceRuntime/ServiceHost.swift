@@ -6,6 +6,7 @@ import Kafka
 import Logging
 import Metrics
 import Postgres
+import Settings
 
 /// An HTTP server as a `Service`: the service's routes plus `/healthz`, `/readyz` and
 /// `/metrics`, with request counts and latencies recorded.

@@ -2,6 +2,7 @@
 import Contracts
 import Foundation
 import ServiceRuntime
+import Settings
 import Testing
 
 @Suite("Batch folding and history cursors")

@@ -1,6 +1,7 @@
 @testable import BackboneCLI
 import Foundation
 import ServiceRuntime
+import Settings
 import Testing
 
 @Suite("backbone dev settings")

@@ -4,6 +4,7 @@ import HTTPTypes
 import Logging
 import Metrics
 import ServiceRuntime
+import Settings
 import Synchronization
 import Testing
 

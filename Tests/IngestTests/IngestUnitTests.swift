@@ -1,6 +1,7 @@
 import Foundation
 import Ingest
 import ServiceRuntime
+import Settings
 import Testing
 
 @Suite("Ingest configuration and rate limiting")

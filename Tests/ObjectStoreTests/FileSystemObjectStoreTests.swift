@@ -1,5 +1,6 @@
 import Foundation
 import ServiceRuntime
+import Settings
 import Testing
 @testable import ObjectStore
 

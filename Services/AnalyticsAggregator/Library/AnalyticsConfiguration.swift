@@ -1,5 +1,6 @@
 import Contracts
 import ServiceRuntime
+import Settings
 
 /// Settings of the analytics aggregator beyond the common ones.
 public struct AnalyticsConfiguration: Sendable {

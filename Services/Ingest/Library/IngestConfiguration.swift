@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import ServiceRuntime
+import Settings
 
 /// The ingest service's own settings, read from the environment with defaults.
 ///

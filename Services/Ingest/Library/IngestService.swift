@@ -7,6 +7,7 @@ import Metrics
 import ObjectStore
 import Projection
 import ServiceRuntime
+import Settings
 import UserErasure
 
 /// The write edge: reading-event batches, the materials catalog and CrowdRoom

@@ -5,6 +5,7 @@ import Kafka
 import Postgres
 import Projection
 import ServiceRuntime
+import Settings
 import UserErasure
 
 /// Settings of the progress projector beyond the common ones.

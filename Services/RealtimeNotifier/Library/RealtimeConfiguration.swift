@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import Logging
 import ServiceRuntime
+import Settings
 
 /// Settings of the realtime notifier beyond the common ones.
 public struct RealtimeConfiguration: Sendable {

@@ -1,5 +1,6 @@
 import ObjectStore
 import ServiceRuntime
+import Settings
 
 extension TranscodeWorkerService {
     /// The worker as the executable and `backbone dev` run it: its settings and the `S3_*`

@@ -7,6 +7,7 @@ import ObjectStore
 import Postgres
 import Projection
 import ServiceRuntime
+import Settings
 import UserErasure
 
 /// Settings of the transcode worker beyond the common ones.

@@ -10,6 +10,7 @@ import Metrics
 import ObjectStore
 import Postgres
 import ServiceRuntime
+import Settings
 
 /// `backbone dev [--infra-only] [--port-offset N]`: the whole system on one machine with no
 /// Docker — an embedded Kafka broker (librdkafka's mock cluster on loopback TCP), a private

@@ -7,6 +7,7 @@ import Postgres
 import ProgressProjector
 import Projection
 import ServiceRuntime
+import Settings
 import TranscodeWorker
 
 /// A read model `backbone rebuild` can re-project: the service's own migrations (run in the

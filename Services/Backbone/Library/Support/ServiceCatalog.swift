@@ -6,6 +6,7 @@ import ProgressProjector
 import Projection
 import RealtimeNotifier
 import ServiceRuntime
+import Settings
 import TranscodeWorker
 
 /// Every service `backbone dev` runs and `backbone migrate` migrates, with its default port.

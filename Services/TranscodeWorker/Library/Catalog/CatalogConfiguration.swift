@@ -1,4 +1,5 @@
 import ServiceRuntime
+import Settings
 
 /// Settings of the room catalog (hosted by the transcode worker).
 public struct CatalogConfiguration: Sendable {
