@@ -18,6 +18,14 @@ extension ProjectionRunner {
     struct Item: Sendable, ProjectionItem {
         let record: KafkaConsumerRecord
         let event: P.Event?
+        /// The record's trace, read once from its headers (the apply and the log line both take it).
+        let trace: TraceContext?
+
+        init(record: KafkaConsumerRecord, event: P.Event?) {
+            self.record = record
+            self.event = event
+            self.trace = record.trace
+        }
     }
 
     /// Records fetched together, decoded, with the claim generation of each partition at
@@ -179,7 +187,7 @@ extension ProjectionRunner {
         for item in items { next[item.record.topicPartition] = max(next[item.record.topicPartition] ?? 0, item.record.offset + 1) }
         let events = items.compactMap { item in
             item.event.map { ProjectedEvent(event: $0, topic: item.record.topic, partition: item.record.partition, offset: item.record.offset,
-                                            trace: item.record.trace) }
+                                            trace: item.trace) }
         }
         let positions = next
         let effects = try await timed("apply") { try await withRetries("apply batch") {
@@ -199,7 +207,7 @@ extension ProjectionRunner {
     /// with it — the path of one event through the system is a `grep` of its trace id.
     func logTraced(_ items: [Item]) {
         for item in items {
-            guard let trace = item.record.trace, trace.sampled else { continue }
+            guard let trace = item.trace, trace.sampled else { continue }
             logger.info(item.event == nil ? "traced record skipped (dead-lettered)" : "traced record applied", metadata: [
                 "trace_id": trace.traceID, "projection.group": configuration.groupID, "kafka.topic": item.record.topic,
                 "kafka.partition": "\(item.record.partition)", "kafka.offset": "\(item.record.offset)"])
