@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import Postgres
 import Projection
+import ServiceRuntime
 
 /// Events/s from a pre-filled topic through the projection runner into Postgres, against
 /// baselines in the same run: a plain COPY of the same rows into a table shaped like the
@@ -90,7 +91,8 @@ struct ThroughputBench {
         let runner = ProjectionRunner(
             projection: projection,
             configuration: ProjectionRunnerConfiguration(bootstrapServers: cluster.bootstrapServers, groupID: group,
-                                                         topics: [Topics.readingEvents], maxBatchRecords: batchSize),
+                                                         topics: [Topics.readingEvents], maxBatchRecords: batchSize,
+                                                         consumerProperties: CommonConfiguration.consumerProperties(fetchWait: EmbeddedKafkaCluster.fetchWait)),
             database: database, deadLetters: producer, metrics: metrics, logger: .disabled)
         let task = Task { try await runner.run() }
         var mark: (ContinuousClock.Instant, Int64)?

@@ -58,7 +58,7 @@ struct IngestBench {
         let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: logger)
         let context = ServiceContext(
             name: "ingest", configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url,
-                                                               jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0),
+                                                               jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
             database: database, producer: producer, admin: admin, metrics: MetricsRegistry(), logger: logger)
         let configuration = IngestConfiguration(rateLimitPerSecond: 1e9, rateLimitBurst: 1_000_000_000,
                                                 readingEventsTopic: "bench.events", roomTranscodeTopic: "bench.rooms")

@@ -112,7 +112,7 @@ struct ProgressBench {
         let metrics = MetricsRegistry()
         let context = ServiceContext(
             name: "progress-bench",
-            configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: "bench-secret-0123456789", httpPort: 0),
+            configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: "bench-secret-0123456789", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
             database: database, producer: producer, admin: admin, metrics: metrics, logger: logger)
         let runner = ProgressProjectorService(context: context, configuration: ProgressConfiguration(
             eventsTopic: "bench.events", progressTopic: "bench.events.progress", groupID: "bench", maxBatchRecords: batchRecords)).makeRunner()
@@ -145,7 +145,8 @@ struct ProgressBench {
             projection: PredecodedProjection(inner: ReadingProgressProjection(producer: producer, database: database, progressTopic: "bench.events.progress"),
                                              events: predecoded),
             configuration: ProjectionRunnerConfiguration(bootstrapServers: kafka.bootstrapServers, groupID: "bench-predecoded",
-                                                         topics: ["bench.events"], maxBatchRecords: batchRecords, maxBatchWait: .milliseconds(20)),
+                                                         topics: ["bench.events"], maxBatchRecords: batchRecords, maxBatchWait: .milliseconds(20),
+                                                         consumerProperties: context.configuration.kafkaConsumerProperties),
             database: database, deadLetters: producer, metrics: lookupMetrics, logger: logger)
         let lookupTask = Task { try await lookupRunner.run() }
         var lookupFirst: ContinuousClock.Instant?

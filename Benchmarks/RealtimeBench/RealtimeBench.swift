@@ -54,7 +54,7 @@ struct RealtimeBench {
 
         let secret = "realtime-bench-secret-0123456789"
         let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: secret,
-                                         httpHost: "127.0.0.1", httpPort: 0, logLevel: .warning, databasePoolSize: 8)
+                                         httpHost: "127.0.0.1", httpPort: 0, logLevel: .warning, databasePoolSize: 8, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
         let context = try await ServiceHost.makeContext(name: "realtime-notifier", configuration: common, metrics: MetricsRegistry(), logger: logger)
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: logger).migrate(context.database)
         // `fetch.wait.max.ms` of the notifier's consumers (the service's REALTIME_FETCH_WAIT_MS, default 5).

@@ -76,7 +76,7 @@ struct RebuildBench {
         let admin = try KafkaAdmin(bootstrapServers: kafka.bootstrapServers, logger: logger)
         let context = ServiceContext(
             name: "rebuild-bench",
-            configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: secret, httpPort: 0),
+            configuration: CommonConfiguration(kafkaBrokers: kafka.bootstrapServers, databaseURL: url, jwtSecret: secret, httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
             database: database, producer: producer, admin: admin, metrics: metrics, logger: logger)
         let group = model == "progress" ? ProgressConfiguration().groupID : AnalyticsConfiguration.defaultGroupID
         let parts = model == "progress" ? ProgressProjectorService(context: context).parts()

@@ -10,16 +10,20 @@ import Synchronization
 /// Topics: the mock auto-creates any unknown topic a client asks metadata for by name, with
 /// 4 partitions: a producer's first record or a consumer's subscription creates it (an admin
 /// "list all topics" does not). Use `createTopic` to create topics with a chosen partition
-/// count before clients use them. The Admin API's CreateTopics does not work against the
-/// mock (it has no controller); `KafkaAdmin.createTopic` therefore uses this cluster's mock
-/// API when the cluster runs in the same process. Timestamp lookups (`offsetsForTimes`)
+/// count before clients use them (the Admin API's CreateTopics does not work against the
+/// mock: it has no controller). Timestamp lookups (`offsetsForTimes`)
 /// return -1 on the mock. Everything is in memory and disappears with `shutdown()`.
 ///
 /// Unlike a Kafka broker, the mock leaves Nagle on for the connections it accepts: a
 /// response written while an earlier one is unacknowledged then waits for the client's
 /// delayed ACK (40 ms on Linux). The cluster therefore sets `TCP_NODELAY` on its listening
 /// sockets (Linux copies it to every accepted connection), as a broker does.
-public final class EmbeddedKafkaCluster: InProcessTopicCreator {
+public final class EmbeddedKafkaCluster: Sendable {
+    /// The consumers' `fetch.wait.max.ms` against this cluster (`CommonConfiguration.kafkaFetchWait`):
+    /// a mock broker answers a waiting fetch only when the wait ends, not when a record arrives
+    /// as a Kafka broker does, so librdkafka's 500 ms would make every consumer trail by that.
+    public static let fetchWait = Duration.milliseconds(20)
+
     /// Comma-separated `host:port` list of the mock brokers.
     public let bootstrapServers: String
     /// Broker ids are 1...brokerCount.
@@ -39,7 +43,6 @@ public final class EmbeddedKafkaCluster: InProcessTopicCreator {
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
         self.brokerCount = brokers
         if noDelay { Self.disableNagleOnListeners(bootstrapServers) }
-        InProcessTopicCreators.register(self, bootstrapServers: bootstrapServers)
         logger.info("embedded Kafka cluster started", metadata: ["kafka.bootstrap": bootstrapServers, "kafka.brokers": String(brokers)])
     }
 
@@ -96,7 +99,6 @@ public final class EmbeddedKafkaCluster: InProcessTopicCreator {
 
     /// Stops the brokers; clients still connected see transport errors. Idempotent.
     public func shutdown() {
-        InProcessTopicCreators.unregister(self, bootstrapServers: bootstrapServers)
         handle.destroy()
     }
 

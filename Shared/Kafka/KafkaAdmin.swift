@@ -88,62 +88,6 @@ public final class KafkaAdmin: Sendable {
             return offsets
         }
     }
-
-    /// Creates a topic through the Admin API. A topic that already exists counts as success.
-    /// Against a cluster running in this process (the embedded development broker, whose mock
-    /// brokers do not serve CreateTopics) that cluster creates it instead, and `config` is ignored.
-    public func createTopic(name: String, partitions: Int32, replicationFactor: Int32,
-                            config: [String: String] = [:]) async throws(KafkaError) {
-        if let cluster = InProcessTopicCreators.creator(bootstrapServers: bootstrapServers) {
-            return try cluster.createTopic(name, partitions: partitions, replicationFactor: replicationFactor)
-        }
-        let client = self.client
-        let ms = timeoutMilliseconds
-        try await BlockingCall.run("kafka.admin") { () throws(KafkaError) -> Void in
-            try Self.createTopicBlocking(client.pointer, name: name, partitions: partitions, replicationFactor: replicationFactor,
-                                     config: config, timeoutMilliseconds: ms)
-        }
-    }
-
-    private static func createTopicBlocking(_ rk: OpaquePointer, name: String, partitions: Int32, replicationFactor: Int32,
-                                            config: [String: String], timeoutMilliseconds: Int32) throws(KafkaError) {
-        var errstr = [CChar](repeating: 0, count: 512)
-        guard let newTopic = rd_kafka_NewTopic_new(name, partitions, replicationFactor, &errstr, errstr.count) else {
-            throw KafkaError(code: .invalidArgument, message: String(cBuffer: errstr))
-        }
-        defer { rd_kafka_NewTopic_destroy(newTopic) }
-        for (key, value) in config.sorted(by: { $0.key < $1.key }) {
-            let err = rd_kafka_NewTopic_set_config(newTopic, key, value)
-            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(rdKafka: err, context: "topic config \(key)") }
-        }
-        let queue = rd_kafka_queue_new(rk)
-        defer { rd_kafka_queue_destroy(queue) }
-        let options = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS)
-        defer { rd_kafka_AdminOptions_destroy(options) }
-        _ = rd_kafka_AdminOptions_set_request_timeout(options, timeoutMilliseconds, &errstr, errstr.count)
-        _ = rd_kafka_AdminOptions_set_operation_timeout(options, timeoutMilliseconds, &errstr, errstr.count)
-        var topics: [OpaquePointer?] = [newTopic]
-        rd_kafka_CreateTopics(rk, &topics, 1, options, queue)
-        guard let event = rd_kafka_queue_poll(queue, timeoutMilliseconds + 1000) else {
-            throw KafkaError(code: .timedOut, message: "create topic \(name): no answer in time", isRetriable: true)
-        }
-        defer { rd_kafka_event_destroy(event) }
-        let eventErr = rd_kafka_event_error(event)
-        guard eventErr == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError(rdKafka: eventErr, context: "create topic \(name)",
-                             detail: rd_kafka_event_error_string(event).map { String(cString: $0) })
-        }
-        var count = 0
-        guard let result = rd_kafka_event_CreateTopics_result(event),
-              let results = rd_kafka_CreateTopics_result_topics(result, &count), count > 0, let topic = results[0] else {
-            throw KafkaError(code: .other, message: "create topic \(name): empty result")
-        }
-        let err = rd_kafka_topic_result_error(topic)
-        guard err == RD_KAFKA_RESP_ERR_NO_ERROR || err == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS else {
-            throw KafkaError(rdKafka: err, context: "create topic \(name)",
-                             detail: rd_kafka_topic_result_error_string(topic).map { String(cString: $0) })
-        }
-    }
 }
 
 private final class AdminContext: RdKafkaCallbackContext {

@@ -31,12 +31,6 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
         public static let rebalanceFailed = Code("rebalance_failed")
         /// An argument was invalid.
         public static let invalidArgument = Code("invalid_argument")
-        /// The broker acknowledged the record but the producer's delivery journal could not keep
-        /// a copy of it, so it is not reported delivered.
-        public static let journalUnavailable = Code("journal_unavailable")
-        /// The broker holds as many records not yet processed as it can keep without dropping
-        /// some (the producer's delivery journal said so); the records were not sent.
-        public static let backlogFull = Code("backlog_full")
         /// Any other broker or client error; see `rdKafkaCode` and `message`.
         public static let other = Code("kafka_error")
     }

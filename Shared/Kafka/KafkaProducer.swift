@@ -9,17 +9,13 @@ import Synchronization
 /// poll thread serves delivery reports and resumes the waiting tasks. A full local queue
 /// (`QUEUE_FULL`) is backpressure: `send` suspends until the poll thread has drained
 /// delivery reports, then retries. It never surfaces as an error.
-public final class KafkaProducer: Sendable {
+public final class KafkaProducer: KafkaRecordSender {
     private let core: ProducerCore
     private let client: RdKafkaClient
     private let pollThread: PollThread
     private let shutdownFlushTimeout: Duration
-    private let journal: (any KafkaDeliveryJournal)?
 
-    /// - Parameter journal: keeps a copy of every acknowledged record before `send` reports it
-    ///   delivered (for a broker that does not keep records itself); `nil` for a real broker.
-    public init(configuration: KafkaProducerConfiguration, journal: (any KafkaDeliveryJournal)? = nil,
-                logger: Logger) throws(KafkaError) {
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
         var logger = logger
         logger[metadataKey: "kafka.client"] = configuration.clientID
         let core = ProducerCore(logger: logger)
@@ -29,7 +25,6 @@ public final class KafkaProducer: Sendable {
         }
         self.core = core
         self.client = client
-        self.journal = journal
         self.shutdownFlushTimeout = configuration.deliveryTimeout + .seconds(1)
         self.pollThread = PollThread(name: "kafka-producer-poll") { thread in
             while !thread.isStopRequested {
@@ -52,50 +47,15 @@ public final class KafkaProducer: Sendable {
         pollThread.requestStop()
     }
 
-    /// Produces one record and waits for the broker's acknowledgement.
-    /// - Throws: `KafkaError` if the record could not be delivered (e.g. `.messageTimedOut` when
-    ///   no broker acknowledged it within the delivery timeout, `.shutdown` after `shutdown()`).
-    public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
-        try await send([record])[0].get()
-    }
-
     /// Produces all records, then waits for all acknowledgements. Results are in input order.
     /// A record without a `traceparent` header gets the trace of the task's work
     /// (`TraceContext.current`: the HTTP request, the job), so the trace goes on with it.
     public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
         let records = TraceContext.current.map { trace in records.map { $0.carrying(trace) } } ?? records
-        if let journal {
-            do { try await journal.admit(records) } catch {
-                let failure = error as? KafkaError ?? KafkaError(code: .backlogFull, message: "not sent: \(error)", isRetriable: true)
-                return records.map { _ in .failure(failure) }
-            }
-        }
-        defer { journal?.settle(records) }
         let collector = DeliveryCollector(records: records)
         await enqueue(collector)
-        return await kept(records, collector.results())
-    }
-
-    /// The results once the journal (if any) kept the acknowledged records; those it could not
-    /// keep are failures (`.journalUnavailable`, retriable): what was not kept is not reported sent.
-    private func kept(_ records: [KafkaProducerRecord],
-                      _ results: [Result<KafkaDeliveryReport, KafkaError>]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
-        guard let journal else { return results }
-        var deliveries: [KafkaDelivery] = []
-        deliveries.reserveCapacity(records.count)
-        for (record, result) in zip(records, results) {
-            if case .success(let report) = result { deliveries.append(KafkaDelivery(record: record, report: report)) }
-        }
-        guard !deliveries.isEmpty else { return results }
-        do {
-            try await journal.keep(deliveries)
-            return results
-        } catch {
-            let failure = KafkaError(code: .journalUnavailable, message: "acknowledged, but the delivery journal could not keep it: \(error)",
-                                     isRetriable: true)
-            return results.map { result in result.flatMap { _ in .failure(failure) } }
-        }
+        return await collector.results()
     }
 
     /// How often a send waited for space in librdkafka's queue (backpressure events).

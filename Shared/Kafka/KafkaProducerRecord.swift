@@ -63,37 +63,3 @@ public struct KafkaDeliveryReport: Hashable, Sendable {
         self.offset = offset
     }
 }
-
-/// A record the broker acknowledged, with where it was stored.
-public struct KafkaDelivery: Sendable {
-    public var record: KafkaProducerRecord
-    public var report: KafkaDeliveryReport
-
-    public init(record: KafkaProducerRecord, report: KafkaDeliveryReport) {
-        self.record = record
-        self.report = report
-    }
-}
-
-/// Keeps a durable copy of what a producer delivered, before the producer tells its caller —
-/// for a broker that does not keep records itself (the embedded broker of `backbone dev`, whose
-/// records go with its process). Headers are not part of the copy.
-public protocol KafkaDeliveryJournal: Sendable {
-    /// Called before `records` are sent: returns once the broker has room for them, so that
-    /// no record it holds unprocessed is dropped to make room (a broker that keeps a bounded
-    /// log in memory). A throw makes the producer fail them unsent (with that error when it is
-    /// a `KafkaError`, else as `KafkaError.Code.backlogFull`).
-    /// Every call that returns is followed by one `settle(_:)` of the same records.
-    func admit(_ records: [KafkaProducerRecord]) async throws
-    /// Keeps `deliveries` (acknowledged records, in send order). A throw makes the producer
-    /// report them as failed (`KafkaError.Code.journalUnavailable`).
-    func keep(_ deliveries: [KafkaDelivery]) async throws
-    /// `records`, admitted earlier, were delivered and kept, or failed.
-    func settle(_ records: [KafkaProducerRecord])
-}
-
-extension KafkaDeliveryJournal {
-    /// A broker with room for every record: admits at once.
-    public func admit(_ records: [KafkaProducerRecord]) async throws {}
-    public func settle(_ records: [KafkaProducerRecord]) {}
-}

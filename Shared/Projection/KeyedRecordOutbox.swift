@@ -11,7 +11,7 @@ import Postgres
 /// With `traceColumn`, a row's `traceparent` there goes out as the record's header.
 public struct KeyedRecordOutbox: Outbox {
     let database: PostgresClient
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let table: String
     let keyColumn: String
     let scope: (column: String, value: String)?
@@ -19,7 +19,7 @@ public struct KeyedRecordOutbox: Outbox {
     let lockKey: Int64
     let traceColumn: String?
 
-    public init(database: PostgresClient, producer: KafkaProducer, table: String, keyColumn: String = "room_id",
+    public init(database: PostgresClient, producer: any KafkaRecordSender, table: String, keyColumn: String = "room_id",
                 scope: (column: String, value: String)? = nil, topic: String, lockKey: Int64, traceColumn: String? = nil) {
         self.traceColumn = traceColumn
         self.database = database

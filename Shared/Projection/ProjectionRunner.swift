@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Metrics
 import Postgres
+import ServiceRuntime
 import Synchronization
 
 /// Settings of one projection's consumer.
@@ -27,11 +28,11 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// committing pauses (backpressure on a slow publish).
     public var maxPendingAfterCommit: Int = 16
     public var memberID: String
-    /// Extra librdkafka consumer properties. The default caps how long a fetch waits on a
-    /// quiet partition (librdkafka's default is 500 ms; a real broker answers as soon as data
-    /// arrives, the embedded broker waits the whole time), so a read model trails its topic
-    /// by tens of milliseconds, not half a second.
-    public var consumerProperties: [String: String] = ["fetch.wait.max.ms": "20"]
+    /// Extra librdkafka consumer properties (a service's come from
+    /// `CommonConfiguration.kafkaConsumerProperties`).
+    public var consumerProperties: [String: String] = [:]
+    /// Where the runner lists its group while it runs (`ServiceContext.runningGroups`).
+    public var runningGroups: RunningConsumerGroups?
     /// How often the runner looks for positions an operator moved (`backbone offsets reset`)
     /// in its partitions, and re-reads them from there.
     public var movedPositionsCheckInterval: Duration = .seconds(1)
@@ -53,7 +54,7 @@ public struct ProjectionRunnerConfiguration: Sendable {
 
     public init(bootstrapServers: String, groupID: String, topics: [String], maxBatchRecords: Int = 500,
                 maxBatchWait: Duration = .milliseconds(50), maxAttempts: Int = 3, sessionTimeout: Duration = .seconds(10),
-                consumerBufferCapacity: Int = 50_000, memberID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
+                consumerBufferCapacity: Int = 50_000, consumerProperties: [String: String] = [:], memberID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
         self.bootstrapServers = bootstrapServers
         self.groupID = groupID
         self.topics = topics
@@ -62,6 +63,7 @@ public struct ProjectionRunnerConfiguration: Sendable {
         self.maxAttempts = maxAttempts
         self.sessionTimeout = sessionTimeout
         self.consumerBufferCapacity = consumerBufferCapacity
+        self.consumerProperties = consumerProperties
         self.memberID = memberID
     }
 }
@@ -74,7 +76,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     let projection: P
     let configuration: ProjectionRunnerConfiguration
     let database: PostgresClient
-    let deadLetters: KafkaProducer
+    let deadLetters: any KafkaRecordSender
     let metrics: MetricsRegistry
     let logger: Logger
     let ownership = PartitionOwnership()
@@ -91,7 +93,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     let lagClock = Mutex(ConsumerLagClock())
 
     public init(projection: P, configuration: ProjectionRunnerConfiguration, database: PostgresClient,
-                deadLetters: KafkaProducer, metrics: MetricsRegistry, logger: Logger) {
+                deadLetters: any KafkaRecordSender, metrics: MetricsRegistry, logger: Logger) {
         self.projection = projection
         self.configuration = configuration
         self.database = database
@@ -128,6 +130,16 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         for client in ["postgres", "kafka"] { metrics.increment("client_errors_total", by: 0, labels: group.merging(["client": client]) { $1 }) }
     }
 
+    /// A service's projection, over its context's clients: the context's consumer settings
+    /// (`kafkaConsumerProperties`, under `configuration`'s own) and its running groups.
+    public convenience init(projection: P, configuration: ProjectionRunnerConfiguration, context: ServiceContext) {
+        var configuration = configuration
+        configuration.consumerProperties = context.configuration.kafkaConsumerProperties.merging(configuration.consumerProperties) { $1 }
+        configuration.runningGroups = context.runningGroups
+        self.init(projection: projection, configuration: configuration, database: context.database, deadLetters: context.producer,
+                  metrics: context.metrics, logger: context.logger)
+    }
+
     /// Consumes until the task is cancelled, then leaves the group cleanly.
     ///
     /// Three stages overlap: while one batch is applied and committed, the next one is
@@ -142,8 +154,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// back; nothing committed is lost and nothing uncommitted is skipped (the new consumer
     /// starts from the stored offsets). Counted in `projection_consumer_restarts_total`.
     public func run() async throws {
-        let registration = RunningProjections.register(groupID: configuration.groupID, topics: configuration.topics)
-        defer { RunningProjections.unregister(registration) }
+        let registration = configuration.runningGroups?.register(ConsumerGroup(groupID: configuration.groupID, topics: configuration.topics))
+        defer { if let registration { configuration.runningGroups?.unregister(registration) } }
         var delay = Self.restartBackoff.lowerBound
         while !Task.isCancelled && !stopping.load(ordering: .relaxed) {
             let started = ContinuousClock.now

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Postgres
+import ServiceRuntime
 
 /// The consumer groups' stored positions (`consumer_offsets`) as an operator sees and moves
 /// them: `backbone offsets` lists them, `backbone offsets reset` moves them.
@@ -83,7 +84,7 @@ public enum StoredOffsets {
 
     /// Records of `group`'s topics beyond its stored positions (a partition without one counts
     /// from its earliest offset), per group: what each still has to process.
-    public static func backlog(of groups: [RunningProjections.Group], client: PostgresClient, admin: KafkaAdmin) async throws -> [String: Int64] {
+    public static func backlog(of groups: [ConsumerGroup], client: PostgresClient, admin: KafkaAdmin) async throws -> [String: Int64] {
         guard !groups.isEmpty else { return [:] }
         let names = Set(groups.map(\.groupID))
         var stored: [String: [KafkaTopicPartition: Position]] = [:]

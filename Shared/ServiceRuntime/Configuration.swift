@@ -24,9 +24,24 @@ public struct CommonConfiguration: Sendable {
     public var corsAllowedOrigins: [String] = ["*"]
     /// What tokens are checked with besides `jwtSecret` (a Supabase project's JWKS).
     public var tokenVerification = TokenVerificationSettings()
+    /// How long a consumer's fetch waits on a quiet partition (`fetch.wait.max.ms`,
+    /// `KAFKA_FETCH_WAIT_MS`). nil: librdkafka's 500 ms, right for a Kafka broker, which answers
+    /// a waiting fetch as soon as a record arrives. `backbone dev` sets 20 ms: its embedded
+    /// broker waits the whole time, which would make every read model trail by half a second.
+    public var kafkaFetchWait: Duration?
+
+    /// The librdkafka properties of the consumers started with this configuration.
+    public var kafkaConsumerProperties: [String: String] { Self.consumerProperties(fetchWait: kafkaFetchWait) }
+
+    /// The librdkafka consumer properties for a fetch wait (none for librdkafka's default).
+    public static func consumerProperties(fetchWait: Duration?) -> [String: String] {
+        fetchWait.map { ["fetch.wait.max.ms": String($0.wholeMilliseconds)] } ?? [:]
+    }
 
     public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
-                httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10)) {
+                httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10),
+                kafkaFetchWait: Duration? = nil) {
+        self.kafkaFetchWait = kafkaFetchWait
         self.kafkaBrokers = kafkaBrokers
         self.databaseURL = databaseURL
         self.jwtSecret = jwtSecret
@@ -63,6 +78,9 @@ public struct CommonConfiguration: Sendable {
         if origins.isEmpty { reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)") }
         configuration.corsAllowedOrigins = origins.isEmpty ? ["*"] : origins
         configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
+        if reader.optionalString("KAFKA_FETCH_WAIT_MS") != nil {
+            configuration.kafkaFetchWait = reader.milliseconds("KAFKA_FETCH_WAIT_MS", default: .zero, range: 0...300_000)
+        }
         return configuration
     }
 }

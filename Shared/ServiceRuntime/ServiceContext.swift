@@ -12,7 +12,8 @@ public struct ServiceContext: Sendable {
     public let name: String
     public let configuration: CommonConfiguration
     public let database: PostgresClient
-    public let producer: KafkaProducer
+    /// What the service sends records through (a `KafkaProducer`, decorated in `backbone dev`).
+    public let producer: any KafkaRecordSender
     /// Metadata client for readiness checks and operator commands.
     public let admin: KafkaAdmin
     public let authenticator: RequestAuthenticator
@@ -23,11 +24,14 @@ public struct ServiceContext: Sendable {
     /// Whose parts of the `SystemBacklog` this service's `/metrics` measures: its own by
     /// default; every part (nil) where one registry serves every service (`backbone dev`).
     public var measuredBacklog: Set<String>?
+    /// Where the service's projections list their consumer groups while they run: only in
+    /// `backbone dev` (its drain at exit and its broker journal wait for them), nil elsewhere.
+    public var runningGroups: RunningConsumerGroups?
 
     /// - Parameter keys: the key set of ES256/RS256 tokens, read at start
     ///   (`ServiceHost.makeContext`) and shared by the services of one process; without it,
     ///   one is made from `configuration.tokenVerification` and read when a token first needs it.
-    public init(name: String, configuration: CommonConfiguration, database: PostgresClient, producer: KafkaProducer,
+    public init(name: String, configuration: CommonConfiguration, database: PostgresClient, producer: any KafkaRecordSender,
                 admin: KafkaAdmin, metrics: MetricsRegistry, logger: Logger, keys: JSONWebKeyring? = nil) {
         self.name = name
         self.configuration = configuration

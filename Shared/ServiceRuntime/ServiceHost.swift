@@ -83,10 +83,10 @@ public enum ServiceHost {
 
     /// Opens the shared clients for one service (or for all of them, in `backbone dev`), and
     /// reads the token key set (`JWT_JWKS_FILE`, `JWT_JWKS_URL`) if one is configured.
-    /// - Parameter journal: what keeps a copy of every record the producer delivers
-    ///   (`KafkaProducer(journal:)`); `nil` for a broker that keeps its records.
+    /// - Parameter sender: what the services send through, given the producer: the producer
+    ///   itself, or a decorator a particular broker needs (`backbone dev`'s journal).
     public static func makeContext(name: String, configuration: CommonConfiguration, metrics: MetricsRegistry,
-                                   journal: (any KafkaDeliveryJournal)? = nil,
+                                   sender: (KafkaProducer) -> any KafkaRecordSender = { $0 },
                                    logger: Logger) async throws -> ServiceContext {
         let database = PostgresClient(
             configuration: PostgresConfiguration(url: configuration.databaseURL, maxConnections: configuration.databasePoolSize,
@@ -95,11 +95,11 @@ public enum ServiceHost {
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: configuration.kafkaBrokers, clientID: name,
                                                       deliveryTimeout: .seconds(10)),
-            journal: journal, logger: logger)
+            logger: logger)
         let admin = try KafkaAdmin(bootstrapServers: configuration.kafkaBrokers, clientID: "\(name)-admin", timeout: .seconds(3), logger: logger)
         let keys = configuration.tokenVerification.keySet.map { JSONWebKeyring(source: $0, logger: logger) }
         try await keys?.start()
-        return ServiceContext(name: name, configuration: configuration, database: database, producer: producer,
+        return ServiceContext(name: name, configuration: configuration, database: database, producer: sender(producer),
                               admin: admin, metrics: metrics, logger: logger, keys: keys)
     }
 

@@ -42,8 +42,7 @@ public struct UserErasure: Sendable {
                                               revoked: context.authenticator.codec.revoked),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: groupID,
-                topics: [context.configuration.userDeletionsTopic], maxBatchRecords: 50),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                topics: [context.configuration.userDeletionsTopic], maxBatchRecords: 50), context: context)
     }
 
     /// The consumer, the confirmation relay and the token-check refresh, and the consumer's

@@ -9,7 +9,7 @@ import Projection
 public struct UserErasureOutbox: Outbox {
     let outbox: KeyedRecordOutbox
 
-    public init(service: String, database: PostgresClient, producer: KafkaProducer, topic: String) {
+    public init(service: String, database: PostgresClient, producer: any KafkaRecordSender, topic: String) {
         outbox = KeyedRecordOutbox(database: database, producer: producer, table: "public.user_erasure_outbox",
                                    keyColumn: "request_id", scope: (column: "service", value: service), topic: topic,
                                    lockKey: AdvisoryLockKey.named("user-erasure-outbox:" + service))

@@ -80,7 +80,7 @@ struct AccountDeletionEndToEndTests {
             for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
             let database = try await TestDatabase.create("deletion")
             let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url, jwtSecret: Self.secret,
-                                             httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6)
+                                             httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
             var contexts: [String: ServiceContext] = [:]
             var tasks: [Task<Void, any Error>] = []
             func stopAll() async {

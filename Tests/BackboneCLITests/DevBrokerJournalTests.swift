@@ -6,6 +6,7 @@ import Foundation
 import Kafka
 import Logging
 import Postgres
+import ServiceRuntime
 import Projection
 import Testing
 
@@ -24,13 +25,14 @@ struct DevBrokerJournalTests {
     }
 
     func journaledBroker(_ client: PostgresClient, topics: [(String, Int32)], admissionWait: Duration = .seconds(5)) async throws
-        -> (cluster: EmbeddedKafkaCluster, journal: DevBrokerJournal, producer: KafkaProducer) {
+        -> (cluster: EmbeddedKafkaCluster, journal: DevBrokerJournal, producer: JournalingProducer) {
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for (topic, partitions) in topics { try cluster.createTopic(topic, partitions: partitions) }
         let identity = try await DevBrokerJournal.clusterIdentity(brokers: cluster.bootstrapServers, logger: .disabled)
         let journal = DevBrokerJournal(database: client, cluster: try #require(identity), admissionWait: admissionWait)
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers),
-                                         journal: journal, logger: .disabled)
+        let producer = JournalingProducer(
+            producer: try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled),
+            journal: journal)
         return (cluster, journal, producer)
     }
 
@@ -145,7 +147,7 @@ struct DevBrokerJournalTests {
             let broker = try await journaledBroker(client, topics: [("t.read", 1), ("t.unjournaled", 1)], admissionWait: .seconds(1))
             defer { broker.cluster.shutdown() }
             let admin = try KafkaAdmin(bootstrapServers: broker.cluster.bootstrapServers, logger: .disabled)
-            let group = RunningProjections.Group(groupID: "lagging", topics: ["t.read"])
+            let group = ConsumerGroup(groupID: "lagging", topics: ["t.read"])
             try await broker.journal.prune(consuming: [group])
             // The witness: without the journal, the broker drops the oldest records past its limit.
             let plain = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: broker.cluster.bootstrapServers),
@@ -179,7 +181,7 @@ struct DevBrokerJournalTests {
     /// Sends `batch(topic)` (partition 0 of `topic`, whose readers process nothing) until the
     /// journal refuses one; expects the refusal before the broker dropped any record. Returns
     /// how many records were delivered.
-    func sendUntilRefused(_ producer: KafkaProducer, topic: String, admin: KafkaAdmin) async throws -> Int {
+    func sendUntilRefused(_ producer: any KafkaRecordSender, topic: String, admin: KafkaAdmin) async throws -> Int {
         var delivered = 0
         var refusal: KafkaError?
         for _ in 0..<Self.sends {
@@ -215,7 +217,7 @@ struct DevBrokerJournalTests {
 
             // The stack registers its broker at start and its readers at each pruning pass.
             try await stack.journal.register()
-            let group = RunningProjections.Group(groupID: "lagging", topics: ["t.read"])
+            let group = ConsumerGroup(groupID: "lagging", topics: ["t.read"])
             try await stack.journal.prune(consuming: [group])
             let command = try await CommandProducer.open(clientID: "backbone-test", settings: settings, database: client)
             #expect(command.journal != nil)
@@ -223,8 +225,10 @@ struct DevBrokerJournalTests {
 
             let guest = try #require(try await DevBrokerJournal.attach(brokers: stack.cluster.bootstrapServers, database: client,
                                                                        admissionWait: .seconds(1), logger: .disabled))
-            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: stack.cluster.bootstrapServers),
-                                             journal: guest, logger: .disabled)
+            let producer = JournalingProducer(
+                producer: try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: stack.cluster.bootstrapServers),
+                                            logger: .disabled),
+                journal: guest)
             let admin = try KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled)
             let delivered = try await sendUntilRefused(producer, topic: "t.read", admin: admin)
             #expect(try await journalRows(client).count == delivered, "every record the command sent is kept")

@@ -43,7 +43,7 @@ final class LiveProjector: Sendable {
         let context = ServiceContext(
             name: "progress-projector",
             configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                               jwtSecret: "cli-offsets-secret-0123456789abcdef", httpPort: 0),
+                                               jwtSecret: "cli-offsets-secret-0123456789abcdef", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
             database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
         let runner = ProgressProjectorService(
             context: context,

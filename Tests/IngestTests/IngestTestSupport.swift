@@ -43,7 +43,7 @@ final class IngestHarness: Sendable {
         try cluster.createTopic(configuration.roomUploadsTopic, partitions: 3)
         database = try await TestDatabase.create("ingest_test")
         var common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                         jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4)
+                                         jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 4, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
         common.tokenVerification = tokens
         let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: testLogger)
         _ = try await PostgresMigrator(migrations: IngestService.migrations, logger: testLogger).migrate(client)

@@ -65,8 +65,7 @@ struct ConsumerRestartTests {
                                                           topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
         configuration.assignmentStallLimit = .seconds(3)
         let runner = ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
-                                      configuration: configuration, database: harness.client, deadLetters: harness.producer,
-                                      metrics: context.metrics, logger: .disabled)
+                                      configuration: configuration, context: context)
         let consuming = Task { try await runner.run() }
         #expect(!runner.isAssignmentStalled)
 
@@ -96,8 +95,7 @@ struct ConsumerRestartTests {
                                                           topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
         configuration.assignmentStallLimit = .seconds(1)
         let runner = ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
-                                      configuration: configuration, database: harness.client, deadLetters: harness.producer,
-                                      metrics: context.metrics, logger: .disabled)
+                                      configuration: configuration, context: context)
         let consuming = Task { try await runner.run() }
         // Past the limit and its first check: the topic is empty, nothing is late.
         try await Task.sleep(for: .milliseconds(2500))

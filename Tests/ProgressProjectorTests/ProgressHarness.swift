@@ -104,7 +104,7 @@ final class ProgressHarness: Sendable {
 
     func context(port: Int = 0, client other: PostgresClient? = nil) -> ServiceContext {
         let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                                jwtSecret: secret, httpPort: port)
+                                                jwtSecret: secret, httpPort: port, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
         return ServiceContext(name: "progress-projector", configuration: configuration, database: other ?? client, producer: producer,
                               admin: admin, metrics: MetricsRegistry(), logger: .disabled)
     }

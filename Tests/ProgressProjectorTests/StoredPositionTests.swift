@@ -76,7 +76,7 @@ struct StoredPositionTests {
         let context = ServiceContext(
             name: "progress-projector",
             configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0),
+                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
             database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
         return ProgressProjectorService(
             context: context,

@@ -42,10 +42,10 @@ final class RealtimeHarness: Sendable {
 
     func startInstance(_ index: Int, configure: (inout RealtimeConfiguration) -> Void) async throws {
         let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: Self.secret,
-                                         httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6)
+                                         httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
         let context = try await ServiceHost.makeContext(name: "realtime-notifier-\(index)", configuration: common,
                                                         metrics: MetricsRegistry(), logger: logger)
-        var configuration = RealtimeConfiguration(maxBatchWait: .milliseconds(5), maintenanceInterval: .seconds(1),
+        var configuration = RealtimeConfiguration(maxBatchWait: .milliseconds(5), fetchWait: .milliseconds(5), maintenanceInterval: .seconds(1),
                                                   instanceID: "test-\(index)-\(UUID().uuidString.prefix(8))")
         configure(&configuration)
         var service = RealtimeNotifierService(context: context, configuration: configuration)

@@ -54,7 +54,7 @@ struct FlowAEndToEndTests {
             for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
             let database = try await TestDatabase.create("flow_a")
             let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url, jwtSecret: Self.secret,
-                                             httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6)
+                                             httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
             var contexts: [ServiceContext] = []
             var tasks: [Task<Void, any Error>] = []
             var workerTasks: [Task<Void, any Error>] = []

@@ -77,7 +77,7 @@ struct JobLifecycleTests {
         func service(_ pipeline: any TranscodePipeline, links: any OutputLinks = FixedLinks(), lease: Duration = .seconds(30),
                      workerID: String = "worker-a") -> TranscodeWorkerService {
             let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                                    jwtSecret: JobLifecycleTests.secret, httpPort: 0)
+                                                    jwtSecret: JobLifecycleTests.secret, httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
             let context = ServiceContext(name: "transcode-worker", configuration: configuration, database: client, producer: producer,
                                          admin: admin, metrics: MetricsRegistry(), logger: .disabled)
             var settings = TranscodeConfiguration()

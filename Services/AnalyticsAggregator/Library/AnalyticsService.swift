@@ -35,8 +35,7 @@ public struct AnalyticsService: Sendable {
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
                 topics: [configuration.topic], maxBatchRecords: configuration.batchSize, maxBatchWait: configuration.batchWait,
-                sessionTimeout: configuration.sessionTimeout),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                sessionTimeout: configuration.sessionTimeout), context: context)
     }
 
     /// Brings the streak runs in line with the configured threshold before the first batch, so

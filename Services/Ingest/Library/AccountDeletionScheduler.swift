@@ -14,7 +14,7 @@ import ServiceRuntime
 struct AccountDeletionOutbox: Outbox {
     let outbox: KeyedRecordOutbox
 
-    init(database: PostgresClient, producer: KafkaProducer, topic: String) {
+    init(database: PostgresClient, producer: any KafkaRecordSender, topic: String) {
         outbox = KeyedRecordOutbox(database: database, producer: producer, table: "account_deletion_outbox", keyColumn: "user_id",
                                    topic: topic, lockKey: AdvisoryLockKey.named("account-deletion-outbox"))
     }

@@ -97,8 +97,7 @@ public struct IngestService: Sendable {
             projection: RoomStatusProjection(),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.roomStatusGroupID,
-                topics: [configuration.roomStatusTopic]),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                topics: [configuration.roomStatusTopic]), context: context)
         background.append(ClosureService(name: "ingest-room-status") { try await statuses.run() })
         let deletion = accountDeletionLoops(store: deletions, pending: pending)
         return ServiceParts(router: router, background: background + deletion.background,
@@ -119,8 +118,7 @@ public struct IngestService: Sendable {
             projection: DeletionReceiptProjection(),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.deletionReceiptsGroupID,
-                topics: [context.configuration.userDeletionStatusTopic]),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                topics: [context.configuration.userDeletionStatusTopic]), context: context)
         let erasure = UserErasure(service: IngestErasure.service, context: context, step: IngestErasure.step(objects: objects)).parts()
         return (scheduler.loops() + [ClosureService(name: "ingest-deletion-receipts") { try await receipts.run() }] + erasure.background,
                 [ReadinessCheck(name: "deletion-receipts-consumer") { !receipts.isAssignmentStalled }] + erasure.readiness)

@@ -21,7 +21,7 @@ struct ReadingEventBatchHandler: Sendable {
     let catalog: MaterialCatalog
     let ledger: AcceptedEventLedger
     let limiter: UserRateLimiter
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let authenticator: RequestAuthenticator
     let metrics: MetricsRegistry
     let logger: Logger

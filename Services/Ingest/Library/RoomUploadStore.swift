@@ -233,7 +233,7 @@ public struct RoomUploadStore: Sendable {
     public static let outboxTable = "room_upload_outbox"
     static let outboxLockKey: Int64 = 0x726f_6f6d_7570_6c64 // "roomupld"
 
-    public static func outbox(database: PostgresClient, producer: KafkaProducer, topic: String) -> KeyedRecordOutbox {
+    public static func outbox(database: PostgresClient, producer: any KafkaRecordSender, topic: String) -> KeyedRecordOutbox {
         KeyedRecordOutbox(database: database, producer: producer, table: outboxTable, topic: topic, lockKey: outboxLockKey,
                           traceColumn: "traceparent")
     }

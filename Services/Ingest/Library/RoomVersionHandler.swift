@@ -28,7 +28,7 @@ struct RoomVersionHandler: Sendable {
     let uploads: RoomUploadStore
     let objects: (any ObjectStore)?
     let limiter: UserRateLimiter
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let authenticator: RequestAuthenticator
     let metrics: MetricsRegistry
     let logger: Logger

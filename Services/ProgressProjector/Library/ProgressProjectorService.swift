@@ -82,8 +82,7 @@ public struct ProgressProjectorService: Sendable {
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
                 topics: [configuration.eventsTopic], maxBatchRecords: configuration.maxBatchRecords,
-                maxBatchWait: configuration.maxBatchWait, sessionTimeout: configuration.sessionTimeout),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                maxBatchWait: configuration.maxBatchWait, sessionTimeout: configuration.sessionTimeout), context: context)
     }
 
     public func router() -> Router {

@@ -27,14 +27,14 @@ public struct ReadingProgressProjection: Projection {
     public typealias Event = ReadingEventRecord
     public typealias Effects = [ProgressNotification]
 
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let database: PostgresClient
     let progressTopic: String
     /// Users whose account was erased: their events are left out (a replay or a rebuild
     /// brings nobody back).
     let erasedUsers = ErasedUsers(service: ProgressErasure.service)
 
-    public init(producer: KafkaProducer, database: PostgresClient, progressTopic: String = Topics.readingProgress) {
+    public init(producer: any KafkaRecordSender, database: PostgresClient, progressTopic: String = Topics.readingProgress) {
         self.producer = producer
         self.database = database
         self.progressTopic = progressTopic

@@ -21,7 +21,7 @@ enum BroadcastRoutes {
         var messages: [Message]
     }
 
-    static func router(authenticator: RequestAuthenticator, producer: KafkaProducer, topic: String,
+    static func router(authenticator: RequestAuthenticator, producer: any KafkaRecordSender, topic: String,
                        retryAfterSeconds: Int = 5) -> Router {
         var router = Router()
         router.post("/realtime/v1/api/broadcast") { request in

@@ -25,17 +25,17 @@ struct LiveEventConsumer: Sendable {
     let bootstrapServers: String
     let topic: String
     let groupID: String
-    /// `fetch.wait.max.ms`.
-    let fetchWait: String
+    /// librdkafka properties of the consumer (`RealtimeConfiguration.consumerProperties`).
+    let consumerProperties: [String: String]
     let hub: SubscriptionHub
     /// Where undecodable records are set aside.
-    let deadLetters: KafkaProducer
+    let deadLetters: any KafkaRecordSender
     let logger: Logger
 
     func run() async throws {
         let configuration = KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic], clientID: groupID, sessionTimeout: .seconds(6),
-            extra: RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": fetchWait]) { $1 })
+            extra: consumerProperties)
         let consumer = try await KafkaClients.open { [self] () throws(KafkaError) in
             try KafkaConsumer(configuration: configuration, rebalanceListener: StartAtEnd(hub: hub), logger: logger)
         }

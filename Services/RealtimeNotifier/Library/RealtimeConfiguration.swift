@@ -38,9 +38,10 @@ public struct RealtimeConfiguration: Sendable {
     public var maxBatchRecords: Int
     public var maxBatchWait: Duration
     /// `fetch.wait.max.ms` of the sequencer's and the live consumers: how long a fetch waits
-    /// when there is nothing new (a real broker answers as soon as data arrives; the embedded
-    /// mock broker always waits this long on an idle partition).
-    public var fetchWait: Duration
+    /// when there is nothing new. nil: the service's `KAFKA_FETCH_WAIT_MS` (librdkafka's 500 ms
+    /// unless set; a real broker answers as soon as data arrives). `backbone dev` sets 5 ms:
+    /// its embedded broker always waits this long on an idle partition, on every event's path.
+    public var fetchWait: Duration?
     /// How often unpublished history rows are re-published and old rows trimmed.
     public var maintenanceInterval: Duration
     /// A stable id for this instance (origin of client broadcasts, consumer group suffix).
@@ -52,7 +53,7 @@ public struct RealtimeConfiguration: Sendable {
                 historyMaxAge: Duration = .seconds(72 * 3600), maxQueuedMessages: Int = 1_024,
                 maxQueuedBytes: Int = 4 << 20, maxCatchUpBuffer: Int = 20_000, idleTimeout: Duration = .seconds(60), maxChannelsPerSocket: Int = 100,
                 maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(2),
-                fetchWait: Duration = .milliseconds(5), maintenanceInterval: Duration = .seconds(5),
+                fetchWait: Duration? = nil, maintenanceInterval: Duration = .seconds(5),
                 instanceID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
         self.transcodeStatusTopic = transcodeStatusTopic
         self.progressTopic = progressTopic
@@ -94,7 +95,8 @@ public struct RealtimeConfiguration: Sendable {
             maxChannelsPerSocket: env.int("REALTIME_MAX_CHANNELS", default: 100, range: 1...10_000),
             maxBatchRecords: env.int("REALTIME_BATCH_RECORDS", default: 500, range: 1...10_000),
             maxBatchWait: env.milliseconds("REALTIME_BATCH_WAIT_MS", default: .milliseconds(2)),
-            fetchWait: env.milliseconds("REALTIME_FETCH_WAIT_MS", default: .milliseconds(5)))
+            fetchWait: env.optionalString("REALTIME_FETCH_WAIT_MS") == nil ? nil
+                : env.milliseconds("REALTIME_FETCH_WAIT_MS", default: .zero, range: 0...300_000))
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
@@ -108,8 +110,11 @@ public struct RealtimeConfiguration: Sendable {
     /// on Linux).
     static let lowLatencySockets = ["socket.nagle.disable": "true"]
 
-    /// `fetchWait` as the librdkafka property value (milliseconds).
-    var fetchWaitProperty: String {
-        String(fetchWait.wholeMilliseconds)
+    /// The librdkafka properties of the consumers on every event's path: `common` (the
+    /// service's `kafkaConsumerProperties`), `lowLatencySockets`, and `fetchWait` if set.
+    func consumerProperties(common: [String: String]) -> [String: String] {
+        var properties = common.merging(Self.lowLatencySockets) { $1 }
+        if let fetchWait { properties["fetch.wait.max.ms"] = String(fetchWait.wholeMilliseconds) }
+        return properties
     }
 }

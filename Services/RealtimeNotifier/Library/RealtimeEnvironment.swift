@@ -7,7 +7,7 @@ struct RealtimeEnvironment: Sendable {
     let configuration: RealtimeConfiguration
     let authorizer: ChannelAuthorizer
     let hub: SubscriptionHub
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let metrics: MetricsRegistry
     let logger: Logger
 }

@@ -61,7 +61,8 @@ public struct RealtimeNotifierService: Sendable {
         let sequencer = makeSequencer()
         let live = LiveEventConsumer(bootstrapServers: context.configuration.kafkaBrokers, topic: configuration.sequencedTopic,
                                      groupID: "realtime-live-\(configuration.instanceID)",
-                                     fetchWait: configuration.fetchWaitProperty, hub: environment.hub,
+                                     consumerProperties: configuration.consumerProperties(common: context.configuration.kafkaConsumerProperties),
+                                     hub: environment.hub,
                                      deadLetters: context.producer, logger: context.logger)
         let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, hub: environment.hub,
                                               configuration: configuration, logger: context.logger)
@@ -103,10 +104,9 @@ public struct RealtimeNotifierService: Sendable {
             topics: [configuration.transcodeStatusTopic, configuration.transcodeRequestsTopic, configuration.roomUploadsTopic,
                      configuration.progressTopic, configuration.broadcastsTopic],
             maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait)
-        runner.consumerProperties = RealtimeConfiguration.lowLatencySockets.merging(["fetch.wait.max.ms": configuration.fetchWaitProperty]) { $1 }
+        runner.consumerProperties = configuration.consumerProperties(common: context.configuration.kafkaConsumerProperties)
         return ProjectionRunner(
-            projection: ChannelSequencer(configuration: configuration, publisher: publisher), configuration: runner,
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+            projection: ChannelSequencer(configuration: configuration, publisher: publisher), configuration: runner, context: context)
     }
 
     /// The WebSocket server (with `router` on the same port) as a service.

@@ -13,12 +13,12 @@ import Synchronization
 /// batch's publish after the previous one's, so a PostgreSQL round trip here would delay the
 /// next batch's events (by tens of milliseconds when the machine is busy).
 public struct SequencedPublisher: Sendable {
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let database: PostgresClient
     let topic: String
     let marks: PublishedMarks
 
-    public init(producer: KafkaProducer, database: PostgresClient, topic: String = Topics.realtimeSequenced,
+    public init(producer: any KafkaRecordSender, database: PostgresClient, topic: String = Topics.realtimeSequenced,
                 logger: Logger = Logger(label: "realtime-notifier")) {
         self.producer = producer
         self.database = database

@@ -12,7 +12,7 @@ public struct TranscodeStatusOutbox: Outbox {
 
     let outbox: KeyedRecordOutbox
 
-    public init(database: PostgresClient, producer: KafkaProducer, topic: String) {
+    public init(database: PostgresClient, producer: any KafkaRecordSender, topic: String) {
         outbox = KeyedRecordOutbox(database: database, producer: producer, table: "transcode_status_outbox", topic: topic,
                                    lockKey: Self.lockKey, traceColumn: "traceparent")
     }

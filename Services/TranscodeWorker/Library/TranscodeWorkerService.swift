@@ -106,8 +106,7 @@ public struct TranscodeWorkerService: Sendable {
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.groupID,
                 topics: [configuration.requestsTopic], maxBatchRecords: 100, maxBatchWait: .milliseconds(20),
-                sessionTimeout: configuration.sessionTimeout),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                sessionTimeout: configuration.sessionTimeout), context: context)
         var jobLoop = TranscodeJobLoop(store: store, pipeline: pipeline, jobs: jobs, statuses: statuses,
                                     concurrency: configuration.concurrency, pollInterval: configuration.pollInterval,
                                     lease: configuration.lease, maxBackoff: configuration.maxBackoff, metrics: context.metrics,
@@ -129,8 +128,7 @@ public struct TranscodeWorkerService: Sendable {
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.catalog.groupID,
                 topics: configuration.catalogTopics, maxBatchRecords: 500,
-                maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout),
-            database: context.database, deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
+                maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout), context: context)
         var router = routes.router()
         router.merge(catalog.router())
         let erasure = UserErasure(service: TranscodeErasure.service, context: context, step: TranscodeErasure.step(objects: objects)).parts()

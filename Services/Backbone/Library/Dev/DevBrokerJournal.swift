@@ -34,7 +34,13 @@ import Synchronization
 /// the same room, which they measure from the readers the stack registered.
 ///
 /// Headers are not part of the copy (no producer of the system sets any).
-final class DevBrokerJournal: KafkaDeliveryJournal {
+final class DevBrokerJournal: Sendable {
+    /// A record the broker acknowledged, with where it was stored.
+    struct Delivery: Sendable {
+        var record: KafkaProducerRecord
+        var report: KafkaDeliveryReport
+    }
+
     static let pruneInterval = Duration.milliseconds(500)
     /// The pruning's interval while a partition is past half of `backlogLimit`, so that room
     /// made by the consumers reaches waiting sends soon.
@@ -55,7 +61,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     let cluster: String
     /// How long a send waits for room before it fails.
     let admissionWait: Duration
-    private let inserts: Coalescer<KafkaDelivery, Void>
+    private let inserts: Coalescer<Delivery, Void>
     private let room = Mutex(Room())
     /// The pruning of an attached journal (`attach`), which runs in the producer's process.
     private let guestPruning = Mutex<Task<Void, Never>?>(nil)
@@ -194,9 +200,9 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     }
 
     /// The consumer groups the stack of this broker registered and the topics they read.
-    func registeredReaders() async throws -> [RunningProjections.Group] {
+    func registeredReaders() async throws -> [ConsumerGroup] {
         try await database.query("SELECT group_id, topic FROM dev_broker_journal_readers WHERE cluster_id = $1", [cluster]).map { row in
-            RunningProjections.Group(groupID: try row.decode(String.self, "group_id"), topics: [try row.decode(String.self, "topic")])
+            ConsumerGroup(groupID: try row.decode(String.self, "group_id"), topics: [try row.decode(String.self, "topic")])
         }
     }
 
@@ -214,6 +220,8 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         return bytes
     }
 
+    /// Returns once the broker has room for `records` (so that no record it holds unprocessed is
+    /// dropped to make room); every call that returns is followed by one `settle(_:)` of them.
     func admit(_ records: [KafkaProducerRecord]) async throws {
         let bytes = Self.bytesByTopic(records)
         let deadline = ContinuousClock.now + admissionWait
@@ -235,7 +243,8 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         }
     }
 
-    func keep(_ deliveries: [KafkaDelivery]) async throws {
+    /// Keeps `deliveries` (acknowledged records, in send order).
+    func keep(_ deliveries: [Delivery]) async throws {
         try await inserts.run(deliveries)
         var kept: [KafkaTopicPartition: Int] = [:]
         for delivery in deliveries {
@@ -249,6 +258,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         }
     }
 
+    /// `records`, admitted earlier, were delivered and kept, or failed.
     func settle(_ records: [KafkaProducerRecord]) {
         let bytes = Self.bytesByTopic(records)
         room.withLock { room in
@@ -262,7 +272,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     /// left unprocessed of the topics `groups` read, for `admit(_:)`, and registers `groups`
     /// as readers of this broker (`registeredReaders()`).
     @discardableResult
-    func prune(consuming groups: [RunningProjections.Group]) async throws -> Int {
+    func prune(consuming groups: [ConsumerGroup]) async throws -> Int {
         let pairs = groups.flatMap { group in group.topics.map { (group.groupID, $0) } }
         room.withLock { $0.keptDuringMeasure = [:] }
         let rows: PostgresRows
@@ -331,7 +341,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
     /// broker acknowledged it (through a journaled producer, its new copy replaces it).
     /// Returns how many records each topic got back.
     static func republish(from database: PostgresClient, currentCluster: String,
-                          through producer: KafkaProducer) async throws -> [String: Int] {
+                          through producer: any KafkaRecordSender) async throws -> [String: Int] {
         var published: [String: Int] = [:]
         // Earlier brokers oldest first (more than one only after a start that could not finish
         // this); each one's records in its partitions' order.
@@ -344,7 +354,7 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
         return published
     }
 
-    private static func republish(_ cluster: String, from database: PostgresClient, through producer: KafkaProducer,
+    private static func republish(_ cluster: String, from database: PostgresClient, through producer: any KafkaRecordSender,
                                   counting published: inout [String: Int]) async throws {
         while true {
             let rows = try await database.query("""
@@ -377,16 +387,16 @@ final class DevBrokerJournal: KafkaDeliveryJournal {
 
     /// The loop that prunes while the stack runs (from `firstPruneAfter` on), and once more when
     /// it stops (after the drain, which is stopped before it).
-    func pruner(logger: Logger) -> any Service {
+    func pruner(readers: RunningConsumerGroups, logger: Logger) -> any Service {
         ClosureService(name: "dev-broker-journal") { [self] in
             try? await Task.sleep(for: Self.firstPruneAfter)
-            await pruneUntilCancelled(readers: { RunningProjections.groups }, logger: logger)
+            await pruneUntilCancelled(readers: { readers.groups }, logger: logger)
         }
     }
 
     /// Prunes (`prune(consuming:)` of `readers`) every `pruneInterval` (`busyPruneInterval`
     /// while a partition is past half the room) until cancelled, then once more.
-    private func pruneUntilCancelled(readers: @escaping @Sendable () async throws -> [RunningProjections.Group],
+    private func pruneUntilCancelled(readers: @escaping @Sendable () async throws -> [ConsumerGroup],
                                      logger: Logger) async {
         while !Task.isCancelled {
             do { try await prune(consuming: try await readers()) } catch {

@@ -19,6 +19,9 @@ import Settings
 /// in this process on its default port, and the one origin the apps call (`APP_BASE_URL`, port
 /// 8000: nginx with compose's gateway configuration). Ctrl-C stops everything.
 enum DevCommand {
+    /// The realtime notifier's, on every event's path to the sockets (`REALTIME_FETCH_WAIT_MS`).
+    static let realtimeFetchWait = Duration.milliseconds(5)
+
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
         let args = try CommandLineArguments(arguments, valued: ["port-offset", "brokers", "drain-seconds"])
         try args.only(["infra-only", "port-offset", "brokers", "drain-seconds"])
@@ -92,8 +95,15 @@ enum DevCommand {
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
         // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE as the services read them alone (checked
         // at the start, with every other setting).
-        var tokenSettings = EnvironmentReader(environment)
-        configuration.tokenVerification = TokenVerificationSettings.read(from: &tokenSettings)
+        var settings = EnvironmentReader(environment)
+        configuration.tokenVerification = TokenVerificationSettings.read(from: &settings)
+        // The embedded broker answers a waiting fetch only when the wait ends, never when a record
+        // arrives (a Kafka broker does): short waits, so that no read model trails by librdkafka's
+        // 500 ms (docs/kafka.md). The services of other processes get them from dev.env.
+        configuration.kafkaFetchWait = settings.milliseconds("KAFKA_FETCH_WAIT_MS", default: EmbeddedKafkaCluster.fetchWait, range: 0...300_000)
+        let realtimeFetchWait = settings.milliseconds("REALTIME_FETCH_WAIT_MS", default: Self.realtimeFetchWait, range: 0...300_000)
+        setenv("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds), 1)
+        let runningGroups = RunningConsumerGroups()
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         // The embedded broker keeps records in memory only: the stack's own services produce
         // through a journal in PostgreSQL, and so do the operator commands that produce to it
@@ -109,7 +119,8 @@ enum DevCommand {
         }
         let journal = entries.isEmpty ? nil : brokerIdentity.map { DevBrokerJournal(database: journalDatabase, cluster: $0) }
         let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics,
-                                                        journal: journal, logger: logger)
+                                                        sender: { producer in journal.map { JournalingProducer(producer: producer, journal: $0) as any KafkaRecordSender } ?? producer },
+                                                        logger: logger)
         let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["pg.versions": applied.map(String.init).joined(separator: ",")]) }
         // The broker is new and empty: what an earlier run left in the journal goes to it before
@@ -118,7 +129,9 @@ enum DevCommand {
                                       readingEventsTopic: Topics.readingEvents, currentCluster: brokerIdentity, logger: logger)
         // From here on, `backbone republish` and `dlq replay` journal what they send to this broker.
         try await journal?.register()
-        var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret)]
+        var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret),
+                                          ("KAFKA_FETCH_WAIT_MS", String(configuration.kafkaFetchWait?.wholeMilliseconds ?? 0)),
+                                          ("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds))]
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
         values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))
@@ -140,6 +153,7 @@ enum DevCommand {
                                                 keys: context.authenticator.codec.keys)
             // One registry serves every service's /metrics here: each scrape measures the whole backlog.
             serviceContext.measuredBacklog = nil
+            serviceContext.runningGroups = runningGroups
             let built = entry.build(serviceContext)
             parts.append(built)
             http.append(ServiceHost.httpService(context: serviceContext, parts: built))
@@ -162,7 +176,7 @@ enum DevCommand {
         }
         var services = background
         if let journal {
-            services.append(journal.pruner(logger: logger))
+            services.append(journal.pruner(readers: runningGroups, logger: logger))
             services.append(DevRecovery.marker(cluster: journal.cluster, topic: Topics.readingEvents, database: journalDatabase,
                                                logger: logger))
         }
@@ -171,7 +185,7 @@ enum DevCommand {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             })
         } else if drainSeconds > 0 {
-            services.append(PipelineDrain(database: context.database, admin: context.admin, limit: .seconds(drainSeconds),
+            services.append(PipelineDrain(database: context.database, admin: context.admin, groups: runningGroups, limit: .seconds(drainSeconds),
                                           journaled: journal != nil, logger: logger))
         }
         services += http

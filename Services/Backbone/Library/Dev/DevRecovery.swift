@@ -76,7 +76,7 @@ enum DevRecovery {
     @discardableResult
     /// - Parameter currentCluster: the new broker's identity (`DevBrokerJournal.clusterIdentity`);
     ///   nil: nothing is republished, since the copies cannot be told from the new broker's.
-    static func recover(database: PostgresClient, producer: KafkaProducer, readingEventsTopic: String,
+    static func recover(database: PostgresClient, producer: any KafkaRecordSender, readingEventsTopic: String,
                         currentCluster: String?, logger: Logger) async throws -> Outcome {
         var outcome = Outcome(republished: [:], lost: 0)
         // First what is gone: ids neither processed nor in the journal (with the copies still

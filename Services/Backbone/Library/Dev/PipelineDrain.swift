@@ -19,6 +19,8 @@ struct PipelineDrain: Service {
     let name = "pipeline-drain"
     let database: PostgresClient
     let admin: KafkaAdmin
+    /// The stack's consumer groups, whose backlog the drain waits out.
+    let groups: RunningConsumerGroups
     let limit: Duration
     var settle: Duration = .milliseconds(750)
     var interval: Duration = .milliseconds(100)
@@ -55,7 +57,7 @@ struct PipelineDrain: Service {
             let now = ContinuousClock.now
             var known = true
             do {
-                left = try await StoredOffsets.backlog(of: RunningProjections.groups, client: database, admin: admin)
+                left = try await StoredOffsets.backlog(of: groups.groups, client: database, admin: admin)
                     .filter { $0.value > 0 }
             } catch {
                 logger.warning("cannot check what the consumers still have to process", metadata: ["error": "\(error)"])

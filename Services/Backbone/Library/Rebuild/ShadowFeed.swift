@@ -25,7 +25,7 @@ final class ShadowFeed: @unchecked Sendable {
             consumer = try KafkaConsumer(
                 configuration: KafkaConsumerConfiguration(
                     bootstrapServers: settings.brokers, groupID: "backbone-rebuild-\(UUID().uuidString.lowercased())", topics: topics,
-                    clientID: "backbone-rebuild", bufferCapacity: 20_000, extra: ["fetch.wait.max.ms": "20"]),
+                    clientID: "backbone-rebuild", bufferCapacity: 20_000, extra: settings.consumerProperties),
                 rebalanceListener: listener, logger: settings.logger)
         } catch {
             throw CommandError(code: .kafkaUnavailable, message: "cannot start a consumer: \(error.message)", context: settings.brokers)

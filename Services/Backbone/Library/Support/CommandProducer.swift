@@ -12,7 +12,7 @@ import Postgres
 /// for room while the consumers are behind, as the stack's own sends do. Against any other
 /// broker it is a plain producer.
 struct CommandProducer {
-    let producer: KafkaProducer
+    let producer: any KafkaRecordSender
     let journal: DevBrokerJournal?
     /// The client `open` made for the journal, closed by `shutdown()`.
     private let ownDatabase: PostgresClient?
@@ -38,8 +38,9 @@ struct CommandProducer {
             }
         }
         do {
-            let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(
-                bootstrapServers: settings.brokers, clientID: clientID, deliveryTimeout: .seconds(30)), journal: journal, logger: settings.logger)
+            let plain = try KafkaProducer(configuration: KafkaProducerConfiguration(
+                bootstrapServers: settings.brokers, clientID: clientID, deliveryTimeout: .seconds(30)), logger: settings.logger)
+            let producer: any KafkaRecordSender = journal.map { JournalingProducer(producer: plain, journal: $0) } ?? plain
             return CommandProducer(producer: producer, journal: journal, ownDatabase: ownDatabase)
         } catch {
             await journal?.detach()

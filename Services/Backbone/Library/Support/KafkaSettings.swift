@@ -8,6 +8,9 @@ struct KafkaSettings {
     /// For librdkafka's own log lines: quiet (errors only) unless `LOG_LEVEL` asks for more,
     /// so they do not drown the records on stdout/stderr.
     let logger: Logger
+    /// The librdkafka properties of the command's consumers: `KAFKA_FETCH_WAIT_MS` (from
+    /// `backbone dev`'s dev.env against its broker) if set.
+    var consumerProperties: [String: String] = [:]
 
     static func resolve(logger: Logger) throws -> KafkaSettings {
         let values = DevEnvironment.resolved()
@@ -16,7 +19,11 @@ struct KafkaSettings {
         }
         var kafkaLogger = logger
         if ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { kafkaLogger.logLevel = .critical }
-        return KafkaSettings(brokers: brokers, logger: kafkaLogger)
+        var settings = KafkaSettings(brokers: brokers, logger: kafkaLogger)
+        if let wait = values["KAFKA_FETCH_WAIT_MS"].flatMap(Int.init), (0...300_000).contains(wait) {
+            settings.consumerProperties["fetch.wait.max.ms"] = String(wait)
+        }
+        return settings
     }
 
     func admin() throws -> KafkaAdmin {
