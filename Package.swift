@@ -34,30 +34,30 @@ func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
 }
 
 let sharedModules: [Target] = [
-    shared("Logging"),
+    shared("ServiceLogging"),
     shared("BlockingCalls"),
-    shared("HTTPTypes", ["Logging"]),
-    shared("Metrics"),
+    shared("HTTPRouting", ["ServiceLogging"]),
+    shared("PrometheusMetrics"),
     shared("Hashing", ["COpenSSL"]),
     shared("HTTPClient", ["CCurl", "BlockingCalls"]),
-    shared("Auth", ["Hashing", "HTTPClient", "Logging"]),
-    shared("Kafka", ["CRdKafka", "Logging", "BlockingCalls"]),
-    shared("Postgres", ["CLibPQ", "Logging", "BlockingCalls"]),
-    shared("HTTPServer", ["CMicroHTTPD", "HTTPTypes", "Logging"]),
-    shared("WebSocketServer", ["CWebSockets", "HTTPTypes", "Logging"]),
+    shared("Auth", ["Hashing", "HTTPClient", "ServiceLogging"]),
+    shared("Kafka", ["CRdKafka", "ServiceLogging", "BlockingCalls"]),
+    shared("Postgres", ["CLibPQ", "ServiceLogging", "BlockingCalls"]),
+    shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging"]),
+    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging"]),
     // Reading settings from the environment: a leaf, so that what links the object store (or any
     // module with settings) does not link the service runtime.
-    shared("Settings", ["Logging"]),
-    shared("ServiceRuntime", ["Settings", "Logging", "HTTPTypes", "HTTPServer", "Metrics", "Auth", "Kafka", "Postgres"]),
-    shared("Contracts", ["CYAJL", "Logging"]),
-    shared("Projection", ["Kafka", "Postgres", "Logging", "Metrics", "Contracts", "ServiceRuntime"]),
+    shared("Settings", ["ServiceLogging"]),
+    shared("ServiceRuntime", ["Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics", "Auth", "Kafka", "Postgres"]),
+    shared("Contracts", ["CYAJL", "ServiceLogging"]),
+    shared("Projection", ["Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "Contracts", "ServiceRuntime"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
-    shared("UserErasure", ["Projection", "Kafka", "Postgres", "Logging", "Contracts", "Auth", "ServiceRuntime"]),
-    shared("USD", ["CLZ4", "Logging"]),
+    shared("UserErasure", ["Projection", "Kafka", "Postgres", "ServiceLogging", "Contracts", "Auth", "ServiceRuntime"]),
+    shared("USD", ["CLZ4", "ServiceLogging"]),
     shared("ObjectStore", ["HTTPClient", "Hashing", "Settings"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
-    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "Logging", "ObjectStore", "Hashing", "BlockingCalls"]),
+    shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "ServiceLogging", "ObjectStore", "Hashing", "BlockingCalls"]),
     shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
 ]
 
@@ -72,20 +72,20 @@ func service(_ name: String, executable: String, _ deps: [Target.Dependency]) ->
 }
 
 let serviceBase: [Target.Dependency] = [
-    "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "UserErasure",
+    "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "UserErasure",
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Projection", "Metrics", "ObjectStore"])
+    service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
-    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "Metrics", "WebSocketServer"])
-    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "Metrics", "ObjectStore", "RoomScan", "Hashing"])
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing"])
     + [
         .target(
             name: "BackboneCLI",
             dependencies: [
-                "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "Logging", "Metrics", "HTTPServer", "Hashing",
+                "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
                 "ObjectStore", "DevInfrastructure",
             ],
@@ -97,8 +97,8 @@ let services: [Target] =
 // MARK: - Benchmarks (swift run -c release <name>)
 
 let benchmarks: [Target] = [
-    .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPTypes", "Projection", "ServiceRuntime", "Contracts",
-                                                            "Kafka", "Postgres", "Logging", "Metrics", "DevInfrastructure"],
+    .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPRouting", "Projection", "ServiceRuntime", "Contracts",
+                                                            "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure"], path: "Benchmarks/KafkaBench",
@@ -107,27 +107,27 @@ let benchmarks: [Target] = [
     .executableTarget(name: "RealtimeBench", dependencies: serviceBase + ["RealtimeNotifier", "CEpoll", "DevInfrastructure"], path: "Benchmarks/RealtimeBench",
                       exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
     .target(name: "BenchSupport", path: "Benchmarks/Support", swiftSettings: swiftSettings),
-    .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "Logging"],
+    .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging"],
                       path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
-                                                          "HTTPServer", "Auth", "Logging", "Metrics", "DevInfrastructure"],
+                                                          "HTTPServer", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
-                                     "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
+                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
     .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "RebuildBench",
                       dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "ServiceRuntime", "Contracts",
-                                     "Kafka", "Postgres", "HTTPTypes", "Auth", "Logging", "Metrics", "DevInfrastructure"],
+                                     "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "Logging", "RealtimeNotifier"],
+    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "ServiceLogging", "RealtimeNotifier"],
                       path: "Benchmarks/FlowABench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "CatalogBench",
-                      dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPTypes",
-                                     "Auth", "Logging", "Metrics", "ObjectStore", "BackboneTestSupport"],
+                      dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPRouting",
+                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BackboneTestSupport"],
                       path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
@@ -138,19 +138,19 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 }
 
 let testTargets: [Target] = [
-    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "Logging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "ServiceLogging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
             exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
-                                     "BackboneTestSupport", "Auth", "Logging", "Metrics", "HTTPTypes", "DevInfrastructure"]),
+                                     "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure"]),
     // The effectively-once core's own (the projection runner's partition ownership).
     tests("ProjectionTests", ["Projection", "Kafka"]),
-    tests("FoundationModulesTests", ["Settings", "Logging", "HTTPTypes", "Metrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
+    tests("FoundationModulesTests", ["Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
                                      "BackboneTestSupport"]),
-    tests("KafkaTests", ["Kafka", "Logging", "DevInfrastructure", "BlockingCalls"]),
+    tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
-    tests("PostgresTests", ["Postgres", "Logging", "DevInfrastructure"]),
-    tests("HTTPServerTests", ["HTTPServer", "HTTPTypes", "Logging"]),
-    tests("WebSocketServerTests", ["WebSocketServer", "HTTPTypes", "Logging"]),
+    tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure"]),
+    tests("HTTPServerTests", ["HTTPServer", "HTTPRouting", "ServiceLogging"]),
+    tests("WebSocketServerTests", ["WebSocketServer", "HTTPRouting", "ServiceLogging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
     tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing", "BackboneTestSupport"], exclude: ["Witnesses"]),
@@ -158,23 +158,23 @@ let testTargets: [Target] = [
                                                    "DevInfrastructure"],
           exclude: ["Clients"]),
     tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
-    tests("IngestTests", ["Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPTypes", "Auth",
-                          "Logging", "Metrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"],
+    tests("IngestTests", ["Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPRouting", "Auth",
+                          "ServiceLogging", "PrometheusMetrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"],
           exclude: ["Clients"]),
     tests("AnalyticsAggregatorTests", ["Settings", 
-        "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPTypes", "Auth",
-        "Logging", "BackboneTestSupport", "DevInfrastructure",
+        "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPRouting", "Auth",
+        "ServiceLogging", "BackboneTestSupport", "DevInfrastructure",
     ]),
     tests("TranscodeWorkerTests", serviceBase + ["TranscodeWorker", "Projection", "ObjectStore", "Hashing", "BackboneTestSupport",
                                                   "DevInfrastructure", "Ingest", "RealtimeNotifier"],
           exclude: ["Clients", "Fixtures"]),
     // Outages and the fault suite: the service executables as child processes over a broker
     // and a PostgreSQL the tests take down and bring back.
-    tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
+    tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                          "ObjectStore", "Hashing"]),
-    tests("BackboneCLITests", ["Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "Logging",
-                               "DevInfrastructure", "ProgressProjector", "Projection", "Metrics", "ServiceRuntime",
-                               "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPTypes",
+    tests("BackboneCLITests", ["Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
+                               "DevInfrastructure", "ProgressProjector", "Projection", "PrometheusMetrics", "ServiceRuntime",
+                               "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPRouting",
                                "Hashing"],
           exclude: ["Clients"]),
 ]

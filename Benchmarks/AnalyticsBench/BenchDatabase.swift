@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 
 /// A fresh database for one benchmark run, dropped at the end.
 struct BenchDatabase {

@@ -2,7 +2,7 @@ import AnalyticsAggregator
 import Auth
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Postgres
 import Projection
 import ServiceRuntime

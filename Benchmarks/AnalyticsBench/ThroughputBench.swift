@@ -3,10 +3,10 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 
 /// Events/s from a pre-filled topic through the projection runner into Postgres, against

@@ -10,12 +10,12 @@ import AnalyticsAggregator
 import Auth
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 
 let arguments = CommandLine.arguments.dropFirst()

@@ -12,13 +12,13 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
-import Logging
-import Metrics
 import ObjectStore
 import Postgres
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import TranscodeWorker
 

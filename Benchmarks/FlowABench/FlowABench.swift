@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// `flow-a-bench UPLOADS PACKAGE ROOMPLAN`: against a running system (`backbone dev`; its
 /// `.backbone/dev.env` or the environment), UPLOADS uploads of the package one after another,

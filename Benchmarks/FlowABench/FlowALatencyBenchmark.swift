@@ -2,8 +2,8 @@ import Auth
 import BackboneCLI
 import Contracts
 import Foundation
-import Logging
 import RealtimeNotifier
+import ServiceLogging
 import Synchronization
 
 /// Flow A's latency as the app feels it: the time from the 202 of upload-complete to the

@@ -7,9 +7,9 @@ import Foundation
 import HTTPServer
 import Ingest
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

@@ -2,7 +2,7 @@ import CRdKafka
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Produce throughput: raw librdkafka (producev + poll) vs `KafkaProducer.send(_: [Record])`,

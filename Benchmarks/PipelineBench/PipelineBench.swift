@@ -3,9 +3,9 @@ import BenchSupport
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import RealtimeNotifier
+import ServiceLogging
 import Synchronization
 
 /// `pipeline-bench [--step-seconds S] [--rates R1,R2,…] [--users N] [--subscribers N]

@@ -2,14 +2,14 @@ import Auth
 import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Ingest
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import ProgressProjector
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Settings
 

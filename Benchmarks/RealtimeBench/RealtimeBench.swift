@@ -1,14 +1,14 @@
 import Auth
+import CEpoll
 import Contracts
 import DevInfrastructure
 import Foundation
-import CEpoll
 import Glibc
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
 import RealtimeNotifier
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

@@ -4,13 +4,13 @@ import BackboneCLI
 import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import ProgressProjector
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Foundation
 import HTTPClient
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Where a key set is read from: `JWT_JWKS_FILE` or `JWT_JWKS_URL`.

@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// Writes JSON bytes exactly as `ContractCoding.encoder` would for the hot wire types
 /// (compact, keys in the order the caller gives — sorted, as `.sortedKeys` does; `/`

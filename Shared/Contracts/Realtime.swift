@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// The value of a `realtime.broadcasts.v1` record (key: `channel`): any producer can ask
 /// the notifier to broadcast `event` with `payload` (a JSON object) on `channel`

@@ -1,7 +1,7 @@
 import CRdKafka
 import Glibc
 import Kafka
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// An in-process Kafka cluster: librdkafka's mock cluster, listening on loopback TCP, that

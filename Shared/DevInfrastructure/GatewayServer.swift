@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// The one origin of `backbone dev`: Debian's nginx running compose's gateway configuration
 /// (`deploy/gateway/nginx.conf`, the same file) on loopback, in front of the services' own

@@ -1,6 +1,6 @@
 import BlockingCalls
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// A server process that `backbone dev` and the tests start beside themselves (SeaweedFS, the

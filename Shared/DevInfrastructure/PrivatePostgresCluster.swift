@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 import Synchronization
 
 /// A throwaway PostgreSQL cluster run from the distribution's binaries (`backbone dev`,

@@ -1,7 +1,7 @@
 import Foundation
 import Hashing
-import Logging
 import ObjectStore
+import ServiceLogging
 
 /// A private SeaweedFS (`weed mini`: master, volume, filer and S3 gateway in one process)
 /// for `backbone dev` and the integration tests, on loopback only.

@@ -1,6 +1,6 @@
 import Dispatch
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// An HTTP/1.1 server on libmicrohttpd: one epoll thread does all socket work; each fully

@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Owns one running `struct MHD_Daemon`: an epoll loop on a single internal thread, with

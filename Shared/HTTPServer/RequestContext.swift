@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import HTTPTypes
+import HTTPRouting
 import Synchronization
 
 /// Per-request state, created on the first access-handler call of a request and handed to

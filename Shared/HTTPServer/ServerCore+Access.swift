@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 
 /// The libmicrohttpd access-handler protocol, on the daemon's single polling thread.
 ///

@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Dispatch
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// The state libmicrohttpd's callbacks work on: the handler, limits, the count of requests in

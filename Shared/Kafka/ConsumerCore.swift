@@ -1,6 +1,6 @@
 import CRdKafka
 import Dispatch
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// The consumer's shared state (the handle's opaque): the bounded record buffer, current

@@ -1,7 +1,7 @@
 import BlockingCalls
 import CRdKafka
 import Foundation
-import Logging
+import ServiceLogging
 
 /// Operator queries and topic management. Every call does network I/O on a dedicated
 /// dispatch queue (never on the cooperative pool) and is bounded by `timeout`.

@@ -1,5 +1,5 @@
 import BlockingCalls
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Opening and dropping librdkafka clients off the cooperative pool.

@@ -1,5 +1,5 @@
 import CRdKafka
-import Logging
+import ServiceLogging
 
 /// librdkafka's rebalance callback, called on the consumer's poll thread (inside
 /// `rd_kafka_consumer_poll` or `rd_kafka_consumer_close`).

@@ -1,6 +1,6 @@
 import CRdKafka
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// A consumer-group member. Offsets are not committed to Kafka: the

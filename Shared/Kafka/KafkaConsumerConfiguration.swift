@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// Configuration of a `KafkaConsumer` (a consumer-group member with eager rebalancing,
 /// no auto-commit: positions are supplied by the `KafkaRebalanceListener`).

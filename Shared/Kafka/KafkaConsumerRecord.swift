@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// A record read by a `KafkaConsumer`.
 public struct KafkaConsumerRecord: Sendable, Hashable {

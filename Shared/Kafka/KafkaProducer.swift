@@ -1,6 +1,6 @@
 import BlockingCalls
 import CRdKafka
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// A Kafka producer: `send` returns once the broker acknowledged the record.

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// Configuration of a `KafkaProducer`. Idempotent with `acks=all` by default.
 public struct KafkaProducerConfiguration: Sendable {

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 /// A record header: a key and an optional value.
 public struct KafkaHeader: Hashable, Sendable {
     public var key: String

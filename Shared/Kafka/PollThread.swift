@@ -1,6 +1,6 @@
 import BlockingCalls
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// A dedicated thread that runs a librdkafka poll loop until asked to stop, so blocking

@@ -1,5 +1,5 @@
 import CRdKafka
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// The producer's shared state and callback context (the handle's opaque): lifecycle,

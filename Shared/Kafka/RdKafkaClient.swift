@@ -1,5 +1,5 @@
 import CRdKafka
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Owns one `rd_kafka_t` handle and destroys it in `deinit`.

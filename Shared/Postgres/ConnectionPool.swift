@@ -1,5 +1,5 @@
 import Dispatch
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// The bounded pool behind `PostgresClient`: a state machine in a `Mutex`. Transitions

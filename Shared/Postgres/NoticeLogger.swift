@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 internal import CLibPQ
 
 /// Routes server notices (NOTICE, WARNING, …) into the logger instead of libpq's default

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// A bounded pool of libpq connections with query, transaction and health helpers.
 ///

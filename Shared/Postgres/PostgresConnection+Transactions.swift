@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// Transaction isolation levels for `withTransaction`.
 public enum PostgresIsolationLevel: Sendable {

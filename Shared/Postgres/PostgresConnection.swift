@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 internal import CLibPQ
 

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// One schema change, applied once, in version order.
 public struct PostgresMigration: Sendable {

@@ -1,6 +1,6 @@
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 
 /// An outbox table of ready-made Kafka records — `(id bigserial, <key> text, value text,
 /// created_at timestamptz)`, the record key in `keyColumn` (`room_id` by default) — for the

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 import ServiceRuntime
 
 /// A table of changes committed with a read model and still to be published.

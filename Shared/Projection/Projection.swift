@@ -1,6 +1,6 @@
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 
 /// A Kafka → Postgres read model, run by a `ProjectionRunner`.
 ///

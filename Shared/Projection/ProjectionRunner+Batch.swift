@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import Synchronization
 
 /// A partition was claimed by another member (its generation moved on): this member's

@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

@@ -1,6 +1,6 @@
 import Auth
 import Foundation
-import Logging
+import ServiceLogging
 import Settings
 
 /// The settings every service reads: where Kafka and Postgres are, how tokens are verified

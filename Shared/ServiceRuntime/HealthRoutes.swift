@@ -1,6 +1,6 @@
 import Foundation
-import HTTPTypes
-import Metrics
+import HTTPRouting
+import PrometheusMetrics
 
 /// A named dependency check for `/readyz` (Kafka metadata, `SELECT 1`, …).
 public struct ReadinessCheck: Sendable {

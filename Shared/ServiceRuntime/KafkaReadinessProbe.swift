@@ -1,5 +1,5 @@
 import Kafka
-import Logging
+import ServiceLogging
 
 /// `/readyz`'s Kafka check: a metadata request on an admin client of its own, opened off the
 /// cooperative pool (a request must not wait on librdkafka's constructor, which takes a second

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// Work done every `interval` until cancelled — the one loop behind the relays, sweeps and
 /// schedulers: runs `body`, logs a failure as a warning (`failure`, with the error; the next

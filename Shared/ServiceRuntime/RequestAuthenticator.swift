@@ -1,5 +1,5 @@
 import Auth
-import HTTPTypes
+import HTTPRouting
 
 /// Turns a request's bearer token into verified claims, or a 401 `UNAUTHENTICATED` whose
 /// message says why the token was refused (`token rejected (anon_key): …`).

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// A long-running part of a process: an HTTP server, a consumer loop, a broker.

@@ -1,9 +1,9 @@
 import Auth
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 
 /// What every service is built from: its settings, the shared clients, the token checker,
 /// metrics and a logger. `backbone dev` builds one per service over shared clients;

@@ -1,11 +1,11 @@
 import Auth
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import Settings
 
 /// An HTTP server as a `Service`: the service's routes plus `/healthz`, `/readyz` and

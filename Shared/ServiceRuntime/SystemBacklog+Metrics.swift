@@ -1,4 +1,4 @@
-import Metrics
+import PrometheusMetrics
 
 extension SystemBacklog {
     /// Describes the gauges `record(into:)` sets.

@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// Every missing or invalid configuration key, reported at once.
 public struct ConfigurationError: Error, Sendable, CustomStringConvertible {

@@ -1,9 +1,9 @@
 import Auth
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

@@ -1,7 +1,7 @@
 import CWebSockets
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// The service thread of one ``WebSocketClient``: owns a client-only lws context (no listening

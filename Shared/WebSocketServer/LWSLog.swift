@@ -1,6 +1,6 @@
 import CWebSockets
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Routes libwebsockets' own log lines (warnings and errors only) into a `Logger`.

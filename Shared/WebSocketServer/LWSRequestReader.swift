@@ -1,5 +1,5 @@
 import CWebSockets
-import HTTPTypes
+import HTTPRouting
 
 /// Reads the parsed request (URI, query, headers, peer) of a wsi whose headers are still attached.
 /// Service thread only.

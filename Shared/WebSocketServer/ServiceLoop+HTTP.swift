@@ -1,6 +1,6 @@
 import CWebSockets
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 
 /// Service-thread state of one plain HTTP request on the WebSocket port.
 final class HTTPExchange {

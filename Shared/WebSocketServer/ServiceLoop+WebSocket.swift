@@ -1,6 +1,6 @@
 import CWebSockets
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// Service-thread bookkeeping of one upgraded connection.

@@ -1,7 +1,7 @@
 import CWebSockets
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// The service thread: owns the lws context, runs `lws_service`, and is the only code that

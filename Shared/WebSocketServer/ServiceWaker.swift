@@ -1,5 +1,5 @@
 import CWebSockets
-import HTTPTypes
+import HTTPRouting
 import Synchronization
 
 /// The only door into the service thread from other threads: it records what needs doing and

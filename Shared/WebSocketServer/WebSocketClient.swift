@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// A WebSocket client over libwebsockets' client mode (plain `ws://`, one connection).

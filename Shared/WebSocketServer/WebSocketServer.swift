@@ -1,6 +1,6 @@
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// A WebSocket server, with plain HTTP on the same port, over libwebsockets.

@@ -1,5 +1,5 @@
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 
 /// Receives the life of every WebSocket connection.
 ///

@@ -4,10 +4,10 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 import ServiceRuntime
 import Testing
 

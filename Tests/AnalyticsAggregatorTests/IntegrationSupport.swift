@@ -2,9 +2,9 @@ import AnalyticsAggregator
 import BackboneTestSupport
 import Contracts
 import Foundation
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 enum TestSecrets {
     static let jwt = "analytics-test-secret-0123456789"

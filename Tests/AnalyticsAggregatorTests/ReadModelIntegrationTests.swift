@@ -3,7 +3,7 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Postgres
 import ServiceRuntime
 import Testing

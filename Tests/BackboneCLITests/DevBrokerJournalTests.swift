@@ -4,10 +4,10 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
 import Postgres
-import ServiceRuntime
 import Projection
+import ServiceLogging
+import ServiceRuntime
 import Testing
 
 /// `backbone dev`'s embedded broker keeps records in memory only; its journal is what a killed

@@ -2,8 +2,8 @@ import Auth
 @testable import BackboneCLI
 import BackboneTestSupport
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 import Synchronization
 import Testing
 

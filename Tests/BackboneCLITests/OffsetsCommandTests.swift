@@ -3,11 +3,11 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import ProgressProjector
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Testing
 

@@ -5,8 +5,8 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 import Testing
 
 /// `backbone rebuild catalog`: the room catalog is fed by several topics (the uploads, the

@@ -5,8 +5,8 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 import Synchronization
 import Testing
 

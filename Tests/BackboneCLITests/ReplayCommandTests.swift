@@ -3,7 +3,7 @@ import BackboneTestSupport
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 import Testing
 
 /// `backbone topics|tail|dump|republish` as an operator runs them: the built executable as a

@@ -6,11 +6,11 @@ import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import Kafka
 import Hashing
-import Logging
+import Kafka
 import ObjectStore
 import Postgres
+import ServiceLogging
 import Synchronization
 
 /// The stack as separate processes: the service executables from `.build` as child

@@ -1,9 +1,9 @@
 import Auth
 import BackboneTestSupport
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
-import Logging
+import ServiceLogging
 import Synchronization
 import Testing
 

@@ -1,9 +1,9 @@
 import Auth
 import BackboneTestSupport
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Hashing
-import Logging
+import ServiceLogging
 import ServiceRuntime
 import Testing
 

@@ -1,8 +1,8 @@
 import Auth
 import Foundation
-import HTTPTypes
-import Logging
-import Metrics
+import HTTPRouting
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Settings
 import Synchronization

@@ -1,4 +1,4 @@
-import HTTPTypes
+import HTTPRouting
 import Testing
 
 /// What a browser app on another origin (the web remix editor) needs from every public route.

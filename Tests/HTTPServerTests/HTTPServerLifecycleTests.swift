@@ -1,7 +1,7 @@
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
-import Logging
+import ServiceLogging
 import Testing
 
 @Suite("HTTPServer lifecycle", .serialized, .timeLimit(.minutes(2)))

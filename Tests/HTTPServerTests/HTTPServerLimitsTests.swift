@@ -1,6 +1,6 @@
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
 import Testing
 
 @Suite("HTTPServer connection limits", .serialized, .timeLimit(.minutes(2)))

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Testing
 
 @Suite("Router: a *rest segment takes the rest of the path")

@@ -3,14 +3,14 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
 import Ingest
 import Kafka
-import Logging
-import Metrics
 import ObjectStore
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 import Testing

@@ -1,13 +1,13 @@
 import Auth
-import Contracts
 import BackboneTestSupport
+import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Ingest
 import Kafka
-import ServiceRuntime
 import Postgres
+import ServiceRuntime
 import Testing
 
 @Suite("Materials catalog and room upload completion against Postgres and the embedded Kafka cluster", .serialized,

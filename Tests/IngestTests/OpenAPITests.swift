@@ -2,7 +2,7 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Ingest
 import Kafka
 import ObjectStore

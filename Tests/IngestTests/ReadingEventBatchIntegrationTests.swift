@@ -1,9 +1,9 @@
 import Auth
-import Contracts
 import BackboneTestSupport
+import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Ingest
 import Kafka
 import ServiceRuntime

@@ -2,13 +2,13 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
-import Kafka
-import HTTPTypes
+import HTTPRouting
 import Ingest
-import Logging
+import Kafka
 import ObjectStore
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Testing
 

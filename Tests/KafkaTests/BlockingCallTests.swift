@@ -1,7 +1,7 @@
 import BlockingCalls
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 import Testing
 
 /// What a blocking call costs the rest of the process: nothing. Tasks keep running while calls

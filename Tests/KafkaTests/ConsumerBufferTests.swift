@@ -1,6 +1,6 @@
-import Logging
-import Testing
 @testable import Kafka
+import ServiceLogging
+import Testing
 
 /// The consumer's buffer and hand-out rules, without a broker.
 @Suite("Kafka consumer buffer")

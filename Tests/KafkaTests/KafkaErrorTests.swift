@@ -1,7 +1,7 @@
 import CRdKafka
-import Logging
-import Testing
 @testable import Kafka
+import ServiceLogging
+import Testing
 
 @Suite("Kafka errors and configuration")
 struct KafkaErrorTests {

@@ -1,8 +1,8 @@
 import DevInfrastructure
 import Foundation
-import Logging
-import Testing
 @testable import Kafka
+import ServiceLogging
+import Testing
 
 extension KafkaIntegrationTests {
     @Suite("Kafka producer and consumer against the embedded cluster")

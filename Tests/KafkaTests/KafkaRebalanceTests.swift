@@ -1,7 +1,7 @@
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 import Synchronization
 import Testing
 

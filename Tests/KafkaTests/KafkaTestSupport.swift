@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 import Synchronization
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 import Testing
 
 enum Integration {

@@ -1,7 +1,7 @@
 import Foundation
-import Logging
-import Testing
 @testable import Postgres
+import ServiceLogging
+import Testing
 
 @Suite("Postgres errors and secrets")
 struct PostgresErrorTests {

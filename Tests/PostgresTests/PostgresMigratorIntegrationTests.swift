@@ -1,7 +1,7 @@
 import DevInfrastructure
 import Foundation
-import Logging
 @testable import Postgres
+import ServiceLogging
 import Testing
 
 @Suite("PostgresMigrator against a real database", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))

@@ -1,7 +1,7 @@
 import DevInfrastructure
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 import Testing
 
 @Suite("PrivatePostgresCluster", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))

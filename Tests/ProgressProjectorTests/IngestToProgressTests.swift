@@ -2,13 +2,13 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Ingest
 import Kafka
-import Logging
 import Postgres
 import ProgressProjector
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Testing
 

@@ -3,10 +3,10 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
-import Logging
 import Postgres
-import Projection
 import ProgressProjector
+import Projection
+import ServiceLogging
 import Testing
 
 @Suite("Progress projector crash safety", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(5)))

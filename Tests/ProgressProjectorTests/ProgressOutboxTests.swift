@@ -1,10 +1,10 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
-import Logging
 import Postgres
 import ProgressProjector
 import Projection
+import ServiceLogging
 import Testing
 
 @Suite("Progress notification outbox", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))

@@ -3,7 +3,7 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
 import Postgres
 import ProgressProjector

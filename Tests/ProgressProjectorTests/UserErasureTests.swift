@@ -3,10 +3,10 @@ import BackboneTestSupport
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import ProgressProjector
 import Projection
+import ServiceLogging
 import Synchronization
 import Testing
 import UserErasure

@@ -7,10 +7,10 @@ import Foundation
 import FoundationNetworking
 #endif
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
 import RealtimeNotifier
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 import Testing

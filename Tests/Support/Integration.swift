@@ -1,7 +1,7 @@
 import DevInfrastructure
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 
 /// Shared by the integration suites: the switch that enables them, a fresh database per
 /// suite, free ports, polling and child processes of the project's executables.

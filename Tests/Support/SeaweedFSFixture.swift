@@ -1,7 +1,7 @@
 import DevInfrastructure
 import Foundation
-import Logging
 import ObjectStore
+import ServiceLogging
 
 /// A private SeaweedFS for one integration test: started in a temporary folder, stopped
 /// and removed on every exit path.

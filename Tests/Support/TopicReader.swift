@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// Reads a topic from the start with a fresh consumer group, for tests that check what was
 /// produced.

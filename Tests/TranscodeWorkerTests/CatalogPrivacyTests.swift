@@ -2,10 +2,10 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
 import Kafka
-import Logging
+import ServiceLogging
 import Testing
 @testable import TranscodeWorker
 

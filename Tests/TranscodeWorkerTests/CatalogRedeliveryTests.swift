@@ -1,9 +1,9 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import Testing
 @testable import TranscodeWorker
 

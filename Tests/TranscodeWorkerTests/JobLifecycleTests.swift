@@ -3,12 +3,12 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 import Testing

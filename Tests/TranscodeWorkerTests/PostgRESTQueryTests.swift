@@ -1,5 +1,5 @@
 import Contracts
-import HTTPTypes
+import HTTPRouting
 import Testing
 @testable import TranscodeWorker
 

@@ -3,11 +3,11 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
+import HTTPRouting
 import HTTPServer
-import HTTPTypes
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 import Testing
 @testable import TranscodeWorker
 

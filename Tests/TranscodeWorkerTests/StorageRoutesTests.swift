@@ -2,7 +2,7 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import ObjectStore
 import Testing
 @testable import TranscodeWorker

@@ -1,8 +1,8 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
+import HTTPRouting
 import Hashing
-import HTTPTypes
 import ObjectStore
 import Testing
 @testable import TranscodeWorker

@@ -1,6 +1,6 @@
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 import Testing
 @testable import WebSocketServer

@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import ServiceRuntime
 
 /// The query API: summary, trend, heatmap and history of the token's user.

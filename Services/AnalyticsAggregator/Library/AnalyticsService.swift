@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import UserErasure
 

@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 
 /// Strict parsing of query parameters: anything malformed or out of range is a 400
 /// `INVALID_QUERY` naming the parameter.

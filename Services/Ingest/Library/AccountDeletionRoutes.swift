@@ -1,9 +1,9 @@
 import Auth
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import UserErasure
 

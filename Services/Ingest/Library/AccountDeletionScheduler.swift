@@ -2,9 +2,9 @@ import Auth
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 
 /// `account_deletion_outbox` for the shared `OutboxRelay`: the `user.deletions.v1` records

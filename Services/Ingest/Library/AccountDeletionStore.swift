@@ -1,8 +1,8 @@
 import Contracts
 import Foundation
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import UserErasure
 
 /// `account_deletions`, `account_deletion_services` and `account_deletion_outbox`: the

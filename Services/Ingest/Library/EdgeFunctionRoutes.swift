@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import ServiceRuntime
 
 /// The CrowdRoom app's own calls, as the seed writes them (`002_*` §2.1, §5, §1.2): Supabase

@@ -1,11 +1,11 @@
 import Auth
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
-import Metrics
+import HTTPRouting
 import ObjectStore
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Settings
 import UserErasure

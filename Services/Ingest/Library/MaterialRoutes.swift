@@ -1,7 +1,7 @@
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import ServiceRuntime
 
 /// `PUT /materials/{id}` and `DELETE /materials/{id}`: catalog maintenance with a service

@@ -1,10 +1,10 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 
 /// `POST /learning/reading-events/batch`.

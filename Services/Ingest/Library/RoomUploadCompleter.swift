@@ -1,8 +1,8 @@
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
 import ObjectStore
+import ServiceLogging
 
 /// Completes, on the server, an upload whose app never confirmed it. CrowdRoom uploads through
 /// a background `URLSession` (seed `002_*` §5.2): the system carries the PUTs on while the app is

@@ -1,8 +1,8 @@
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
 import ObjectStore
+import ServiceLogging
 import ServiceRuntime
 
 /// `GET /rooms/quota` and `POST /rooms/uploads` (upload-init): the first two steps of the

@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 /// The `uploading` half of `room_versions`: upload-init reserves the quota and records the
 /// minted keys; upload-complete promotes the row to `pending`; the sweep abandons rows whose

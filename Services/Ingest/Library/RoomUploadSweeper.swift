@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import ObjectStore
+import ServiceLogging
 
 /// Abandoned uploads: versions still `uploading` past `INGEST_ABANDON_UPLOADS_AFTER_SECONDS`
 /// lose their objects (and an unfinished multipart upload) and give their bytes back — unless

@@ -1,10 +1,10 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import ObjectStore
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 
 /// `POST /rooms/versions`: the upload-complete step of a CrowdRoom scan.

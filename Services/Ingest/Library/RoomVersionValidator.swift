@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 
 /// Checks a `POST /rooms/versions` body before anything is stored or produced.
 ///

@@ -1,7 +1,7 @@
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 
 /// A token bucket per user: `burst` requests at once, refilled at `perSecond`.

@@ -1,7 +1,7 @@
 import Foundation
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 /// The `reading.progress.v1` notifications whose after-commit publish never completed (a
 /// crash between commit and publish, a broker outage), for the shared ``OutboxRelay``: each

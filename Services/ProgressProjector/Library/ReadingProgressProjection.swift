@@ -2,9 +2,9 @@ import Auth
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import UserErasure
 
 /// A record of `reading.events.v2` that cannot be projected.

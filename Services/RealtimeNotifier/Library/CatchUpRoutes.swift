@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import ServiceRuntime
 
 /// `GET /realtime/v1/channels/{channel}/events?after=SEQ[&limit=N]`: the channel history

@@ -1,7 +1,7 @@
 import Contracts
 import Kafka
-import Logging
 import Projection
+import ServiceLogging
 
 /// Reads `realtime.sequenced.v1` in full (its own consumer group, starting at the end: a
 /// fresh subscription catches up from the history) and hands every event to the hub.

@@ -1,6 +1,6 @@
 import Kafka
-import Logging
-import Metrics
+import PrometheusMetrics
+import ServiceLogging
 
 /// What every socket session shares.
 struct RealtimeEnvironment: Sendable {

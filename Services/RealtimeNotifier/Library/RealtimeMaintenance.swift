@@ -1,8 +1,8 @@
 import Contracts
 import Foundation
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 
 /// The outbox and janitor loop: re-publishes history rows whose after-commit publish never

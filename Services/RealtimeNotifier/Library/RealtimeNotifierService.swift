@@ -1,11 +1,11 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
-import Metrics
 import Postgres
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 import UserErasure

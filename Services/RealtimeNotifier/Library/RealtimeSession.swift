@@ -2,7 +2,7 @@ import Auth
 import Contracts
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 import Synchronization
 import WebSocketServer
 

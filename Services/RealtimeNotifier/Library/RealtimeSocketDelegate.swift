@@ -1,7 +1,7 @@
 import Auth
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
+import ServiceLogging
 import Synchronization
 import WebSocketServer
 

@@ -1,8 +1,8 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 import Synchronization
 
 /// Publishes sequenced events to `realtime.sequenced.v1` (key: channel) and marks their

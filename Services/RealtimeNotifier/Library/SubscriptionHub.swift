@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 import WebSocketServer
 

@@ -1,7 +1,7 @@
 import Contracts
 import Foundation
-import Logging
 import ObjectStore
+import ServiceLogging
 
 /// The room compute core as the pipeline drives it: a package and its `roomplan.json` on
 /// disk in, the output files in `outputDirectory` out. It reports the stages from

@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
-import Logging
 import ObjectStore
-import Metrics
 import Projection
+import PrometheusMetrics
+import ServiceLogging
 
 /// Runs claimed jobs: `concurrency` slots, each claiming the oldest runnable job, renewing
 /// its lease while the pipeline works, and recording the outcome. No database transaction

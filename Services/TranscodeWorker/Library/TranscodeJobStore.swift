@@ -1,7 +1,7 @@
 import Contracts
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 
 /// A claimed job: the request it came from and the claim that fences every write about it.
 public struct TranscodeJob: Sendable {

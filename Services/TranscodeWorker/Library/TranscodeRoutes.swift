@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import ServiceRuntime
 
 /// `GET /rooms/versions/{versionId}`, `POST /rooms/versions/{versionId}/retry` and the same retry

@@ -1,11 +1,11 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Kafka
-import Logging
 import ObjectStore
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Settings
 import UserErasure

@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 extension DeadLetterCommand {
     /// A dead letter's place: its dead-letter topic, partition and offset.

@@ -1,9 +1,9 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 /// `backbone dlq list|show|replay`: the dead-letter topics (`<topic>.dlq`), where the
 /// projections set aside records they could not decode or apply (`DeadLetterRecord`: the

@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// `backbone dump [TOPIC…] [--trace ID]`: every record of the topics (default: every
 /// non-internal topic) as JSON lines, from the beginning up to the high watermarks captured at

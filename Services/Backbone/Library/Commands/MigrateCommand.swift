@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 
 /// `backbone migrate`: applies every service's migrations to `DATABASE_URL` (from the
 /// environment or `.backbone/dev.env`), once, under an advisory lock.

@@ -1,8 +1,8 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 extension OffsetsCommand {
     /// One partition to move: from its stored position to `target`.

@@ -1,8 +1,8 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 /// `backbone offsets [--group G]` and `backbone offsets reset …`: the consumer groups'
 /// positions, which the projections keep in PostgreSQL (`consumer_offsets`, see

@@ -1,7 +1,7 @@
 import Contracts
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// One Kafka record as a JSON line — the format `tail` and `dump` print and `republish` reads:
 ///

@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// `backbone republish FILE|- [--topic T]`: produces every JSON line (the `tail`/`dump`
 /// format) to its `topic` (or `T`) with its key and value, waiting for each acknowledgement.

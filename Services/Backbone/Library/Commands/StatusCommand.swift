@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 
 /// `backbone status`: the operator's first look. On a terminal it redraws every second with
 /// a short history of each consumer group's lag and apply rate until Ctrl-C; otherwise it

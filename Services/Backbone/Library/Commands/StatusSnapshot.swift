@@ -1,8 +1,8 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 
 /// One look at the system for `backbone status`, read as a read-only operator may: each

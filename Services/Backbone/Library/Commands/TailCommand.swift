@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// `backbone tail TOPIC [--from beginning|end|OFFSET|TIME] [--follow] [--key K]
 /// [--partition P] [--limit N] [--trace ID]`: prints records as JSON lines (see `RecordLine`).

@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// Reads records for `tail`, `dump` and `dlq` without disturbing anyone: a consumer that
 /// never commits, assigned the planned partitions directly for a bounded read (no group to

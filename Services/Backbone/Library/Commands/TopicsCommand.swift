@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// `backbone topics [--json]`: every topic with its partition count and, per partition, the
 /// low and high watermarks (high − low records are held). `--json`: one JSON line per topic.

@@ -1,6 +1,6 @@
 import Auth
 import Foundation
-import Logging
+import ServiceLogging
 
 /// `backbone demo`: drives a realistic reading session and a room upload (Flow A: upload-init,
 /// presigned PUTs, upload-complete, then the transcode worker's stages and `ready` as they

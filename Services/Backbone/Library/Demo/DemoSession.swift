@@ -1,8 +1,8 @@
 import Auth
 import Contracts
 import Foundation
-import Logging
 import RealtimeNotifier
+import ServiceLogging
 
 /// One run of the demo: a user, a material, a reading session, a room version.
 package struct DemoSession {

@@ -1,7 +1,7 @@
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

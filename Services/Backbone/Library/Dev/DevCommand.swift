@@ -5,10 +5,10 @@ import Foundation
 import HTTPServer
 import Hashing
 import Kafka
-import Logging
-import Metrics
 import ObjectStore
 import Postgres
+import PrometheusMetrics
+import ServiceLogging
 import ServiceRuntime
 import Settings
 

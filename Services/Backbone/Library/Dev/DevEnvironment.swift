@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// `.backbone/dev.env`: the shell-sourceable settings of a running dev stack
 /// (`KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, one `*_URL` per service). Commands

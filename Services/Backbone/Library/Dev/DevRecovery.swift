@@ -1,7 +1,7 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 import ServiceRuntime
 
 /// What `backbone dev` does at start about an earlier run that did not drain. Its embedded

@@ -1,6 +1,6 @@
 import DevInfrastructure
 import Foundation
-import Logging
+import ServiceLogging
 import Synchronization
 
 /// Stops the servers of `backbone dev` (its private PostgreSQL, SeaweedFS and gateway) however the

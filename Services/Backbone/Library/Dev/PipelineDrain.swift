@@ -1,8 +1,8 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Synchronization
 

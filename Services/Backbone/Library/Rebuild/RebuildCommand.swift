@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// `backbone rebuild progress|analytics|catalog [--dry-run] [--allow-gaps] [--abort]`: re-projects
 /// a read model from the start of its topics into shadow tables while the live service keeps

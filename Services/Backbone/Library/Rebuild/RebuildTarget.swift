@@ -2,10 +2,10 @@ import AnalyticsAggregator
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import ProgressProjector
 import Projection
+import ServiceLogging
 import ServiceRuntime
 import Settings
 import TranscodeWorker

@@ -2,9 +2,9 @@ import AnalyticsAggregator
 import Contracts
 import Foundation
 import Kafka
-import Logging
 import Postgres
 import Projection
+import ServiceLogging
 
 /// One run of `backbone rebuild`.
 ///

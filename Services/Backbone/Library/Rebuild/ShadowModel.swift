@@ -1,7 +1,7 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 
 /// The shadow copy of a read model: the service's own tables, created by the service's own
 /// migrations in a schema of their own (`rebuild_<model>`), written by the service's own

@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 import USD
 
 /// The operator CLI's entry point: dispatches `backbone <command> …`.

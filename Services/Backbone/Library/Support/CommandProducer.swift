@@ -1,7 +1,7 @@
 import Foundation
 import Kafka
-import Logging
 import Postgres
+import ServiceLogging
 
 /// The producer of an operator command that sends records (`republish`, `dlq replay`).
 ///

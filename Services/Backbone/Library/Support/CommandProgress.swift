@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import ServiceLogging
 
 /// Progress and results of a long command, for a person or for a script.
 ///

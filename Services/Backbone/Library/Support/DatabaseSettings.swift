@@ -1,6 +1,6 @@
 import Foundation
-import Logging
 import Postgres
+import ServiceLogging
 
 /// The database of the stored positions and replay records (`DATABASE_URL` from the
 /// environment or `.backbone/dev.env`).

@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import Logging
+import ServiceLogging
 
 /// Kafka settings shared by `topics`, `tail`, `dump` and `republish`.
 struct KafkaSettings {

@@ -1,5 +1,5 @@
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Synchronization
 
 /// Recently rendered catalog answers, per caller and query. An answer lives until the read

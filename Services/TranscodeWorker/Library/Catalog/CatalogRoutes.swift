@@ -1,9 +1,9 @@
 import Auth
 import Contracts
 import Foundation
-import HTTPTypes
-import Logging
+import HTTPRouting
 import Postgres
+import ServiceLogging
 import ServiceRuntime
 
 /// `GET /rest/v1/rooms`, `GET /rest/v1/room_versions` and `GET /rest/v1/redactions`: the

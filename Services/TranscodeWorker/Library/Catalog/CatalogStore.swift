@@ -1,7 +1,7 @@
 import Auth
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import Postgres
 import ServiceRuntime
 

@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 
 /// The PostgREST subset the catalog answers, parsed from a request's query string:
 /// `column=op.value` filters (`eq`, `in`, and on the columns that need them `cs` for tags,

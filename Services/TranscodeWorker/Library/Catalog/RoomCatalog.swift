@@ -1,6 +1,6 @@
 import Auth
 import Contracts
-import HTTPTypes
+import HTTPRouting
 import Postgres
 import ServiceRuntime
 

@@ -1,6 +1,6 @@
 import Contracts
 import Foundation
-import HTTPTypes
+import HTTPRouting
 import ServiceRuntime
 
 /// The Supabase Storage paths a supabase-swift app builds for the room files, bucket `rooms`

@@ -1,4 +1,4 @@
-import Logging
+import ServiceLogging
 
 /// A route handler: a fully received request in, a response out.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async throws -> HTTPResponse
