@@ -8,8 +8,8 @@ Load (all against the stack's own URLs, from its dev.env):
 - 50 WebSocket clients joined to their `user:{id}` channels (Phoenix protocol), reading what comes.
 
 Every 15 s: the proportional set size (PSS, /proc/PID/smaps_rollup: shared pages divided among
-their sharers) of the `backbone dev` process, its PostgreSQL (all its processes summed) and
-SeaweedFS. At the end: the growth per minute of each over the second half
+their sharers) of the `backbone dev` process, of each service run on its own (SOAK_SERVICE_PIDS),
+its PostgreSQL (all its processes summed) and SeaweedFS. At the end: the growth per minute of each over the second half
 (a least-squares slope), the figures to compare with the 0.1 MiB a minute goal, and the load's
 totals. Usage: soak.py DEV_ENV_FILE BACKBONE_PID MINUTES
 """
@@ -203,8 +203,13 @@ def pss_kib(pid):
 
 
 def processes():
-    """The stack's processes: backbone dev, its PostgreSQL (every process of the cluster), SeaweedFS."""
-    groups = {"backbone": [DEV_PID], "postgres": [], "seaweedfs": []}
+    """The stack's processes: backbone dev, each service run on its own (SOAK_SERVICE_PIDS,
+    name:pid,…), its PostgreSQL (every process of the cluster), SeaweedFS."""
+    groups = {"backbone": [DEV_PID]}
+    for entry in filter(None, os.environ.get("SOAK_SERVICE_PIDS", "").split(",")):
+        name, pid = entry.split(":")
+        groups[name] = [int(pid)]
+    groups.update({"postgres": [], "seaweedfs": []})
     postmaster = None
     for entry in os.listdir("/proc"):
         if not entry.isdigit():

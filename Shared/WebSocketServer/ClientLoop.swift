@@ -27,12 +27,12 @@ final class ClientLoop: @unchecked Sendable {
     // MARK: Service-thread state
 
     private var wsi: OpaquePointer?
-    private var connectReport: ((Result<Void, WebSocketClientError>) -> Void)?
+    private var connectReport: ((Result<Void, WebSocketError>) -> Void)?
     private var inbound: [UInt8] = []
     private var ended = false
     private var closeRequested = false
     private var closeDeadline: ContinuousClock.Instant?
-    private var failure: WebSocketClientError?
+    private var failure: WebSocketError?
     private var scratch: UnsafeMutablePointer<UInt8>
     private var scratchCapacity = 16 * 1024
     private let pre = Int(cws_pre())
@@ -97,7 +97,7 @@ final class ClientLoop: @unchecked Sendable {
 
     /// Creates the context, connects, reports the handshake's outcome through `ready`, then
     /// services the connection until it ends, and destroys the context on this thread.
-    func run(ready: @escaping (Result<Void, WebSocketClientError>) -> Void) {
+    func run(ready: @escaping (Result<Void, WebSocketError>) -> Void) {
         connectReport = ready
         var info = lws_context_creation_info()
         info.port = CONTEXT_PORT_NO_LISTEN
@@ -107,7 +107,7 @@ final class ClientLoop: @unchecked Sendable {
         info.timeout_secs = UInt32(clamping: max(1, configuration.connectTimeout))
         info.user = Unmanaged.passUnretained(self).toOpaque()
         guard let context = lws_create_context(&info) else {
-            report(.failure(WebSocketClientError(.contextCreationFailed)))
+            report(.failure(WebSocketError(.contextCreationFailed)))
             finish()
             return
         }
@@ -131,7 +131,7 @@ final class ClientLoop: @unchecked Sendable {
         }
         if connected == nil && !ended {
             wsi = nil
-            fail(WebSocketClientError(.connectFailed, context: ["ws.host": host, "ws.port": String(port)], isRetriable: true))
+            fail(WebSocketError(.connectFailed, context: ["ws.host": host, "ws.port": String(port)], isRetriable: true))
         }
         while !ended {
             if lws_service(context, 0) < 0 { break }
@@ -144,7 +144,7 @@ final class ClientLoop: @unchecked Sendable {
         finish()
     }
 
-    private func report(_ result: Result<Void, WebSocketClientError>) {
+    private func report(_ result: Result<Void, WebSocketError>) {
         guard let connectReport else { return }
         self.connectReport = nil
         connectReport(result)
@@ -156,7 +156,7 @@ final class ClientLoop: @unchecked Sendable {
     }
 
     /// The connection could not be made or broke: the handshake waiter or the reader learns why.
-    private func fail(_ error: WebSocketClientError) {
+    private func fail(_ error: WebSocketError) {
         if failure == nil { failure = error }
         if connectReport != nil {
             report(.failure(error))
@@ -172,14 +172,14 @@ final class ClientLoop: @unchecked Sendable {
         guard !ended else { return }
         ended = true
         outbox.withLock { $0.markClosed() }
-        report(.failure(failure ?? WebSocketClientError(.connectFailed, isRetriable: true)))
+        report(.failure(failure ?? WebSocketError(.connectFailed, isRetriable: true)))
         let code = closeCode.withLock { $0 }
         if let failure {
             messages.finish(throwing: failure)
         } else if closeRequested || code == 1000 || code == 1001 {
             messages.finish()
         } else {
-            messages.finish(throwing: WebSocketClientError(.connectionLost, context: ["ws.close_code": code.map(String.init) ?? "none"],
+            messages.finish(throwing: WebSocketError(.connectionLost, context: ["ws.close_code": code.map(String.init) ?? "none"],
                                                            isRetriable: true))
         }
     }
@@ -194,7 +194,7 @@ final class ClientLoop: @unchecked Sendable {
         case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
             var context = ["ws.host": target.host, "ws.port": String(target.port)]
             if let input { context["ws.reason"] = String(cString: input.assumingMemoryBound(to: CChar.self)) }
-            var code = WebSocketClientError.Code.connectFailed
+            var code = WebSocketError.Code.connectFailed
             if let wsi, case let status = lws_http_client_http_response(wsi), status > 0 {
                 code = .handshakeRefused
                 context["http.status"] = String(status)
@@ -202,7 +202,7 @@ final class ClientLoop: @unchecked Sendable {
                 code = .handshakeRefused
             }
             self.wsi = nil
-            fail(WebSocketClientError(code, context: context, isRetriable: code == .connectFailed))
+            fail(WebSocketError(code, context: context, isRetriable: code == .connectFailed))
         case LWS_CALLBACK_CLIENT_ESTABLISHED:
             self.wsi = wsi
             report(.success(()))
@@ -223,7 +223,7 @@ final class ClientLoop: @unchecked Sendable {
         case LWS_CALLBACK_WSI_DESTROY:
             self.wsi = nil
             if connectReport != nil {
-                fail(WebSocketClientError(.connectFailed, context: ["ws.host": target.host, "ws.port": String(target.port)],
+                fail(WebSocketError(.connectFailed, context: ["ws.host": target.host, "ws.port": String(target.port)],
                                           isRetriable: true))
             } else {
                 connectionEnded()
@@ -256,7 +256,7 @@ final class ClientLoop: @unchecked Sendable {
     private func receive(_ wsi: OpaquePointer, _ input: UnsafeMutableRawPointer?, _ length: Int) -> Int32 {
         if inbound.count + length > configuration.maxMessageBytes {
             inbound = []
-            failure = WebSocketClientError(.connectionLost, context: ["ws.reason": "message larger than \(configuration.maxMessageBytes) bytes"])
+            failure = WebSocketError(.connectionLost, context: ["ws.reason": "message larger than \(configuration.maxMessageBytes) bytes"])
             closeWith(wsi, code: UInt16(LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE.rawValue), reason: "message too large")
             return -1
         }
@@ -266,7 +266,7 @@ final class ClientLoop: @unchecked Sendable {
         inbound = []
         guard lws_frame_is_binary(wsi) == 0 else { return 0 }
         if case .dropped = messages.yield(String(decoding: message, as: UTF8.self)) {
-            failure = WebSocketClientError(.receiveOverflow, context: ["ws.limit": String(configuration.maxBufferedMessages)])
+            failure = WebSocketError(.receiveOverflow, context: ["ws.limit": String(configuration.maxBufferedMessages)])
             closeWith(wsi, code: UInt16(LWS_CLOSE_STATUS_POLICY_VIOLATION.rawValue), reason: "reader fell behind")
             return -1
         }

@@ -22,7 +22,7 @@ final class ServiceLoop: @unchecked Sendable {
     /// Completion of the thread, for `shutdown()`/`run()` waiters.
     let finished = OneShotSignal()
     /// Why the thread ended, if it failed (set before `finished` fires).
-    let failure = Mutex<WebSocketServerError?>(nil)
+    let failure = Mutex<WebSocketError?>(nil)
 
     // MARK: Service-thread state
 
@@ -96,7 +96,7 @@ final class ServiceLoop: @unchecked Sendable {
 
     /// Creates the context and vhost, reports the bound port (or the failure), then services
     /// until shutdown has drained every connection, and destroys the context on this thread.
-    func run(ready: (Result<Int, WebSocketServerError>) -> Void) {
+    func run(ready: (Result<Int, WebSocketError>) -> Void) {
         var info = lws_context_creation_info()
         info.options = cws_server_options(hostName.map { strchr($0, 0x3A) == nil ? 1 : 0 } ?? 0)
         info.gid = -1
@@ -126,7 +126,7 @@ final class ServiceLoop: @unchecked Sendable {
         }
         if context == nil { context = lws_create_context(&info) }
         guard let context else {
-            ready(.failure(WebSocketServerError(.contextCreationFailed)))
+            ready(.failure(WebSocketError(.contextCreationFailed)))
             finish(failure: nil)
             return
         }
@@ -142,7 +142,7 @@ final class ServiceLoop: @unchecked Sendable {
         guard let vhost = lws_create_vhost(context, &vhostInfo) else {
             lws_context_destroy(context)
             if let eventLoop { eventLoop.ev.loop_destroy(eventLoop.loop) }
-            ready(.failure(WebSocketServerError(.listenFailed, context: [
+            ready(.failure(WebSocketError(.listenFailed, context: [
                 "ws.host": configuration.host ?? "*", "ws.port": String(configuration.port),
             ], isRetriable: true)))
             finish(failure: nil)
@@ -153,7 +153,7 @@ final class ServiceLoop: @unchecked Sendable {
         let port = Int(lws_get_vhost_listen_port(vhost))
         ready(.success(port))
 
-        var failure: WebSocketServerError?
+        var failure: WebSocketError?
         // lws 4.1's libev plugin re-arms its timer with ev_timer_set on a watcher that may
         // still be active, which libev ignores: a timer due earlier than the one armed
         // (a ping, a timeout) then waits for the next socket event. A regular wake makes
@@ -171,7 +171,7 @@ final class ServiceLoop: @unchecked Sendable {
                 // Waits for at least one event; lws's watchers, timers and idle work run inside.
                 _ = withUnsafePointer(to: eventLoop.ev) { cws_ev_run_once($0, eventLoop.loop) }
             } else if lws_service(context, 0) < 0 {
-                failure = WebSocketServerError(.serviceFailed, context: ["ws.reason": "lws_service failed"], isRetriable: true)
+                failure = WebSocketError(.serviceFailed, context: ["ws.reason": "lws_service failed"], isRetriable: true)
                 break
             }
             if draining && (connections.isEmpty || ContinuousClock.now >= drainDeadline) { break }
@@ -206,7 +206,7 @@ final class ServiceLoop: @unchecked Sendable {
         return ev
     }()
 
-    private func finish(failure: WebSocketServerError?) {
+    private func finish(failure: WebSocketError?) {
         self.failure.withLock { $0 = failure }
         finished.fire()
     }

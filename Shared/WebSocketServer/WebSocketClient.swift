@@ -22,7 +22,7 @@ import Synchronization
 /// Debian bookworm's is not; this client is what the CLI and the benchmarks use instead.
 public final class WebSocketClient: Sendable {
     /// Text messages from the server, in order. Finishes when the server closes normally
-    /// (1000/1001) or ``close(code:reason:)`` was called; throws ``WebSocketClientError`` when
+    /// (1000/1001) or ``close(code:reason:)`` was called; throws ``WebSocketError`` when
     /// the connection dies, closes with another code, or the reader falls too far behind.
     public let messages: Messages
     private let loop: ClientLoop
@@ -37,13 +37,13 @@ public final class WebSocketClient: Sendable {
     /// answer; its status in the error's context when lws kept it).
     public static func connect(to url: String, headers: [String: String] = [:],
                                configuration: WebSocketClientConfiguration = .init(),
-                               logger: Logger) async throws(WebSocketClientError) -> WebSocketClient {
+                               logger: Logger) async throws(WebSocketError) -> WebSocketClient {
         let target = try ClientTarget(url)
         let (stream, continuation) = AsyncThrowingStream<String, any Error>.makeStream(
             bufferingPolicy: .bufferingOldest(configuration.maxBufferedMessages))
         let loop = ClientLoop(target: target, headers: headers, configuration: configuration, messages: continuation, logger: logger)
         LWSLog.install(logger)
-        let result: Result<Void, WebSocketClientError> = await withCheckedContinuation { ready in
+        let result: Result<Void, WebSocketError> = await withCheckedContinuation { ready in
             let thread = Thread { loop.run { ready.resume(returning: $0) } }
             thread.name = "websocket-client"
             thread.start()
@@ -109,53 +109,17 @@ public struct WebSocketClientConfiguration: Sendable {
     }
 }
 
-/// Why a ``WebSocketClient`` could not connect, or why its connection ended.
-public struct WebSocketClientError: Error, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// Not a `ws://` (or `http://`) URL with a host.
-        public static let invalidURL = Code(rawValue: "INVALID_URL")
-        /// The lws context could not be created.
-        public static let contextCreationFailed = Code(rawValue: "CONTEXT_CREATION_FAILED")
-        /// No connection: refused, unreachable, timed out.
-        public static let connectFailed = Code(rawValue: "CONNECT_FAILED")
-        /// The server answered the upgrade with something other than 101.
-        public static let handshakeRefused = Code(rawValue: "HANDSHAKE_REFUSED")
-        /// The connection ended without a normal close (1000/1001).
-        public static let connectionLost = Code(rawValue: "CONNECTION_LOST")
-        /// The reader did not keep up with ``WebSocketClient/messages``.
-        public static let receiveOverflow = Code(rawValue: "RECEIVE_OVERFLOW")
-    }
-
-    public var code: Code
-    public var context: [String: String]
-    public var isRetriable: Bool
-
-    public init(_ code: Code, context: [String: String] = [:], isRetriable: Bool = false) {
-        self.code = code
-        self.context = context
-        self.isRetriable = isRetriable
-    }
-
-    public var description: String {
-        let details = context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return details.isEmpty ? "WebSocketClientError(\(code.rawValue))" : "WebSocketClientError(\(code.rawValue) \(details))"
-    }
-}
-
 /// Host, port and path-with-query of a `ws://` URL.
 struct ClientTarget: Sendable {
     var host: String
     var port: Int
     var path: String
 
-    init(_ text: String) throws(WebSocketClientError) {
+    init(_ text: String) throws(WebSocketError) {
         guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty,
               ["ws", "http"].contains(components.scheme?.lowercased() ?? "")
         else {
-            throw WebSocketClientError(.invalidURL, context: ["ws.url": text, "ws.reason": "expected ws://host[:port]/path"])
+            throw WebSocketError(.invalidURL, context: ["ws.url": text, "ws.reason": "expected ws://host[:port]/path"])
         }
         self.host = host
         port = components.port ?? 80

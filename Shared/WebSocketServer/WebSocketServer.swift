@@ -41,11 +41,11 @@ public final class WebSocketServer: Sendable {
     public var eventLoop: String? { loop.eventLoopName.withLock { $0 } }
 
     /// Binds the port and starts the service thread; returns once the server accepts connections.
-    public func start() throws(WebSocketServerError) {
-        try state.withLock { state throws(WebSocketServerError) in
-            guard case .idle = state else { throw WebSocketServerError(.invalidState, context: ["ws.reason": "already started"]) }
+    public func start() throws(WebSocketError) {
+        try state.withLock { state throws(WebSocketError) in
+            guard case .idle = state else { throw WebSocketError(.invalidState, context: ["ws.reason": "already started"]) }
             LWSLog.install(logger)
-            let ready = Mutex<Result<Int, WebSocketServerError>?>(nil)
+            let ready = Mutex<Result<Int, WebSocketError>?>(nil)
             let started = DispatchSemaphore(value: 0)
             let loop = self.loop
             let thread = Thread {
@@ -65,7 +65,7 @@ public final class WebSocketServer: Sendable {
                 throw error
             case nil:
                 state = .stopped(started: false)
-                throw WebSocketServerError(.contextCreationFailed)
+                throw WebSocketError(.contextCreationFailed)
             }
         }
         logger.info("websocket server listening", metadata: [

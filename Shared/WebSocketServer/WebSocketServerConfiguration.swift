@@ -52,35 +52,3 @@ public struct WebSocketServerConfiguration: Sendable {
         self.eventLoop = eventLoop
     }
 }
-
-/// Why the server could not start or run.
-public struct WebSocketServerError: Error, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Sendable, Hashable {
-        public var rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-
-        /// `lws_create_context` failed (bad options, out of memory).
-        public static let contextCreationFailed = Code(rawValue: "CONTEXT_CREATION_FAILED")
-        /// The listening socket could not be created (port in use, bad host).
-        public static let listenFailed = Code(rawValue: "LISTEN_FAILED")
-        /// `lws_service` failed while running.
-        public static let serviceFailed = Code(rawValue: "SERVICE_FAILED")
-        /// `start()` was called twice, or after `shutdown()`.
-        public static let invalidState = Code(rawValue: "INVALID_STATE")
-    }
-
-    public var code: Code
-    public var context: [String: String]
-    public var isRetriable: Bool
-
-    public init(_ code: Code, context: [String: String] = [:], isRetriable: Bool = false) {
-        self.code = code
-        self.context = context
-        self.isRetriable = isRetriable
-    }
-
-    public var description: String {
-        let details = context.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        return details.isEmpty ? "WebSocketServerError(\(code.rawValue))" : "WebSocketServerError(\(code.rawValue) \(details))"
-    }
-}

@@ -62,7 +62,7 @@ struct WebSocketClientTests {
         await #expect {
             for try await _ in abnormal.messages {}
         } throws: { error in
-            guard let error = error as? WebSocketClientError else { return false }
+            guard let error = error as? WebSocketError else { return false }
             return error.code == .connectionLost && error.context["ws.close_code"] == "4000"
         }
     }
@@ -75,7 +75,7 @@ struct WebSocketClientTests {
         await #expect {
             _ = try await WebSocketClient.connect(to: Self.url(server), logger: .disabled)
         } throws: { error in
-            (error as? WebSocketClientError)?.code == .handshakeRefused
+            (error as? WebSocketError)?.code == .handshakeRefused
         }
         #expect(delegate.opened.isEmpty)
 
@@ -85,12 +85,12 @@ struct WebSocketClientTests {
         await #expect {
             _ = try await WebSocketClient.connect(to: "ws://127.0.0.1:\(closedPort)/realtime/v1/websocket", logger: .disabled)
         } throws: { error in
-            (error as? WebSocketClientError)?.code == .connectFailed
+            (error as? WebSocketError)?.code == .connectFailed
         }
         await #expect {
             _ = try await WebSocketClient.connect(to: "https://example.invalid/x", logger: .disabled)
         } throws: { error in
-            (error as? WebSocketClientError)?.code == .invalidURL
+            (error as? WebSocketError)?.code == .invalidURL
         }
     }
 }
