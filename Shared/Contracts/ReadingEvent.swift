@@ -233,42 +233,46 @@ public struct ReadingEventBatchResponse: Sendable, Codable {
 
 /// The value of a `reading.events.v2` record: the validated event, the user it belongs to
 /// (from the token, never the body) and when ingest received it. Key: `userId`.
+@dynamicMemberLookup
 public struct ReadingEventRecord: Sendable, Hashable, Codable {
     public static let currentSchemaVersion = 1
 
     public var schemaVersion: Int
     public var userId: String
     public var receivedAt: Date
-    public var eventId: String
-    public var clientSessionId: String
-    public var readingTargetType: ReadingTargetType
-    public var materialId: String
-    public var knowledgeBaseId: String?
-    public var eventType: ReadingEventType
-    public var position: ReadingPosition?
-    public var activeSecondsDelta: Int
-    public var clientTimestamp: Date
-    public var clientTimezoneOffsetMinutes: Int
-    public var sequence: Int
-    public var platform: String
-    public var appVersion: String
+    /// The event as the app uploaded it. Its fields read and write as the record's own
+    /// (`record.eventId`), and are the record's own keys on the wire (one flat object).
+    public var event: ReadingEventUploadItem
 
     public init(userId: String, receivedAt: Date, item: ReadingEventUploadItem) {
         self.schemaVersion = Self.currentSchemaVersion
         self.userId = userId
         self.receivedAt = receivedAt
-        self.eventId = item.eventId
-        self.clientSessionId = item.clientSessionId
-        self.readingTargetType = item.readingTargetType
-        self.materialId = item.materialId
-        self.knowledgeBaseId = item.knowledgeBaseId
-        self.eventType = item.eventType
-        self.position = item.position
-        self.activeSecondsDelta = item.activeSecondsDelta
-        self.clientTimestamp = item.clientTimestamp
-        self.clientTimezoneOffsetMinutes = item.clientTimezoneOffsetMinutes
-        self.sequence = item.sequence
-        self.platform = item.platform
-        self.appVersion = item.appVersion
+        self.event = item
+    }
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<ReadingEventUploadItem, Value>) -> Value {
+        get { event[keyPath: field] }
+        set { event[keyPath: field] = newValue }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case schemaVersion, userId, receivedAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        schemaVersion = try container.decode(Int.self, forKey: .schemaVersion)
+        userId = try container.decode(String.self, forKey: .userId)
+        receivedAt = try container.decode(Date.self, forKey: .receivedAt)
+        event = try ReadingEventUploadItem(from: decoder)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try event.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(schemaVersion, forKey: .schemaVersion)
+        try container.encode(userId, forKey: .userId)
+        try container.encode(receivedAt, forKey: .receivedAt)
     }
 }
