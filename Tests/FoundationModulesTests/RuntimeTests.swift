@@ -67,6 +67,23 @@ struct RuntimeTests {
         #expect(config.httpPort == 9000 && config.kafkaBrokers == "127.0.0.1:9092" && config.logLevel == .info)
     }
 
+    @Test("consumers keep librdkafka's fetch wait against a real cluster unless KAFKA_FETCH_WAIT_MS sets one (0–300,000 ms)")
+    func fetchWaitSetting() throws {
+        let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]
+        var plain = EnvironmentReader(base)
+        let defaults = CommonConfiguration.read(from: &plain, defaultPort: 8080)
+        try plain.validate()
+        #expect(defaults.kafkaFetchWait == nil && defaults.kafkaConsumerProperties.isEmpty)
+        var set = EnvironmentReader(base.merging(["KAFKA_FETCH_WAIT_MS": "20"]) { $1 })
+        #expect(CommonConfiguration.read(from: &set, defaultPort: 8080).kafkaConsumerProperties == ["fetch.wait.max.ms": "20"])
+        try set.validate()
+        for wrong in ["-1", "300001", "soon"] {
+            var reader = EnvironmentReader(base.merging(["KAFKA_FETCH_WAIT_MS": wrong]) { $1 })
+            _ = CommonConfiguration.read(from: &reader, defaultPort: 8080)
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try reader.validate() }
+        }
+    }
+
     @Test("token settings: JWT_JWKS_FILE or JWT_JWKS_URL (one, an http(s) URL), JWT_ISSUER and JWT_AUDIENCE, none by default")
     func tokenSettings() throws {
         let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]
