@@ -53,6 +53,19 @@ enum DevCommand {
         // servers listen, so that its presence means "up".
         try? FileManager.default.removeItem(atPath: DevEnvironment.path)
 
+        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE as the services read them alone, and the
+        // consumers' fetch waits, checked before anything starts. The embedded broker answers a
+        // waiting fetch only when the wait ends, never when a record arrives (a Kafka broker
+        // does): short waits, so that no read model trails by librdkafka's 500 ms
+        // (docs/kafka.md). The services of other processes get them from dev.env.
+        var settings = EnvironmentReader(environment)
+        let tokenVerification = TokenVerificationSettings.read(from: &settings)
+        let fetchWait = settings.milliseconds("KAFKA_FETCH_WAIT_MS", default: EmbeddedKafkaCluster.fetchWait, range: 0...300_000)
+        let realtimeFetchWait = settings.milliseconds("REALTIME_FETCH_WAIT_MS", default: Self.realtimeFetchWait,
+                                                      range: 0...300_000)
+        try settings.validate()
+        setenv("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds), 1)
+
         // Kafka: the embedded broker, with every topic created.
         let cluster = try EmbeddedKafkaCluster(brokers: try args.int("brokers") ?? 1, logger: logger)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
@@ -93,16 +106,8 @@ enum DevCommand {
         let metrics = MetricsRegistry()
         var configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
-        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE as the services read them alone (checked
-        // at the start, with every other setting).
-        var settings = EnvironmentReader(environment)
-        configuration.tokenVerification = TokenVerificationSettings.read(from: &settings)
-        // The embedded broker answers a waiting fetch only when the wait ends, never when a record
-        // arrives (a Kafka broker does): short waits, so that no read model trails by librdkafka's
-        // 500 ms (docs/kafka.md). The services of other processes get them from dev.env.
-        configuration.kafkaFetchWait = settings.milliseconds("KAFKA_FETCH_WAIT_MS", default: EmbeddedKafkaCluster.fetchWait, range: 0...300_000)
-        let realtimeFetchWait = settings.milliseconds("REALTIME_FETCH_WAIT_MS", default: Self.realtimeFetchWait, range: 0...300_000)
-        setenv("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds), 1)
+        configuration.tokenVerification = tokenVerification
+        configuration.kafkaFetchWait = fetchWait
         let runningGroups = RunningConsumerGroups()
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         // The embedded broker keeps records in memory only: the stack's own services produce
@@ -118,9 +123,12 @@ enum DevCommand {
             logger.warning("the embedded broker reports no cluster id: its records are not journaled and a kill -9 loses the unprocessed ones")
         }
         let journal = entries.isEmpty ? nil : brokerIdentity.map { DevBrokerJournal(database: journalDatabase, cluster: $0) }
+        let sender: (KafkaProducer) -> any KafkaRecordSender = { producer in
+            guard let journal else { return producer }
+            return JournalingProducer(producer: producer, journal: journal)
+        }
         let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics,
-                                                        sender: { producer in journal.map { JournalingProducer(producer: producer, journal: $0) as any KafkaRecordSender } ?? producer },
-                                                        logger: logger)
+                                                        sender: sender, logger: logger)
         let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["pg.versions": applied.map(String.init).joined(separator: ",")]) }
         // The broker is new and empty: what an earlier run left in the journal goes to it before
@@ -185,8 +193,8 @@ enum DevCommand {
                 while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             })
         } else if drainSeconds > 0 {
-            services.append(PipelineDrain(database: context.database, admin: context.admin, groups: runningGroups, limit: .seconds(drainSeconds),
-                                          journaled: journal != nil, logger: logger))
+            services.append(PipelineDrain(database: context.database, admin: context.admin, groups: runningGroups,
+                                          limit: .seconds(drainSeconds), journaled: journal != nil, logger: logger))
         }
         services += http
         // dev.env and the banner once every service listens, so that whatever reads dev.env
