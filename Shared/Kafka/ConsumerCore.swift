@@ -1,4 +1,3 @@
-import CRdKafka
 import Dispatch
 import ServiceLogging
 import Synchronization

@@ -1,4 +1,3 @@
-import CRdKafka
 import Synchronization
 
 /// Collects the delivery results of one `send` call, in input order, with no allocation and
@@ -49,7 +48,8 @@ final class DeliveryCollector: @unchecked Sendable {
         slots[index].collector.release()
     }
 
-    /// Completes a record whose opaque came from `retainedSlot(for:)`, and drops that retain.
+    /// Completes a record whose opaque came from `retainedSlot(for:)`, and drops that retain
+    /// (called by the delivery report callback, in `RdKafkaClient+Producer.swift`).
     static func complete(slot opaque: UnsafeMutableRawPointer, partition: Int32, offset: Int64, error: KafkaError?) {
         let slot = opaque.assumingMemoryBound(to: Slot.self).pointee
         let collector = slot.collector.takeUnretainedValue()
@@ -90,15 +90,4 @@ final class DeliveryCollector: @unchecked Sendable {
             return .success(KafkaDeliveryReport(topic: records[index].topic, partition: partitions[index], offset: offsets[index]))
         }
     }
-}
-
-/// librdkafka's delivery report callback, called inside `rd_kafka_poll` (on the poll thread,
-/// or on a sending task that serves ready reports without blocking).
-func producerDeliveryCallback(_ rk: OpaquePointer?, _ message: UnsafePointer<rd_kafka_message_t>?, _ opaque: UnsafeMutableRawPointer?) {
-    guard let message, let slot = message.pointee._private else { return }
-    let report = message.pointee
-    let error = report.err == RD_KAFKA_RESP_ERR_NO_ERROR
-        ? nil
-        : KafkaError(rdKafka: report.err, context: "delivery to \(String(cString: rd_kafka_topic_name(report.rkt)))")
-    DeliveryCollector.complete(slot: slot, partition: report.partition, offset: report.offset, error: error)
 }

@@ -1,57 +1,44 @@
-import CRdKafka
 import ServiceLogging
 
-/// librdkafka's rebalance callback, called on the consumer's poll thread (inside
-/// `rd_kafka_consumer_poll` or `rd_kafka_consumer_close`).
-func consumerRebalanceCallback(_ rk: OpaquePointer?, _ err: rd_kafka_resp_err_t,
-                               _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
-                               _ opaque: UnsafeMutableRawPointer?) {
-    guard let rk, let opaque else { return }
-    let core = Unmanaged<ConsumerCore>.fromOpaque(opaque).takeUnretainedValue()
-    core.rebalance(rk, err, partitions)
-}
-
 extension ConsumerCore {
-    func rebalance(_ rk: OpaquePointer, _ err: rd_kafka_resp_err_t,
-                   _ partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) {
-        let list = Self.topicPartitions(partitions)
+    /// Answers a rebalance (called by librdkafka's rebalance callback, on the poll thread,
+    /// inside `consumerPoll` or `consumerClose`): asks the listener, records the new
+    /// assignment or drops the old one, then (un)assigns.
+    func rebalance(_ rebalance: RdKafkaRebalance) {
+        let list = rebalance.partitions
         let names = list.map(\.description).joined(separator: ",")
-        switch err {
-        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+        switch rebalance.kind {
+        case .assign:
             logger.info("Kafka partitions assigned", metadata: ["kafka.partitions": names])
             switch startOffsets(for: list) {
             case .success(let starts):
                 var positions: [KafkaTopicPartition: Int64] = [:]
-                if let partitions {
-                    for index in 0..<Int(partitions.pointee.cnt) {
-                        let partition = list[index]
-                        let offset = starts[partition] ?? crdkafka_offset_beginning()
-                        partitions.pointee.elems[index].offset = offset
-                        positions[partition] = offset
-                    }
+                for partition in list {
+                    positions[partition] = starts[partition] ?? RdKafkaClient.offsetBeginning
                 }
                 assigned(positions)
-                let assignErr = rd_kafka_assign(rk, partitions)
-                if assignErr != RD_KAFKA_RESP_ERR_NO_ERROR {
-                    fail(KafkaError(rdKafka: assignErr, context: "assign \(names)"))
+                do {
+                    try rebalance.assign(positions)
+                } catch {
+                    fail(error)
                 }
             case .failure(let error):
                 logger.error("Kafka rebalance listener failed: \(error.message)", metadata: ["kafka.partitions": names])
                 revokedAll()
                 fail(error)
-                rd_kafka_assign(rk, nil)
+                rebalance.unassign()
             }
-        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+        case .revoke:
             logger.info("Kafka partitions revoked", metadata: ["kafka.partitions": names])
             revokedAll()
             if let listener {
                 Blocking.wait { await listener.partitionsRevoked(list) }
             }
-            rd_kafka_assign(rk, nil)
-        default:
-            logger.warning("Kafka rebalance error: \(String(cString: rd_kafka_err2str(err)))")
+            rebalance.unassign()
+        case .error(let description):
+            logger.warning("Kafka rebalance error: \(description)")
             revokedAll()
-            rd_kafka_assign(rk, nil)
+            rebalance.unassign()
         }
     }
 
@@ -82,13 +69,5 @@ extension ConsumerCore {
             return .failure(KafkaError(code: .rebalanceFailed, message: "the rebalance listener did not finish within \(limit)"))
         }
         return result
-    }
-
-    static func topicPartitions(_ list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> [KafkaTopicPartition] {
-        guard let list else { return [] }
-        return (0..<Int(list.pointee.cnt)).map { index in
-            let element = list.pointee.elems[index]
-            return KafkaTopicPartition(topic: String(cString: element.topic), partition: element.partition)
-        }
     }
 }

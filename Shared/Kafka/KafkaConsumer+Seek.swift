@@ -1,4 +1,3 @@
-import CRdKafka
 import Synchronization
 
 extension KafkaConsumer {
@@ -41,30 +40,15 @@ extension ConsumerCore {
 }
 
 extension ConsumerPollLoop {
-    /// `rd_kafka_seek_partitions` on the assigned partitions among `offsets` (librdkafka
-    /// discards what it prefetched for them), then the buffer.
-    func performSeek(_ offsets: [KafkaTopicPartition: Int64]) -> Result<Void, KafkaError> {
+    /// Seeks the assigned partitions among `offsets` (librdkafka discards what it prefetched
+    /// for them), then drops their buffered records.
+    func performSeek(_ offsets: [KafkaTopicPartition: Int64]) throws(KafkaError) {
         let assigned = core.positions
-        let moves = offsets.filter { assigned[$0.key] != nil }.mapValues { $0 < 0 ? crdkafka_offset_beginning() : $0 }
-        guard !moves.isEmpty else { return .success(()) }
-        let list = rd_kafka_topic_partition_list_new(Int32(moves.count))!
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        for (partition, offset) in moves {
-            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition).pointee.offset = offset
-        }
+        let moves = offsets.filter { assigned[$0.key] != nil }.mapValues { $0 < 0 ? RdKafkaClient.offsetBeginning : $0 }
+        guard !moves.isEmpty else { return }
         // Asynchronous (timeout 0): librdkafka bumps each partition's version at once, so
         // nothing fetched before the seek is returned by a later poll.
-        if let error = rd_kafka_seek_partitions(client.pointer, list, 0) {
-            let message = String(cString: rd_kafka_error_string(error))
-            rd_kafka_error_destroy(error)
-            return .failure(KafkaError(code: .other, message: "seek failed: \(message)"))
-        }
-        for index in 0..<Int(list.pointee.cnt)
-        where ![RD_KAFKA_RESP_ERR_NO_ERROR, RD_KAFKA_RESP_ERR__IN_PROGRESS].contains(list.pointee.elems[index].err) {
-            let element = list.pointee.elems[index]
-            return .failure(KafkaError(rdKafka: element.err, context: "seek \(String(cString: element.topic))[\(element.partition)]"))
-        }
+        try client.seek(moves, timeout: .zero)
         core.sought(moves)
-        return .success(())
     }
 }

@@ -1,7 +1,6 @@
-import CRdKafka
-
 /// An error from the Kafka wrapper: a stable `code`, a human-readable `message`, and the
-/// librdkafka error code it came from, if any.
+/// librdkafka error code it came from, if any. The mapping of librdkafka's codes
+/// (`init(rdKafka:context:detail:)`) is next to the C calls, in `RdKafkaClient.swift`.
 public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
     /// What went wrong, as a stable, extensible set of codes.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -59,56 +58,5 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible, Equatable {
 
     package static func shutdown(_ what: String) -> KafkaError {
         KafkaError(code: .shutdown, message: "\(what): the client was shut down")
-    }
-
-    /// Maps a librdkafka response error, with an optional context prefix.
-    package init(rdKafka err: rd_kafka_resp_err_t, context: String? = nil, detail: String? = nil) {
-        let text = detail ?? String(cString: rd_kafka_err2str(err))
-        let message = context.map { "\($0): \(text)" } ?? text
-        let (code, retriable) = Self.classify(err)
-        self.init(code: code, message: message, rdKafkaCode: err.rawValue, isRetriable: retriable)
-    }
-
-    private static func classify(_ err: rd_kafka_resp_err_t) -> (Code, Bool) {
-        switch err {
-        case RD_KAFKA_RESP_ERR__TRANSPORT, RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN, RD_KAFKA_RESP_ERR_BROKER_NOT_AVAILABLE,
-             RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE, RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION,
-             RD_KAFKA_RESP_ERR__RESOLVE, RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS,
-             RD_KAFKA_RESP_ERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND, RD_KAFKA_RESP_ERR_NETWORK_EXCEPTION:
-            return (.brokerUnavailable, true)
-        case RD_KAFKA_RESP_ERR__MSG_TIMED_OUT:
-            return (.messageTimedOut, true)
-        case RD_KAFKA_RESP_ERR__TIMED_OUT, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT, RD_KAFKA_RESP_ERR__TIMED_OUT_QUEUE:
-            return (.timedOut, true)
-        case RD_KAFKA_RESP_ERR__FATAL:
-            return (.fatal, false)
-        case RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION:
-            return (.unknownTopic, false)
-        case RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS:
-            return (.topicAlreadyExists, false)
-        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-            return (.messageTooLarge, false)
-        case RD_KAFKA_RESP_ERR__PURGE_QUEUE, RD_KAFKA_RESP_ERR__PURGE_INFLIGHT, RD_KAFKA_RESP_ERR__DESTROY:
-            return (.shutdown, false)
-        case RD_KAFKA_RESP_ERR__INVALID_ARG, RD_KAFKA_RESP_ERR_INVALID_PARTITIONS,
-             RD_KAFKA_RESP_ERR_INVALID_REPLICATION_FACTOR, RD_KAFKA_RESP_ERR_INVALID_CONFIG:
-            return (.invalidArgument, false)
-        case RD_KAFKA_RESP_ERR__QUEUE_FULL:
-            return (.other, true)
-        default:
-            return (.other, rd_kafka_err2name(err) != nil && Self.retriableByName(err))
-        }
-    }
-
-    /// Broker errors Kafka marks retriable that are not classified above.
-    private static func retriableByName(_ err: rd_kafka_resp_err_t) -> Bool {
-        switch err {
-        case RD_KAFKA_RESP_ERR_COORDINATOR_LOAD_IN_PROGRESS, RD_KAFKA_RESP_ERR_COORDINATOR_NOT_AVAILABLE,
-             RD_KAFKA_RESP_ERR_NOT_COORDINATOR, RD_KAFKA_RESP_ERR_KAFKA_STORAGE_ERROR,
-             RD_KAFKA_RESP_ERR_REBALANCE_IN_PROGRESS, RD_KAFKA_RESP_ERR__WAIT_COORD:
-            return true
-        default:
-            return false
-        }
     }
 }

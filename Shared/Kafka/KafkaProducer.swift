@@ -1,11 +1,10 @@
 import BlockingCalls
-import CRdKafka
 import ServiceLogging
 import Synchronization
 
 /// A Kafka producer: `send` returns once the broker acknowledged the record.
 ///
-/// Threads: `send` calls `rd_kafka_producev` (non-blocking) on the caller's task; a dedicated
+/// Threads: `send` calls `RdKafkaClient.produce` (non-blocking) on the caller's task; a dedicated
 /// poll thread serves delivery reports and resumes the waiting tasks. A full local queue
 /// (`QUEUE_FULL`) is backpressure: `send` suspends until the poll thread has drained
 /// delivery reports, then retries. It never surfaces as an error.
@@ -19,23 +18,20 @@ public final class KafkaProducer: KafkaRecordSender {
         var logger = logger
         logger[metadataKey: "kafka.client"] = configuration.clientID
         let core = ProducerCore(logger: logger)
-        let client = try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: configuration.properties, context: core) { conf in
-            rd_kafka_conf_set_dr_msg_cb(conf, producerDeliveryCallback)
-            rd_kafka_conf_set_error_cb(conf, rdKafkaErrorCallback)
-        }
+        let client = try RdKafkaClient.makeProducer(properties: configuration.properties, core: core)
         self.core = core
         self.client = client
         self.shutdownFlushTimeout = configuration.deliveryTimeout + .seconds(1)
         self.pollThread = PollThread(name: "kafka-producer-poll") { thread in
             while !thread.isStopRequested {
-                rd_kafka_poll(client.pointer, 100)
+                client.poll(timeout: .milliseconds(100))
                 core.wakeBackpressureWaiters()
             }
             // Nothing may stay pending: purge what is left (a blocking purge enqueues the purged
             // messages' delivery reports before it returns), then serve those reports.
-            rd_kafka_purge(client.pointer, crdkafka_purge_all_flags())
+            client.purgeAll()
             var rounds = 0
-            while rd_kafka_poll(client.pointer, rounds == 0 ? 50 : 0) > 0 || rounds == 0 {
+            while client.poll(timeout: rounds == 0 ? .milliseconds(50) : .zero) > 0 || rounds == 0 {
                 rounds += 1
             }
             core.wakeBackpressureWaiters()
@@ -69,10 +65,11 @@ public final class KafkaProducer: KafkaRecordSender {
         core.endCall()
     }
 
+    /// Flushes off the task threads. A flush that timed out is not an error here: `flush`
+    /// returns either way, and `shutdown` purges what is left.
     private func flushHandle(timeout: Duration) async {
         let client = self.client
-        let milliseconds = Int32(clamping: timeout.wholeMilliseconds)
-        _ = await BlockingCall.run("kafka.flush") { rd_kafka_flush(client.pointer, milliseconds) }
+        _ = try? await BlockingCall.run("kafka.flush") { () throws(KafkaError) in try client.flush(timeout: timeout) }
     }
 
     /// Flushes (up to the delivery timeout + 1 s), stops the poll thread, fails whatever is
@@ -106,59 +103,30 @@ public final class KafkaProducer: KafkaRecordSender {
                 return
             }
             var queueFull = false
-            while next < records.endIndex {
+            producing: while next < records.endIndex {
                 let record = records[next]
                 let opaque = collector.retainedSlot(for: next)
-                let err = topicName.withCString(record.topic) { produce(record, topic: $0, opaque: opaque) }
-                if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                switch topicName.withCString(record.topic, { client.produce(record, topic: $0, opaque: opaque) }) {
+                case .enqueued:
                     next += 1
                     // Serve ready delivery reports here too (non-blocking), as librdkafka's own
                     // produce loops do: it keeps allocation and release on one thread.
-                    rd_kafka_poll(client.pointer, 0)
-                    continue
-                }
-                collector.releaseSlot(next)
-                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL {
-                    if rd_kafka_poll(client.pointer, 0) > 0 { continue }
+                    client.poll(timeout: .zero)
+                case .queueFull:
+                    collector.releaseSlot(next)
+                    if client.poll(timeout: .zero) > 0 { continue }
                     queueFull = true
-                    break
+                    break producing
+                case .failed(let error):
+                    collector.releaseSlot(next)
+                    collector.complete(next, error: error)
+                    next += 1
                 }
-                collector.complete(next, error: KafkaError(rdKafka: err, context: "produce to \(record.topic)"))
-                next += 1
             }
             core.endCall()
             if queueFull { await core.waitForQueueSpace() }
         }
     }
-
-    private func produce(_ record: KafkaProducerRecord, topic: UnsafePointer<CChar>, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
-        let headers = Self.makeHeaders(record.headers)
-        let err = record.value.withUnsafeBytes { value in
-            withOptionalBytes(record.key) { key in
-                crdkafka_produce(client.pointer, topic, record.partition ?? -1, key.baseAddress, key.count,
-                                 value.baseAddress, value.count, headers, opaque)
-            }
-        }
-        if err != RD_KAFKA_RESP_ERR_NO_ERROR, let headers { rd_kafka_headers_destroy(headers) }
-        return err
-    }
-
-    private static func makeHeaders(_ headers: [KafkaHeader]) -> OpaquePointer? {
-        guard !headers.isEmpty else { return nil }
-        let list = rd_kafka_headers_new(headers.count)
-        for header in headers {
-            withOptionalBytes(header.value) { value in
-                _ = rd_kafka_header_add(list, header.key, -1, value.baseAddress, value.count)
-            }
-        }
-        return list
-    }
-}
-
-/// Lends the bytes of an optional array (an empty buffer with a nil base address for `nil`).
-func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-    guard let bytes else { return body(UnsafeRawBufferPointer(start: nil, count: 0)) }
-    return bytes.withUnsafeBytes(body)
 }
 
 /// Keeps the C string of the last topic produced to, since batches usually share one topic.

@@ -4,7 +4,7 @@ import ServiceLogging
 import Synchronization
 
 /// A dedicated thread that runs a librdkafka poll loop until asked to stop, so blocking
-/// `rd_kafka_poll`/`rd_kafka_consumer_poll` calls never run on the cooperative pool.
+/// `RdKafkaClient.poll`/`consumerPoll` calls never run on the cooperative pool.
 final class PollThread: Sendable {
     private let stopFlag = Atomic<Bool>(false)
     private let exit = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))

@@ -1,4 +1,3 @@
-import CRdKafka
 import ServiceLogging
 import Synchronization
 
