@@ -78,9 +78,7 @@ public struct CommonConfiguration: Sendable {
         if origins.isEmpty { reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)") }
         configuration.corsAllowedOrigins = origins.isEmpty ? ["*"] : origins
         configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
-        if reader.optionalString("KAFKA_FETCH_WAIT_MS") != nil {
-            configuration.kafkaFetchWait = reader.milliseconds("KAFKA_FETCH_WAIT_MS", default: .zero, range: 0...300_000)
-        }
+        configuration.kafkaFetchWait = reader.optionalMilliseconds("KAFKA_FETCH_WAIT_MS", range: 0...300_000)
         return configuration
     }
 }

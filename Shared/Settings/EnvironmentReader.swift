@@ -82,6 +82,12 @@ public struct EnvironmentReader: Sendable {
         return .milliseconds(int(key, default: 0, range: range))
     }
 
+    /// Milliseconds as a `Duration`, or nil when `key` is not set.
+    public mutating func optionalMilliseconds(_ key: String, range: ClosedRange<Int> = 0...Int(Int32.max)) -> Duration? {
+        guard raw(key) != nil else { return nil }
+        return milliseconds(key, default: .zero, range: range)
+    }
+
     /// How often a background loop (an outbox relay, a sweep, a job poll) runs: at least 10 ms,
     /// so that a 0 cannot turn it into a busy loop against the database.
     public mutating func loopInterval(_ key: String, default fallback: Duration) -> Duration {

@@ -95,8 +95,7 @@ public struct RealtimeConfiguration: Sendable {
             maxChannelsPerSocket: env.int("REALTIME_MAX_CHANNELS", default: 100, range: 1...10_000),
             maxBatchRecords: env.int("REALTIME_BATCH_RECORDS", default: 500, range: 1...10_000),
             maxBatchWait: env.milliseconds("REALTIME_BATCH_WAIT_MS", default: .milliseconds(2)),
-            fetchWait: env.optionalString("REALTIME_FETCH_WAIT_MS") == nil ? nil
-                : env.milliseconds("REALTIME_FETCH_WAIT_MS", default: .zero, range: 0...300_000))
+            fetchWait: env.optionalMilliseconds("REALTIME_FETCH_WAIT_MS", range: 0...300_000))
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
