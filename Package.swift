@@ -25,6 +25,8 @@ let cLibraries: [Target] = [
     system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
     system("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
     system("CWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
+    // glibc's own <malloc.h> (libc6-dev): no library of its own to link.
+    .systemLibrary(name: "CMalloc", path: "Shared/CMalloc"),
 ]
 
 // MARK: - Shared modules
@@ -48,7 +50,7 @@ let sharedModules: [Target] = [
     // Reading settings from the environment: a leaf, so that what links the object store (or any
     // module with settings) does not link the service runtime.
     shared("Settings", ["ServiceLogging"]),
-    shared("ServiceRuntime", ["Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics", "Auth", "Kafka", "Postgres"]),
+    shared("ServiceRuntime", ["BlockingCalls", "CMalloc", "Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics", "Auth", "Kafka", "Postgres"]),
     shared("Contracts", ["CYAJL", "ServiceLogging"]),
     shared("Projection", ["Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "Contracts", "ServiceRuntime"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.

@@ -58,3 +58,6 @@ if [[ "${SOAK_SERVICES:-}" == separate ]]; then
 fi
 SOAK_SERVICE_PIDS="$SERVICE_PIDS" SOAK_HOME="$WORK/home" SOAK_PG_DIR="$WORK/home/postgres" \
     python3 Benchmarks/soak/soak.py "$ENV_FILE" "$DEV" "$MINUTES"
+# What the embedded broker holds at the end: the part of its process's memory that is its log.
+echo
+python3 Benchmarks/soak/broker_log.py "$ENV_FILE"

@@ -108,7 +108,8 @@ public enum ServiceHost {
     public static func run(context: ServiceContext, parts: ServiceParts, handlesSignals: Bool = true) async throws {
         let http = httpService(context: context, parts: parts)
         do {
-            try await ServiceGroup(services: [http] + parts.background, handlesSignals: handlesSignals,
+            try await ServiceGroup(services: [http] + parts.background + [HeapTrim.service(logger: context.logger)],
+                                   handlesSignals: handlesSignals,
                              shutdownTimeout: context.configuration.shutdownTimeout, logger: context.logger).run()
         } catch {
             await parts.onShutdown()

@@ -67,6 +67,26 @@ struct RuntimeTests {
         #expect(config.httpPort == 9000 && config.kafkaBrokers == "127.0.0.1:9092" && config.logLevel == .info)
     }
 
+    @Test("the heap trim gives pages freed inside the heap back to the kernel (what glibc keeps for reuse otherwise)")
+    func heapTrim() throws {
+        func residentMiB() throws -> Double {
+            let fields = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")
+            return Double(fields[1])! * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+        }
+        // 64 MiB in 64 KiB blocks (under the mmap threshold: inside the heap), written so that
+        // they are resident; all freed but the last, which keeps the free space off the heap's top.
+        let baseline = try residentMiB()
+        let blocks = (0..<1_024).map { _ in UnsafeMutableRawPointer.allocate(byteCount: 65_536, alignment: 16) }
+        for block in blocks { block.initializeMemory(as: UInt8.self, repeating: 1, count: 65_536) }
+        for block in blocks.dropLast() { block.deallocate() }
+        let before = try residentMiB()
+        HeapTrim.trim()
+        let after = try residentMiB()
+        blocks.last?.deallocate()
+        #expect(before - baseline > 48, "freed, but still resident until trimmed: \(baseline) → \(before) MiB")
+        #expect(before - after > 32, "resident \(before) MiB before the trim, \(after) MiB after")
+    }
+
     @Test("consumers keep librdkafka's fetch wait against a real cluster unless KAFKA_FETCH_WAIT_MS sets one (0–300,000 ms)")
     func fetchWaitSetting() throws {
         let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]

@@ -182,7 +182,7 @@ enum DevCommand {
                                metadata: ["error": "\(error)"])
             }
         }
-        var services = background
+        var services = background + [HeapTrim.service(logger: logger)]
         if let journal {
             services.append(journal.pruner(readers: runningGroups, logger: logger))
             services.append(DevRecovery.marker(cluster: journal.cluster, topic: Topics.readingEvents, database: journalDatabase,
