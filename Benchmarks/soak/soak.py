@@ -8,10 +8,12 @@ Load (all against the stack's own URLs, from its dev.env):
 - 50 WebSocket clients joined to their `user:{id}` channels (Phoenix protocol), reading what comes.
 
 Every 15 s: the proportional set size (PSS, /proc/PID/smaps_rollup: shared pages divided among
-their sharers) of the `backbone dev` process, of each service run on its own (SOAK_SERVICE_PIDS),
-its PostgreSQL (all its processes summed) and SeaweedFS. At the end: the growth per minute of each over the second half
-(a least-squares slope), the figures to compare with the 0.1 MiB a minute goal, and the load's
-totals. Usage: soak.py DEV_ENV_FILE BACKBONE_PID MINUTES
+their sharers) and the private size (USS: pages no other process maps) of the `backbone dev`
+process, of each service run on its own (SOAK_SERVICE_PIDS), its PostgreSQL (all its processes
+summed) and SeaweedFS. A process's PSS moves when other processes start or stop mapping the same
+libraries (a test run of the same toolchain); its USS does not, and is what a leak grows. At the
+end: the growth per minute of each over the second half (a least-squares slope), for both, the
+figures to compare with the 0.1 MiB a minute goal, and the load's totals. Usage: soak.py DEV_ENV_FILE BACKBONE_PID MINUTES
 """
 import asyncio
 import base64
@@ -190,16 +192,21 @@ def sockets():
     asyncio.run(main())
 
 
-def pss_kib(pid):
-    """The process's proportional set size: its resident pages, shared ones divided among their
-    sharers, so that PostgreSQL's processes sum to what the cluster holds."""
+def memory_kib(pid):
+    """The process's proportional set size (its resident pages, shared ones divided among their
+    sharers, so that PostgreSQL's processes sum to what the cluster holds) and its unique set
+    size (its private pages only: what it alone holds, which another process mapping the same
+    libraries does not change)."""
+    pss, uss = 0, 0
     try:
         for line in open(f"/proc/{pid}/smaps_rollup"):
             if line.startswith("Pss:"):
-                return int(line.split()[1])
+                pss = int(line.split()[1])
+            elif line.startswith(("Private_Clean:", "Private_Dirty:")):
+                uss += int(line.split()[1])
     except OSError:
         pass
-    return 0
+    return pss, uss
 
 
 def processes():
@@ -236,27 +243,33 @@ def main():
     workers = [threading.Thread(target=f, daemon=True) for f in (reading_batches, reading_batches, reads, rooms, sockets)]
     for worker in workers:
         worker.start()
-    samples = []
+    samples, privates = [], []
     started = time.time()
     while time.time() < STOP:
         groups = processes()
-        sample = {name: sum(pss_kib(p) for p in pids) / 1024 for name, pids in groups.items()}
+        sample, private = {}, {}
+        for name, pids in groups.items():
+            sizes = [memory_kib(p) for p in pids]
+            sample[name] = sum(pss for pss, _ in sizes) / 1024
+            private[name] = sum(uss for _, uss in sizes) / 1024
         samples.append((time.time() - started, sample))
+        privates.append((time.time() - started, private))
         with LOCK:
             totals = dict(COUNTS)
         print(f"{(time.time() - started) / 60:6.1f} min  " + "  ".join(f"{k} {v:7.1f} MiB" for k, v in sample.items())
               + f"  | events {totals['events']} rooms {totals['rooms']} reads {totals['reads']} frames {totals['frames']} errors {totals['errors']}",
               flush=True)
         time.sleep(15)
-    half = [s for s in samples if s[0] >= samples[-1][0] / 2]
-    print(f"\nsoak of {MINUTES:g} min: growth over the second half ({len(half)} samples), MiB a minute:")
-    for name in samples[-1][1]:
-        xs = [t / 60 for t, _ in half]
-        ys = [s[name] for _, s in half]
-        mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-        var = sum((x - mean_x) ** 2 for x in xs) or 1
-        slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var
-        print(f"  {name:10s} {slope:+.3f}  (from {ys[0]:.1f} to {ys[-1]:.1f} MiB; first sample {samples[0][1][name]:.1f})")
+    for title, series in (("PSS", samples), ("private (USS)", privates)):
+        half = [s for s in series if s[0] >= series[-1][0] / 2]
+        print(f"\nsoak of {MINUTES:g} min, {title}: growth over the second half ({len(half)} samples), MiB a minute:")
+        for name in series[-1][1]:
+            xs = [t / 60 for t, _ in half]
+            ys = [s[name] for _, s in half]
+            mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+            var = sum((x - mean_x) ** 2 for x in xs) or 1
+            slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / var
+            print(f"  {name:20s} {slope:+.3f}  (from {ys[0]:.1f} to {ys[-1]:.1f} MiB; first sample {series[0][1][name]:.1f})")
     with LOCK:
         print("load: " + ", ".join(f"{k} {v}" for k, v in COUNTS.items()))
 
