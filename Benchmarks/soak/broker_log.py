@@ -13,6 +13,7 @@ FRAMING = 70  # a record's framing in a v2 batch, and the batch header shared am
 
 
 def settings(path):
+    """The KEY='value' lines of a dev.env."""
     values = {}
     for line in open(path):
         if "=" in line and not line.startswith("#"):
@@ -55,4 +56,5 @@ def main():
     consumer.close()
 
 
-main()
+if __name__ == "__main__":
+    main()

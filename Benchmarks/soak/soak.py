@@ -31,19 +31,12 @@ import uuid
 
 import websockets
 
+from broker_log import settings
+
 ENV_FILE, DEV_PID, MINUTES = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 ROOT = os.path.dirname(os.path.abspath(__file__)) + "/../.."
 BATCHES_PER_SECOND = float(os.environ.get("BATCHES_PER_SECOND", "10"))
 READS_PER_SECOND = float(os.environ.get("READS_PER_SECOND", "20"))
-
-
-def settings(path):
-    values = {}
-    for line in open(path):
-        if "=" in line and not line.startswith("#"):
-            key, value = line.strip().split("=", 1)
-            values[key] = value.strip("'")
-    return values
 
 
 ENV = settings(ENV_FILE)
