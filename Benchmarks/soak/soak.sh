@@ -3,7 +3,8 @@
 # runs Benchmarks/soak/soak.py against it for MINUTES (default 60): reading batches from 300
 # users, a room upload every 4 s, progress/continue/summary reads, 50 WebSocket clients on their
 # user channels; the memory (PSS) of each process of the stack every 15 s, and the growth per
-# minute of the second half. Stops the stack with Ctrl-C. Needs what deploy/dev.sh installs.
+# minute of the second half. Stops the stack with Ctrl-C. Needs the Python tools deploy/test.sh
+# installs into .venv (deploy/requirements-test.txt: websockets, confluent-kafka).
 #
 # SOAK_SERVICES=separate runs the deployment's shape instead: `backbone dev --infra-only` holds
 # the embedded broker (and starts PostgreSQL and SeaweedFS), and each service runs as its own
