@@ -2,7 +2,7 @@
 # Benchmark: memory under a steady load. Starts `backbone dev` in a fresh folder (ports 8680…),
 # runs Benchmarks/soak/soak.py against it for MINUTES (default 60): reading batches from 300
 # users, a room upload every 4 s, progress/continue/summary reads, 50 WebSocket clients on their
-# user channels; the memory (PSS) of each process of the stack every 15 s, and the growth per
+# user channels; the memory (PSS and private size) of each process every 15 s, and the growth per
 # minute of the second half. Stops the stack with Ctrl-C. Needs the Python tools deploy/test.sh
 # installs into .venv (deploy/requirements-test.txt: websockets, confluent-kafka).
 #
