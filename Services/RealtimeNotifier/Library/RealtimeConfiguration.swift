@@ -112,8 +112,6 @@ public struct RealtimeConfiguration: Sendable {
     /// The librdkafka properties of the consumers on every event's path: `common` (the
     /// service's `kafkaConsumerProperties`), `lowLatencySockets`, and `fetchWait` if set.
     func consumerProperties(common: [String: String]) -> [String: String] {
-        var properties = common.merging(Self.lowLatencySockets) { $1 }
-        if let fetchWait { properties["fetch.wait.max.ms"] = String(fetchWait.wholeMilliseconds) }
-        return properties
+        common.merging(Self.lowLatencySockets) { $1 }.merging(CommonConfiguration.consumerProperties(fetchWait: fetchWait)) { $1 }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import ServiceLogging
+import ServiceRuntime
 
 /// Kafka settings shared by `topics`, `tail`, `dump` and `republish`.
 struct KafkaSettings {
@@ -21,7 +22,7 @@ struct KafkaSettings {
         if ProcessInfo.processInfo.environment["LOG_LEVEL"] == nil { kafkaLogger.logLevel = .critical }
         var settings = KafkaSettings(brokers: brokers, logger: kafkaLogger)
         if let wait = values["KAFKA_FETCH_WAIT_MS"].flatMap(Int.init), (0...300_000).contains(wait) {
-            settings.consumerProperties["fetch.wait.max.ms"] = String(wait)
+            settings.consumerProperties = CommonConfiguration.consumerProperties(fetchWait: .milliseconds(wait))
         }
         return settings
     }
