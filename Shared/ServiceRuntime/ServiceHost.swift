@@ -39,12 +39,19 @@ public struct HTTPService: Service {
         let metrics = self.metrics
         let service = name
         let router = self.router
+        let logger = self.logger
         let server = HTTPServer(configuration: configuration, router: router, logger: logger) { request, response, elapsed in
             let route = router.pattern(for: request.method, path: request.path) ?? "unmatched"
             metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
                                                               "status": String(response.status.rawValue)])
             let seconds = elapsed.timeInterval
             metrics.observe("http_request_duration_seconds", seconds, labels: ["service": service, "route": route])
+            // A request of a sampled trace leaves one line: where the trace entered this service.
+            if let trace = response.headers[TraceContext.responseHeader].flatMap(TraceContext.init(traceparent:)), trace.sampled {
+                logger.info("traced request answered", metadata: [
+                    "trace_id": trace.traceID, "http.method": request.method.rawValue, "http.route": route,
+                    "http.status": String(response.status.rawValue), "http.duration_ms": String(Int((seconds * 1000).rounded()))])
+            }
         }
         try server.start()
         onListening(server.port)

@@ -72,4 +72,63 @@ struct TraceTests {
         }
         #expect(logged, "\(dev.log.split(separator: "\n").filter { $0.contains(traceID) }.joined(separator: "\n"))")
     }
+
+    @Test("a room uploaded with a sampled traceparent through the app's functions: upload-init's announcement, the transcode request, every status and the pushed channel events carry it; ingest, the worker's job, the catalog, the realtime sequencer and the push each log it")
+    func oneTraceThroughTheRoomPath() async throws {
+        let offset = Integration.freePortOffset(for: DevStack.ports)
+        let dev = try await DevStack.start(["--port-offset", String(offset)], environment: ["LOG_LEVEL": "info"])
+        defer { dev.cleanUp() }
+        let codec = JWTCodec(secret: try #require(dev.value("JWT_SECRET")))
+        let user = codec.issue(userID: "traced-scanner", ttl: 600)
+        let ingest = try #require(dev.value("INGEST_URL"))
+        let fixtures = Integration.packageRoot.appendingPathComponent("Tests/USDTests/Fixtures")
+        let usdz = fixtures.appendingPathComponent("roomscan.usdz").path, json = fixtures.appendingPathComponent("roomscan.roomplan.json").path
+        let usdzBytes = try #require(try FileManager.default.attributesOfItem(atPath: usdz)[.size] as? Int)
+        let traceID = "0af7651916cd43dd8448eb211c80319c"
+
+        let initialized = try await CLIProcess.shell("""
+            curl -s -X POST '\(ingest)/functions/v1/upload-init' -H 'Authorization: Bearer \(user)' \
+              -H 'traceparent: 00-\(traceID)-b7ad6b7169203331-01' \
+              -d '{"title":"traced room","tags":["study"],"visibility":"public","bytes_source":\(usdzBytes)}'
+            """)
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(initialized.output.utf8)) as? [String: Any], "\(initialized.output)")
+        let version = try #require(answer["version_id"] as? String, "\(initialized.output)")
+        for (file, url) in [(usdz, answer["presigned_usdz"]), (json, answer["presigned_json"])] {
+            let put = try await CLIProcess.shell("curl -s -o /dev/null -w '%{http_code}' -T '\(file)' '\(try #require(url as? String))'")
+            #expect(put.output == "200", "PUT \(file): \(put.output)")
+        }
+        let completed = try await CLIProcess.shell("""
+            curl -s -X POST '\(ingest)/functions/v1/upload-complete' -H 'Authorization: Bearer \(user)' \
+              -H 'traceparent: 00-\(traceID)-b9c7c989f97918e1-01' -d '{"version_id":"\(version)","redactions":[]}'
+            """)
+        #expect(completed.output.contains("\"queued\""), "\(completed.output)")
+
+        let environment = ["KAFKA_BROKERS": try #require(dev.value("KAFKA_BROKERS")), "DATABASE_URL": try #require(dev.value("DATABASE_URL"))]
+        let topics = ["room.uploads.v1", "room.transcode.requests.v1", "room.transcode.status.v1", "realtime.sequenced.v1"]
+        var statuses: Set<String> = [], reached: Set<String> = []
+        let ready = await Integration.eventually(timeout: .seconds(90)) {
+            guard let dump = try? await CLIProcess.run(["dump", "--trace", traceID], environment: environment) else { return false }
+            let lines = dump.stdout.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+            }
+            reached = Set(lines.compactMap { $0["topic"] as? String })
+            statuses = Set(lines.filter { $0["topic"] as? String == "room.transcode.status.v1" }.compactMap { line in
+                ((line["value"] as? [String: Any])?["status"] as? String)
+            })
+            return reached.isSuperset(of: topics) && statuses.isSuperset(of: ["queued", "transcoding", "ready"])
+        }
+        #expect(ready, "the trace's records: \(reached), statuses \(statuses)")
+
+        let logged = await Integration.eventually(timeout: .seconds(15)) {
+            let lines = dev.log.split(separator: "\n").filter { $0.contains("\"trace_id\":\"\(traceID)\"") }
+            let groups = Set(lines.compactMap { line in
+                ((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any])?["projection.group"] as? String
+            })
+            return lines.contains { $0.contains("traced request answered") && $0.contains("upload-complete") }
+                && lines.contains { $0.contains("room version ready") }
+                && lines.contains { $0.contains("traced event pushed") }
+                && groups.contains("room-catalog") && groups.contains { $0.contains("realtime") }
+        }
+        #expect(logged, "\(dev.log.split(separator: "\n").filter { $0.contains(traceID) }.joined(separator: "\n"))")
+    }
 }
