@@ -25,6 +25,8 @@ public struct Router: Sendable {
     private var routes: [Route] = []
     /// Cross-origin access for browser apps (nil: no CORS headers, preflights are 404/405).
     public var cors: CORSPolicy?
+    /// The share of requests without a `traceparent` whose new trace is sampled (0…1).
+    public var traceSampleRatio: Double = 0
 
     public init() {}
 
@@ -81,10 +83,11 @@ public struct Router: Sendable {
     /// Routes the request and renders errors. Never throws.
     ///
     /// Every request is handled as a span of a W3C trace: the caller's (`traceparent`) or a new
-    /// one, set as `TraceContext.current` for the handler (its Kafka records carry it, its log
-    /// lines name a sampled one) and answered in `traceresponse`.
+    /// one (sampled at `traceSampleRatio`), set as `TraceContext.current` for the handler (its
+    /// Kafka records carry it, its log lines name a sampled one) and answered in `traceresponse`.
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
-        let trace = request.headers[TraceContext.header].flatMap(TraceContext.init(traceparent:))?.child() ?? .start()
+        let trace = request.headers[TraceContext.header].flatMap(TraceContext.init(traceparent:))?.child()
+            ?? .start(sampled: traceSampleRatio > 0 && Double.random(in: 0..<1) < traceSampleRatio)
         var response = await TraceContext.$current.withValue(trace) { await corsResponded(request) }
         response.headers.replaceOrAdd(name: TraceContext.responseHeader, value: trace.traceparent)
         return response

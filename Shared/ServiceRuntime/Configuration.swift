@@ -29,6 +29,10 @@ public struct CommonConfiguration: Sendable {
     /// a waiting fetch as soon as a record arrives. `backbone dev` sets 20 ms: its embedded
     /// broker waits the whole time, which would make every read model trail by half a second.
     public var kafkaFetchWait: Duration?
+    /// The share of requests that bring no `traceparent` whose new trace is sampled, so logged
+    /// by every service it reaches (`TRACE_SAMPLE_RATIO`, 0…1; default 0: a caller asks for a
+    /// logged trace by sending a sampled `traceparent`, see docs/operations.md).
+    public var traceSampleRatio: Double = 0
 
     /// The librdkafka properties of the consumers started with this configuration.
     public var kafkaConsumerProperties: [String: String] { Self.consumerProperties(fetchWait: kafkaFetchWait) }
@@ -54,7 +58,8 @@ public struct CommonConfiguration: Sendable {
 
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
     /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC`,
-    /// `USER_DELETION_STATUS_TOPIC`, `CORS_ALLOWED_ORIGINS` and the token settings
+    /// `USER_DELETION_STATUS_TOPIC`, `CORS_ALLOWED_ORIGINS`, `KAFKA_FETCH_WAIT_MS`, `TRACE_SAMPLE_RATIO`
+    /// and the token settings
     /// (`readTokenVerification`) into `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
@@ -79,6 +84,9 @@ public struct CommonConfiguration: Sendable {
         configuration.corsAllowedOrigins = origins.isEmpty ? ["*"] : origins
         configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
         configuration.kafkaFetchWait = reader.optionalMilliseconds("KAFKA_FETCH_WAIT_MS", range: 0...300_000)
+        let ratio = reader.double("TRACE_SAMPLE_RATIO", default: 0)
+        if !(0...1).contains(ratio) { reader.fail("TRACE_SAMPLE_RATIO must be between 0 and 1 (got \(ratio))") }
+        configuration.traceSampleRatio = (0...1).contains(ratio) ? ratio : 0
         return configuration
     }
 }

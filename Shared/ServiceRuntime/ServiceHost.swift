@@ -130,6 +130,7 @@ public enum ServiceHost {
     public static func httpService(context: ServiceContext, parts: ServiceParts) -> any Service {
         var router = parts.router
         router.cors = CORSPolicy(allowedOrigins: context.configuration.corsAllowedOrigins)
+        router.traceSampleRatio = context.configuration.traceSampleRatio
         if let makeServer = parts.httpServer {
             router.merge(HealthRoutes.router(service: context.name, checks: context.readinessChecks + parts.readiness, metrics: context.metrics,
                                              collect: context.scrapeCollector))

@@ -234,4 +234,35 @@ struct RuntimeTests {
         #expect(router.pattern(for: .head, path: "/materials/m-2/reading-progress") == "/materials/:id/reading-progress")
         #expect(router.pattern(for: .get, path: "/nope") == nil)
     }
+
+    @Test("every request is a span of a trace: the caller's traceparent is continued (same trace id and flags, a new span), a malformed one is replaced, and a new trace is sampled at TRACE_SAMPLE_RATIO (0 by default, 0…1)")
+    func requestTraces() async throws {
+        var router = Router()
+        router.get("/t") { _ in .json(["trace": TraceContext.current?.traceparent ?? ""]) }
+        func answered(_ headers: HTTPHeaders, by router: Router) async throws -> TraceContext {
+            let response = await router.respond(to: HTTPRequest(method: .get, path: "/t", headers: headers))
+            return try #require(response.headers[TraceContext.responseHeader].flatMap(TraceContext.init(traceparent:)))
+        }
+        let caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let continued = try await answered([TraceContext.header: caller], by: router)
+        #expect(continued.traceID == "4bf92f3577b34da6a3ce929d0e0e4736" && continued.sampled && continued.parentID != "00f067aa0ba902b7")
+        let replaced = try await answered([TraceContext.header: "00-nothex-00f067aa0ba902b7-01"], by: router)
+        #expect(replaced.traceID.count == 32 && !replaced.sampled)
+        for _ in 0..<20 { #expect(try await !answered([:], by: router).sampled) }
+        var sampling = router
+        sampling.traceSampleRatio = 1
+        for _ in 0..<20 { #expect(try await answered([:], by: sampling).sampled) }
+
+        let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]
+        var plain = EnvironmentReader(base)
+        #expect(CommonConfiguration.read(from: &plain, defaultPort: 8080).traceSampleRatio == 0)
+        var set = EnvironmentReader(base.merging(["TRACE_SAMPLE_RATIO": "0.01"]) { $1 })
+        #expect(CommonConfiguration.read(from: &set, defaultPort: 8080).traceSampleRatio == 0.01)
+        try set.validate()
+        for wrong in ["-0.1", "1.5", "some"] {
+            var reader = EnvironmentReader(base.merging(["TRACE_SAMPLE_RATIO": wrong]) { $1 })
+            _ = CommonConfiguration.read(from: &reader, defaultPort: 8080)
+            #expect(throws: ConfigurationError.self, "\(wrong)") { try reader.validate() }
+        }
+    }
 }
