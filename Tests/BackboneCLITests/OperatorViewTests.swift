@@ -106,7 +106,7 @@ struct OperatorViewTests {
         let rules = try await server.rules()
         let written = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/prometheus/alerts.yml"), encoding: .utf8)
             .split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("- alert:") }.count
-        #expect(written >= 10 && rules.count == written, "every rule of deploy/prometheus/alerts.yml loaded: \(rules.map(\.name))")
+        #expect(written >= 11 && rules.count == written, "every rule of deploy/prometheus/alerts.yml loaded: \(rules.map(\.name))")
         for rule in rules {
             #expect(rule.health == "ok", "\(rule.name): \(rule.health) \(rule.lastError ?? "")")
             let answer = try await server.query(rule.query)
