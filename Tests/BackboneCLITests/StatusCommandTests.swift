@@ -7,13 +7,14 @@ import Testing
 
 /// `backbone status --json` against an embedded broker and a real database, without the
 /// services (their lines are down; these tests read the others).
-@Suite("backbone status: dead letters since the last replay", .serialized, .timeLimit(.minutes(3)),
+@Suite("backbone status: dead letters since the last replay, and PostgreSQL unreachable", .serialized, .timeLimit(.minutes(3)),
        .enabled(if: Integration.isEnabled))
 struct StatusCommandTests {
     /// Service URLs at a closed port: each readiness look fails at once.
-    static func environment(_ live: LiveProjector) -> [String: String] {
+    static func environment(_ live: LiveProjector, databaseURL: String? = nil) -> [String: String] {
         let nowhere = "http://127.0.0.1:\(Integration.freePort())"
         var environment = live.environment
+        if let databaseURL { environment["DATABASE_URL"] = databaseURL }
         for key in ["INGEST_URL", "PROGRESS_URL", "ANALYTICS_URL", "TRANSCODE_URL", "REALTIME_URL"] { environment[key] = nowhere }
         return environment
     }
@@ -66,6 +67,21 @@ struct StatusCommandTests {
         for result in await live.producer.send(try letters(4...4)) { _ = try result.get() }
         let next = try await Self.deadLetterLine(live)
         #expect(next["records"] as? Int == 4 && next["sinceLastReplay"] as? Int == 1 && next["state"] as? String == "degraded", "\(next)")
+        await live.close()
+    }
+
+    @Test("PostgreSQL unreachable: status is down (exit 2) with the reason on PostgreSQL's line")
+    func databaseUnreachable() async throws {
+        let live = try await LiveProjector("statusnopg")
+        let closed = "postgres://postgres@127.0.0.1:\(Integration.freePort())/postgres"
+        let (outcome, document) = try await Self.status(Self.environment(live, databaseURL: closed))
+        #expect(outcome.status == 2, "\(outcome.stdout)")
+        #expect(document["status"] as? String == "down")
+        let postgres = try #require(document["postgres"] as? [String: Any])
+        #expect(postgres["state"] as? String == "down")
+        #expect((postgres["reason"] as? String)?.hasPrefix("PostgreSQL cannot be read: ") == true, "\(postgres)")
+        #expect((document["reasons"] as? [String])?.contains { $0.hasPrefix("down: PostgreSQL cannot be read") } == true, "\(document)")
+        #expect((document["kafka"] as? [String: Any])?["state"] as? String == "healthy", "Kafka is read all the same")
         await live.close()
     }
 }
