@@ -87,6 +87,53 @@ struct DeploymentTests {
         }
     }
 
+    @Test("every field of the Grafana dashboard is one Grafana 11.1's dashboard model knows (grafana-foundation-sdk); a bogus field is named",
+          .enabled(if: Self.grafanaModel))
+    func dashboardFieldsAreGrafanas() throws {
+        let dashboard = Integration.packageRoot.appendingPathComponent("deploy/grafana/dashboards/backbone.json")
+        let checked = try Self.unknownDashboardFields(dashboard.path)
+        #expect(checked.status == 0 && checked.output.isEmpty, "\(checked.output)")
+
+        var bogus = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dashboard)) as? [String: Any])
+        var panels = try #require(bogus["panels"] as? [[String: Any]])
+        panels[1]["gridPosition"] = panels[1]["gridPos"]
+        bogus["panels"] = panels
+        bogus["refreshEvery"] = "5s"
+        let copy = CLIProcess.emptyHome() + "/backbone.json"
+        try JSONSerialization.data(withJSONObject: bogus).write(to: URL(fileURLWithPath: copy))
+        let rejected = try Self.unknownDashboardFields(copy)
+        #expect(rejected.status == 1, "\(rejected.output)")
+        #expect(rejected.output.split(separator: "\n").sorted() == ["/panels[1]/gridPosition", "/refreshEvery"], "\(rejected.output)")
+    }
+
+    /// The fields of the dashboard at `path` that Grafana's dashboard model (grafana-foundation-sdk,
+    /// generated from Grafana's schema) does not know: it reads the JSON into the model and writes
+    /// it back, dropping what it does not know; each dropped field's path is a line, exit status 1.
+    static func unknownDashboardFields(_ path: String) throws -> (status: Int32, output: String) {
+        try Integration.run("python3", ["-c", """
+            import json, sys
+            from grafana_foundation_sdk.cog import plugins
+            from grafana_foundation_sdk.cog.encoder import JSONEncoder
+            from grafana_foundation_sdk.models.dashboard import Dashboard
+            plugins.register_default_plugins()
+            written = json.load(open(sys.argv[1]))
+            read = json.loads(json.dumps(Dashboard.from_json(written), cls=JSONEncoder))
+            def unknown(a, b, at):
+                if isinstance(a, dict) and isinstance(b, dict):
+                    for key in a:
+                        yield from ([at + "/" + key] if key not in b else unknown(a[key], b[key], at + "/" + key))
+                elif isinstance(a, list) and isinstance(b, list):
+                    for i, (x, y) in enumerate(zip(a, b)):
+                        yield from unknown(x, y, f"{at}[{i}]")
+            fields = list(unknown(written, read, ""))
+            print("\\n".join(fields), end="")
+            sys.exit(1 if fields else 0)
+            """, path])
+    }
+
+    /// grafana-foundation-sdk from PyPI (deploy/requirements-test.txt).
+    static let grafanaModel = (try? Integration.run("python3", ["-c", "import grafana_foundation_sdk"]).status) == 0
+
     /// The compose file parsed by PyYAML (anchors and merge keys resolved), as JSON.
     static func composeDocument() throws -> [String: Any] {
         let result = try Integration.run("python3", ["-c", """
