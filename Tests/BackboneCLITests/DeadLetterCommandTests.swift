@@ -13,7 +13,7 @@ struct DeadLetterCommandTests {
                                     [user + "-%"]).first?.decode(Int64.self, "n") ?? 0
     }
 
-    @Test("poison records land in the DLQ; replay after the cause is fixed projects them once; a second replay replays nothing")
+    @Test("poison records land in the DLQ in their trace; replay after the cause is fixed projects them once, in the same trace; a second replay replays nothing")
     func replayOnce() async throws {
         let live = try await LiveProjector("dlqreplay")
         // The cause: a database rule that rejects one user's events (as a bad constraint would).
@@ -27,7 +27,10 @@ struct DeadLetterCommandTests {
         let task = live.start()
         let good = LiveProjector.events(user: "good", count: 20, seconds: 2, seed: 7)
         let poison = LiveProjector.events(user: "poison", count: 4, seconds: 5, seed: 8)
-        try await live.produce(good + poison)
+        let traceID = "0af7651916cd43dd8448eb211c80319c"
+        let traceparent = "00-\(traceID)-b7ad6b7169203331-01"
+        try await live.produce(good)
+        try await live.produce(poison, headers: [KafkaHeader(key: "traceparent", value: Array(traceparent.utf8))])
         #expect(try await Integration.eventually {
             let letters = try await live.highWatermarks(live.topic + ".dlq")
             guard letters == 4 else { return false }
@@ -57,6 +60,11 @@ struct DeadLetterCommandTests {
             #expect((letter["key"] as? String)?.hasPrefix("poison-") == true)
             #expect((letter["value"] as? [String: Any])?["userId"] is String, "the original value is shown as JSON: \(letter)")
         }
+        // The dead letters keep the original's trace: `dump --trace` finds them beside the originals.
+        let traced = try LiveProjector.json(try await live.cli(["dump", live.topic, live.topic + ".dlq", "--trace", traceID]).lines)
+        #expect(traced.filter { $0["topic"] as? String == live.topic + ".dlq" }.count == 4, "\(traced)")
+        #expect(traced.filter { $0["topic"] as? String == live.topic }.count == 4, "\(traced)")
+        #expect(traced.allSatisfy { $0["traceparent"] as? String == traceparent })
 
         // The fix; then the replay.
         _ = try await live.client.execute("DROP TRIGGER reject_poison ON progress_event_log")
@@ -66,6 +74,8 @@ struct DeadLetterCommandTests {
         let summary = try #require(try LiveProjector.json(replay.lines).first)
         #expect(summary["replayed"] as? Int == 4, "\(summary)")
         #expect(try await live.highWatermarks() == before + 4, "the original records went back to their topic")
+        let replayedCopies = try LiveProjector.json(try await live.cli(["dump", live.topic, "--trace", traceID]).lines)
+        #expect(replayedCopies.count == 8, "the originals and their replayed copies, in the trace: \(replayedCopies)")
         #expect(try await Integration.eventually {
             let seconds = try await Self.seconds(live, user: "poison")
             guard seconds == 20 else { return false }

@@ -26,7 +26,7 @@ struct DeploymentTests {
         #expect(process.terminationStatus == 0, "\(text)")
     }
 
-    @Test("the compose file runs every service backbone dev runs, with its port and a health check")
+    @Test("the compose file runs every service backbone dev runs, with its port and a health check, and Prometheus and Grafana with the project's configuration, rules and dashboard mounted")
     func composeMirrorsDev() throws {
         let text = try String(contentsOf: Self.compose, encoding: .utf8)
         for entry in ServiceCatalog.entries {
@@ -44,11 +44,38 @@ struct DeploymentTests {
         // The same settings names as `backbone dev`: every variable the services get is in the settings table.
         let settings = try String(contentsOf: Integration.packageRoot.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         let services = try #require(try Self.composeDocument()["services"] as? [String: [String: Any]])
+        try Self.expectOperationsMounts(services)
         for entry in ServiceCatalog.entries {
             for key in (services[entry.name]?["environment"] as? [String: Any] ?? [:]).keys {
                 #expect(settings.contains("`\(key)`"), "\(entry.name)'s \(key) is not a documented setting")
             }
         }
+    }
+
+    /// Prometheus reads deploy/prometheus (its configuration and the alert rules it names);
+    /// Grafana reads deploy/grafana's provisioning and the dashboards at the path the provisioning
+    /// names; the admin password's error points at the page that documents it.
+    static func expectOperationsMounts(_ services: [String: [String: Any]]) throws {
+        let root = Integration.packageRoot
+        func volumes(_ service: String) -> [String] { services[service]?["volumes"] as? [String] ?? [] }
+        #expect(volumes("prometheus").contains("./deploy/prometheus:/etc/prometheus:ro"), "\(volumes("prometheus"))")
+        #expect((services["prometheus"]?["command"] as? [String])?.contains("--config.file=/etc/prometheus/prometheus.yml") == true)
+        let scrape = try String(contentsOf: root.appendingPathComponent("deploy/prometheus/prometheus.yml"), encoding: .utf8)
+        #expect(scrape.contains("rule_files:\n  - alerts.yml\n") && FileManager.default.fileExists(
+            atPath: root.appendingPathComponent("deploy/prometheus/alerts.yml").path), "the rules sit beside the configuration")
+
+        #expect(volumes("grafana").contains("./deploy/grafana/provisioning:/etc/grafana/provisioning:ro"), "\(volumes("grafana"))")
+        let provider = try String(contentsOf: root.appendingPathComponent("deploy/grafana/provisioning/dashboards/backbone.yml"), encoding: .utf8)
+        let path = try #require(provider.split(separator: "\n").first { $0.contains("path:") }?
+            .split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces))
+        #expect(volumes("grafana").contains("./deploy/grafana/dashboards:\(path):ro"), "the dashboards are mounted where the provisioning reads them (\(path))")
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("deploy/grafana/dashboards/backbone.json").path))
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("deploy/grafana/provisioning/datasources/prometheus.yml").path))
+
+        let password = try #require((services["grafana"]?["environment"] as? [String: Any])?["GF_SECURITY_ADMIN_PASSWORD"] as? String)
+        let page = try #require(password.firstRange(of: #/docs/[a-z-]+\.md/#).map { String(password[$0]) }, "\(password)")
+        let documented = try String(contentsOf: root.appendingPathComponent(page), encoding: .utf8)
+        #expect(documented.contains("`GRAFANA_ADMIN_PASSWORD`"), "\(page) documents GRAFANA_ADMIN_PASSWORD")
     }
 
     @Test("Prometheus scrapes every replica of every service backbone dev runs, on its port")
@@ -59,6 +86,53 @@ struct DeploymentTests {
                     "\(entry.name) is scraped on \(entry.defaultPort)")
         }
     }
+
+    @Test("every field of the Grafana dashboard is one Grafana 11.1's dashboard model knows (grafana-foundation-sdk); a bogus field is named",
+          .enabled(if: Self.grafanaModel))
+    func dashboardFieldsAreGrafanas() throws {
+        let dashboard = Integration.packageRoot.appendingPathComponent("deploy/grafana/dashboards/backbone.json")
+        let checked = try Self.unknownDashboardFields(dashboard.path)
+        #expect(checked.status == 0 && checked.output.isEmpty, "\(checked.output)")
+
+        var bogus = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dashboard)) as? [String: Any])
+        var panels = try #require(bogus["panels"] as? [[String: Any]])
+        panels[1]["gridPosition"] = panels[1]["gridPos"]
+        bogus["panels"] = panels
+        bogus["refreshEvery"] = "5s"
+        let copy = CLIProcess.emptyHome() + "/backbone.json"
+        try JSONSerialization.data(withJSONObject: bogus).write(to: URL(fileURLWithPath: copy))
+        let rejected = try Self.unknownDashboardFields(copy)
+        #expect(rejected.status == 1, "\(rejected.output)")
+        #expect(rejected.output.split(separator: "\n").sorted() == ["/panels[1]/gridPosition", "/refreshEvery"], "\(rejected.output)")
+    }
+
+    /// The fields of the dashboard at `path` that Grafana's dashboard model (grafana-foundation-sdk,
+    /// generated from Grafana's schema) does not know: it reads the JSON into the model and writes
+    /// it back, dropping what it does not know; each dropped field's path is a line, exit status 1.
+    static func unknownDashboardFields(_ path: String) throws -> (status: Int32, output: String) {
+        try Integration.run("python3", ["-c", """
+            import json, sys
+            from grafana_foundation_sdk.cog import plugins
+            from grafana_foundation_sdk.cog.encoder import JSONEncoder
+            from grafana_foundation_sdk.models.dashboard import Dashboard
+            plugins.register_default_plugins()
+            written = json.load(open(sys.argv[1]))
+            read = json.loads(json.dumps(Dashboard.from_json(written), cls=JSONEncoder))
+            def unknown(a, b, at):
+                if isinstance(a, dict) and isinstance(b, dict):
+                    for key in a:
+                        yield from ([at + "/" + key] if key not in b else unknown(a[key], b[key], at + "/" + key))
+                elif isinstance(a, list) and isinstance(b, list):
+                    for i, (x, y) in enumerate(zip(a, b)):
+                        yield from unknown(x, y, f"{at}[{i}]")
+            fields = list(unknown(written, read, ""))
+            print("\\n".join(fields), end="")
+            sys.exit(1 if fields else 0)
+            """, path])
+    }
+
+    /// grafana-foundation-sdk from PyPI (deploy/requirements-test.txt).
+    static let grafanaModel = (try? Integration.run("python3", ["-c", "import grafana_foundation_sdk"]).status) == 0
 
     /// The compose file parsed by PyYAML (anchors and merge keys resolved), as JSON.
     static func composeDocument() throws -> [String: Any] {

@@ -71,8 +71,10 @@ final class LiveProjector: Sendable {
         }
     }
 
-    func produce(_ events: [ReadingEventRecord]) async throws {
-        let records = try events.map { KafkaProducerRecord(topic: topic, key: Array($0.userId.utf8), value: try ContractCoding.encode($0)) }
+    func produce(_ events: [ReadingEventRecord], headers: [KafkaHeader] = []) async throws {
+        let records = try events.map {
+            KafkaProducerRecord(topic: topic, key: Array($0.userId.utf8), value: try ContractCoding.encode($0), headers: headers)
+        }
         for result in await producer.send(records) { _ = try result.get() }
     }
 

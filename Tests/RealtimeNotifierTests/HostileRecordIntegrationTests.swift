@@ -11,7 +11,7 @@ struct HostileRecordIntegrationTests {
     static let progress = #"{"schemaVersion":1,"userId":"u1","materialId":"m1","status":"in_progress","progressPercent":10,"totalActiveSeconds":5}"#
     static let broadcast = #"{"schemaVersion":1,"channel":"room:r1","event":"comment","payload":{"text":"hi"}}"#
 
-    @Test("every poison record lands in <topic>.dlq with its origin, the notifier keeps running, and a good record after them is delivered")
+    @Test("every poison record lands in <topic>.dlq with its origin and is counted in projection_dead_letters_total (the live consumer's too), the notifier keeps running, and a good record after them is delivered")
     func poisonEverywhere() async throws {
         let harness = try await RealtimeHarness()
         var produced: [String: Set<Int64>] = [:]
@@ -44,6 +44,25 @@ struct HostileRecordIntegrationTests {
             #expect(Set(decoded.map(\.offset)) == offsets, "\(topic): every poison offset is dead-lettered")
             #expect(decoded.allSatisfy { $0.originalTopic == topic && $0.partition == 0 && !$0.error.isEmpty })
         }
+        // Each group counts what it set aside, so the DeadLettersReceived alert fires for the live consumer too.
+        func deadLettersCounted() async throws -> [String: Int] {
+            let text = String(decoding: try await harness.get("/metrics", token: nil).1, as: UTF8.self)
+            var counted: [String: Int] = [:]
+            for line in text.split(separator: "\n") where line.hasPrefix("projection_dead_letters_total{group=\"") {
+                let group = line.dropFirst("projection_dead_letters_total{group=\"".count).prefix { $0 != "\"" }
+                counted[String(group)] = line.split(separator: " ").last.flatMap { Double($0) }.map { Int($0) }
+            }
+            return counted
+        }
+        let live = produced[Topics.realtimeSequenced]?.count ?? 0
+        let sequenced = produced.filter { $0.key != Topics.realtimeSequenced }.values.map(\.count).reduce(0, +)
+        var counted: [String: Int] = [:]
+        _ = try await Integration.eventually {
+            counted = try await deadLettersCounted()
+            return counted.values.reduce(0, +) == live + sequenced
+        }
+        #expect(counted.filter { $0.key.hasPrefix("realtime-live-") }.map(\.value) == [live], "\(counted)")
+        #expect(counted.filter { !$0.key.hasPrefix("realtime-live-") }.values.reduce(0, +) == sequenced, "\(counted)")
         #expect(try await harness.get("/readyz", token: nil).0 == 200)
         await harness.shutdown()
     }

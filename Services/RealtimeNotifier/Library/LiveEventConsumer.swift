@@ -1,6 +1,7 @@
 import Contracts
 import Kafka
 import Projection
+import PrometheusMetrics
 import ServiceLogging
 
 /// Reads `realtime.sequenced.v1` in full (its own consumer group, starting at the end: a
@@ -8,7 +9,8 @@ import ServiceLogging
 ///
 /// A record that is not a sequenced event (only a hostile producer writes one: the sequencer
 /// encodes every record it publishes) is skipped and set aside in `realtime.sequenced.v1.dlq`
-/// by every instance that reads it, each naming its own group.
+/// by every instance that reads it, each naming its own group and counting it in
+/// `projection_dead_letters_total{group}`, as the projections do (the DeadLettersReceived alert).
 struct LiveEventConsumer: Sendable {
     /// Starts every assigned partition at its end, and tells the hub joins may proceed.
     struct StartAtEnd: KafkaRebalanceListener {
@@ -30,6 +32,7 @@ struct LiveEventConsumer: Sendable {
     let hub: SubscriptionHub
     /// Where undecodable records are set aside.
     let deadLetters: any KafkaRecordSender
+    let metrics: MetricsRegistry
     let logger: Logger
 
     func run() async throws {
@@ -80,17 +83,22 @@ struct LiveEventConsumer: Sendable {
         await consumer.close()
     }
 
-    /// Sends the dead letters without holding up delivery; a failed send is logged (the live
-    /// consumer keeps no stored position to retry from, and the record is skipped either way).
+    /// Sends the dead letters without holding up delivery, counting those the broker took; a
+    /// failed send is logged (the live consumer keeps no stored position to retry from, and the
+    /// record is skipped either way).
     func setAside(_ letters: [KafkaProducerRecord]) {
         let producer = deadLetters
-        let logger = logger
+        let (metrics, group, logger) = (metrics, groupID, logger)
         Task {
+            var sent = 0
             for result in await producer.send(letters) {
                 if case .failure(let error) = result {
                     logger.error("dead-lettering a sequenced record failed", metadata: ["error": "\(error)"])
+                } else {
+                    sent += 1
                 }
             }
+            metrics.increment("projection_dead_letters_total", by: Double(sent), labels: ["group": group])
         }
     }
 }

@@ -63,7 +63,7 @@ public struct RealtimeNotifierService: Sendable {
                                      groupID: "realtime-live-\(configuration.instanceID)",
                                      consumerProperties: configuration.consumerProperties(common: context.configuration.kafkaConsumerProperties),
                                      hub: environment.hub,
-                                     deadLetters: context.producer, logger: context.logger)
+                                     deadLetters: context.producer, metrics: context.metrics, logger: context.logger)
         let maintenance = RealtimeMaintenance(database: context.database, publisher: publisher, hub: environment.hub,
                                               configuration: configuration, logger: context.logger)
         let erasure = UserErasure(service: RealtimeErasure.service, context: context, step: .sql(RealtimeErasure.statements)).parts()
@@ -72,6 +72,9 @@ public struct RealtimeNotifierService: Sendable {
         metrics.describe("realtime_connections", type: "gauge", help: "Open WebSocket connections.")
         metrics.describe("realtime_subscriptions", type: "gauge", help: "Channel subscriptions on this instance.")
         metrics.describe("realtime_messages_delivered_total", type: "counter", help: "Broadcasts queued to sockets since start.")
+        // The live consumer's dead letters, counted as the projections count theirs (present from the start).
+        metrics.describe("projection_dead_letters_total", type: "counter", help: "Records sent to a dead-letter topic.")
+        metrics.increment("projection_dead_letters_total", by: 0, labels: ["group": live.groupID])
         let hub = environment.hub
         var router = CatchUpRoutes.router(authenticator: context.authenticator, authorizer: environment.authorizer, history: history)
         router.merge(BroadcastRoutes.router(authenticator: context.authenticator, producer: context.producer,

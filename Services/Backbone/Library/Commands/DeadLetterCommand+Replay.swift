@@ -116,9 +116,6 @@ extension DeadLetterCommand {
         var offset: Int64
         var key: [UInt8]?
         var value: [UInt8]
-
-        /// The record to produce again.
-        var record: KafkaProducerRecord { KafkaProducerRecord(topic: topic, key: key, value: value) }
     }
 
     /// Produces the original records, in chunks, recording each chunk as replayed once
@@ -135,7 +132,7 @@ extension DeadLetterCommand {
             for start in stride(from: 0, to: letters.count, by: 500) {
                 let chunk = Array(letters[start..<min(start + 500, letters.count)])
                 let originals = chunk.filter { sentOrigins.insert($0.origin).inserted }
-                for (replayable, result) in zip(originals, await producer.send(originals.map(\.origin.record))) {
+                for (replayable, result) in zip(originals, await producer.send(originals.map(\.original))) {
                     if case .failure(let error) = result {
                         let letter = replayable.letter
                         throw CommandError(code: .deliveryFailed, message: "\(error.message) (\(sent) earlier dead letters were replayed and recorded)",

@@ -18,10 +18,10 @@ enum DeadLetterCommand {
                and how many were replayed (TOPIC: only that topic's DLQ)
       show     every dead letter as a JSON line: the error, the consumer group, the origin
                (topic, partition, offset), the original key and value, and whether it was replayed
-      replay   after the cause is fixed: produce the original records (key and value byte for
-               byte) to their origin topic again, where the projection applies them; each
-               replayed dead letter is recorded in PostgreSQL (dead_letter_replays), so a second
-               replay skips it. --where ERROR: only dead letters whose error contains ERROR
+      replay   after the cause is fixed: produce the original records (key, value and headers
+               byte for byte: a traced record stays in its trace) to their origin topic again,
+               where the projection applies them; each replayed dead letter is recorded in
+               PostgreSQL (dead_letter_replays), so a second replay skips it. --where ERROR: only dead letters whose error contains ERROR
                (case-insensitive); --dry-run: count what would be replayed
 
     KAFKA_BROKERS and DATABASE_URL come from the environment or .backbone/dev.env.
@@ -49,6 +49,8 @@ enum DeadLetterCommand {
         var offset: Int64
         /// nil: the record is not a `DeadLetterRecord` (written by something else).
         var record: DeadLetterRecord?
+        /// The dead letter's headers, which are the original record's (its `traceparent`).
+        var headers: [KafkaHeader] = []
 
         var error: String { record?.error ?? "(not a dead-letter record)" }
 
@@ -61,7 +63,8 @@ enum DeadLetterCommand {
             guard let record, let value = record.valueOriginal, record.key == nil || record.keyOriginal != nil else { return nil }
             return Replayable(letter: self, record: record,
                               origin: Origin(topic: record.originalTopic, partition: record.partition, offset: record.offset,
-                                             key: record.keyOriginal, value: value))
+                                             key: record.keyOriginal, value: value),
+                              headers: headers)
         }
 
         var isReplayable: Bool { replayable != nil }
@@ -77,6 +80,13 @@ enum DeadLetterCommand {
         var letter: Letter
         var record: DeadLetterRecord
         var origin: Origin
+        /// The original's headers, sent back with it: the replayed record stays in its trace.
+        var headers: [KafkaHeader]
+
+        /// The record to produce again.
+        var original: KafkaProducerRecord {
+            KafkaProducerRecord(topic: origin.topic, key: origin.key, value: origin.value, headers: headers)
+        }
     }
 
     /// `TOPIC` or `TOPIC.dlq` as the dead-letter topic's name.
@@ -90,7 +100,7 @@ enum DeadLetterCommand {
         var letters: [Letter] = []
         try await TopicReader(settings: settings).scan(topics: topics, plan: plan, follow: false) { record in
             letters.append(Letter(dlq: record.topicPartition, offset: record.offset,
-                                  record: try? ContractCoding.decode(DeadLetterRecord.self, from: record.value)))
+                                  record: try? ContractCoding.decode(DeadLetterRecord.self, from: record.value), headers: record.headers))
             progress.advance()
             return true
         }

@@ -67,8 +67,7 @@ enum StatusCommand {
                 let snapshot = await StatusSnapshot.take(kafka: kafka, database: database, logger: logger)
                 let report = StatusReport(snapshot, previous: previous, thresholds: thresholds)
                 history.add(report)
-                let frame = StatusScreen.render(report, history: history, interval: interval)
-                FileHandle.standardOutput.write(Data(("\u{1B}[H\u{1B}[2J" + frame).utf8))
+                FileHandle.standardOutput.write(Data(StatusScreen.redraw(report, history: history, interval: interval).utf8))
                 previous = snapshot
                 exitCode = report.exitCode
                 try? await Task.sleep(for: .seconds(interval))

@@ -30,6 +30,14 @@ struct StatusHistory {
 /// The live view of `backbone status` on a terminal: one section per kind of thing, each
 /// line with its state, and the reason on the line that caused it.
 enum StatusScreen {
+    /// Moves the cursor home and clears the terminal: each frame replaces the last.
+    static let clear = "\u{1B}[H\u{1B}[2J"
+
+    /// What one redraw writes to the terminal: the clear, then the frame.
+    static func redraw(_ report: StatusReport, history: StatusHistory, interval: Int) -> String {
+        clear + render(report, history: history, interval: interval)
+    }
+
     static func render(_ report: StatusReport, history: StatusHistory, interval: Int) -> String {
         var out = "backbone status — \(report.status.rawValue.uppercased())   \(ISO8601DateFormatter().string(from: report.takenAt))"
             + "   (every \(interval) s; Ctrl-C to stop)\n"

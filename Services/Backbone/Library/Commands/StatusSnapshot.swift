@@ -68,7 +68,7 @@ struct StatusSnapshot: Sendable {
         var snapshot = StatusSnapshot()
         async let services = readiness(serviceURLs())
         var positions: [StoredOffsets.Position] = []
-        var replays: [KafkaTopicPartition: (offset: Int64, at: Date)] = [:]
+        var replays: [String: [KafkaTopicPartition: (offset: Int64, at: Date)]] = [:]
         if let database {
             do {
                 positions = try await StoredOffsets.list(group: nil, client: database)
@@ -126,34 +126,40 @@ struct StatusSnapshot: Sendable {
         }
     }
 
-    /// The last replayed dead letter of each dead-letter partition.
-    static func lastReplays(_ database: PostgresClient) async throws -> [KafkaTopicPartition: (offset: Int64, at: Date)] {
+    /// The last replayed dead letter of each dead-letter partition, by cluster id (as `backbone
+    /// dlq replay` records them: the same offsets on another cluster are other records).
+    static func lastReplays(_ database: PostgresClient) async throws -> [String: [KafkaTopicPartition: (offset: Int64, at: Date)]] {
         let rows = try await database.query("""
-            SELECT dlq_topic, dlq_partition, max(dlq_offset) AS last_offset, max(replayed_at) AS last_at
-            FROM dead_letter_replays GROUP BY dlq_topic, dlq_partition
+            SELECT cluster_id, dlq_topic, dlq_partition, max(dlq_offset) AS last_offset, max(replayed_at) AS last_at
+            FROM dead_letter_replays GROUP BY cluster_id, dlq_topic, dlq_partition
             """)
-        var result: [KafkaTopicPartition: (offset: Int64, at: Date)] = [:]
+        var result: [String: [KafkaTopicPartition: (offset: Int64, at: Date)]] = [:]
         for row in rows {
             let key = KafkaTopicPartition(topic: try row.decode(String.self, "dlq_topic"), partition: try row.decode(Int32.self, "dlq_partition"))
-            result[key] = (try row.decode(Int64.self, "last_offset"), try row.decode(Date.self, "last_at"))
+            result[try row.decode(String.self, "cluster_id"), default: [:]][key] = (try row.decode(Int64.self, "last_offset"),
+                                                                                   try row.decode(Date.self, "last_at"))
         }
         return result
     }
 
-    /// Watermarks of every dead-letter topic and every stored position's partition; the age
-    /// of the oldest unprocessed record of each partition that lags.
+    /// Watermarks of every dead-letter topic (with the replays recorded against this cluster)
+    /// and every stored position's partition; the age of the oldest unprocessed record of each
+    /// partition that lags.
     static func readKafka(_ kafka: KafkaSettings, positions: [StoredOffsets.Position],
-                          replays: [KafkaTopicPartition: (offset: Int64, at: Date)], into snapshot: inout StatusSnapshot) async throws {
+                          replays byCluster: [String: [KafkaTopicPartition: (offset: Int64, at: Date)]],
+                          into snapshot: inout StatusSnapshot) async throws {
         let admin = try kafka.admin()
         let topics = try await kafka.listTopics(admin)
         let cluster = try await OffsetsCommand.currentCluster(admin, settings: kafka)
+        let replays = byCluster[cluster ?? ""] ?? [:]
         for topic in topics.map(\.name).filter({ $0.hasSuffix(".dlq") }).sorted() {
             var queue = DeadLetterQueue(topic: topic, records: 0, sinceLastReplay: 0)
             for partition in topics.first(where: { $0.name == topic })?.partitions ?? [] {
                 let marks = try await admin.watermarks(topic: topic, partition: partition)
                 let replayed = replays[KafkaTopicPartition(topic: topic, partition: partition)]
                 queue.records += marks.high - marks.low
-                queue.sinceLastReplay += marks.high - max(marks.low, (replayed?.offset ?? -1) + 1)
+                // Never below 0: a topic deleted and created again starts its offsets over.
+                queue.sinceLastReplay += max(0, marks.high - max(marks.low, (replayed?.offset ?? -1) + 1))
                 if let at = replayed?.at { queue.lastReplayAt = max(queue.lastReplayAt ?? at, at) }
             }
             snapshot.deadLetterQueues.append(queue)
