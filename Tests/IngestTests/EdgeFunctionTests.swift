@@ -31,11 +31,14 @@ struct EdgeFunctionTests {
     static var initBody: [String: Any] { ["title": "客厅", "tags": ["living room"], "visibility": "public",
                                           "bytes_source": 2000, "bytes_json": 300, "location_city": "上海"] }
 
-    @Test("quota → upload-init → PUT both → upload-complete with only version_id and redactions → 202 queued, one transcode request with the title, tags, sizes and city from upload-init")
+    @Test("quota (exactly tier, storage{used,limit}, resets_at) → upload-init → PUT both → upload-complete with only version_id and redactions → 202 queued, one transcode request with the title, tags, sizes and city from upload-init")
     func flowA() async throws {
         try await Uploads.withStack { harness, store in
             let token = harness.userToken("app-owner")
             let quota = Self.object(try await Self.call(harness, "quota", method: .get, token: token))
+            // The seed's shape exactly: nothing more, nothing camelCase.
+            #expect(Set(quota.keys) == ["tier", "storage", "resets_at"])
+            #expect(Set((quota["storage"] as? [String: Any])?.keys.map { $0 } ?? []) == ["used", "limit"])
             #expect(quota["tier"] as? String == "free")
             #expect((quota["storage"] as? [String: Any])?["used"] as? Int == 0)
             #expect((quota["storage"] as? [String: Any])?["limit"] as? Int == 1 << 30)
