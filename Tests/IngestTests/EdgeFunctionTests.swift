@@ -80,7 +80,7 @@ struct EdgeFunctionTests {
         }
     }
 
-    @Test("a 11 MiB scan without bytes_json: presigned_usdz_parts, one URL per 5 MiB part, a JSON URL of any size up to json_max_bytes; upload-complete assembles the parts itself and charges the JSON's real size")
+    @Test("a 11 MiB scan without bytes_json: presigned_usdz_parts, one URL per 5 MiB part (a re-sign answers them again), a JSON URL of any size up to json_max_bytes; upload-complete assembles the parts itself and charges the JSON's real size")
     func multipartWithoutJSONSize() async throws {
         try await Uploads.withStack(Uploads.smallPartsConfiguration) { harness, store in
             let token = harness.userToken("app-multipart")
@@ -98,7 +98,17 @@ struct EdgeFunctionTests {
             // What was reserved: the scan and the most the JSON may hold.
             #expect(try await Uploads.quota(harness, token).usedBytes == Int64(size + (5 << 20)))
 
-            for part in parts {
+            // Re-signed, a multipart upload answers its parts again: the same numbers and sizes, URLs that take the PUTs.
+            var again = body
+            again["version_id"] = version
+            let resigned = try await Self.call(harness, "upload-init", token: token, again)
+            #expect(resigned.status == .ok && Self.object(resigned)["presigned_usdz"] == nil)
+            let resignedParts = try #require(Self.object(resigned)["presigned_usdz_parts"] as? [[String: Any]])
+            #expect(resignedParts.map { $0["part_number"] as? Int } == [1, 2, 3])
+            #expect(resignedParts.map { $0["bytes"] as? Int } == [5 << 20, 5 << 20, 1 << 20])
+            #expect(try await Uploads.quota(harness, token).usedBytes == Int64(size + (5 << 20)))
+
+            for part in resignedParts {
                 let path = Uploads.file(try #require(part["bytes"] as? Int), fill: UInt8(try #require(part["part_number"] as? Int)))
                 defer { try? FileManager.default.removeItem(atPath: path) }
                 #expect(try await PlainHTTP.send("PUT", try #require(part["url"] as? String), file: path).status == 200)
@@ -153,12 +163,41 @@ struct EdgeFunctionTests {
                                               ["version_id": UUID().uuidString, "redactions": []])
             #expect(unknown.status == .notFound)
             #expect(try await Self.call(harness, "upload-complete", token: token, ["version_id": "x"]).errorCode == "INVALID_FIELD")
+        }
+    }
 
-            // Re-sign: the same call with version_id answers fresh URLs for the same version, charging nothing.
+    @Test("re-sign (upload-init with version_id, as on STORAGE_FORBIDDEN or 30 s before expires_at): 200, the same room and version, fresh URLs with a later expires_at that take the PUTs, nothing charged again; once completed, 409 INVALID_FIELD")
+    func resign() async throws {
+        try await Uploads.withStack { harness, _ in
+            let token = harness.userToken("app-resign")
+            let first = Self.object(try await Self.call(harness, "upload-init", token: token, Self.initBody))
+            let version = try #require(first["version_id"] as? String)
+            // Presigned URLs carry their signing time to the second: a re-sign a second later signs anew.
+            try await Task.sleep(for: .milliseconds(1100))
             var again = Self.initBody
             again["version_id"] = version
             let resigned = try await Self.call(harness, "upload-init", token: token, again)
-            #expect(resigned.status == .ok && Self.object(resigned)["version_id"] as? String == version)
+            #expect(resigned.status == .ok)
+            let answer = Self.object(resigned)
+            #expect(Set(answer.keys) == ["room_id", "version_id", "status", "presigned_usdz", "presigned_json", "expires_at"])
+            #expect(answer["version_id"] as? String == version && answer["room_id"] as? String == first["room_id"] as? String)
+            #expect(answer["status"] as? String == "uploading")
+            let usdzURL = try #require(answer["presigned_usdz"] as? String), jsonURL = try #require(answer["presigned_json"] as? String)
+            #expect(usdzURL != first["presigned_usdz"] as? String && jsonURL != first["presigned_json"] as? String)
+            // Both in the same ISO 8601 form (UTC, milliseconds): their order is the strings' order.
+            let expiresAt = try #require(answer["expires_at"] as? String), firstExpiresAt = try #require(first["expires_at"] as? String)
+            #expect(expiresAt > firstExpiresAt)
+            #expect(try await Uploads.quota(harness, token).usedBytes == 2300, "a re-sign charges nothing")
+
+            let usdz = Uploads.file(2000), json = Uploads.file(300, fill: 0x7B)
+            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
+            #expect(try await PlainHTTP.send("PUT", usdzURL, file: usdz).status == 200)
+            #expect(try await PlainHTTP.send("PUT", jsonURL, file: json).status == 200)
+            let done = try await Self.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(done.status == .accepted)
+
+            let late = try await Self.call(harness, "upload-init", token: token, again)
+            #expect(late.status == .conflict && late.errorCode == "INVALID_FIELD", "\(String(decoding: late.body, as: UTF8.self))")
             #expect(try await Uploads.quota(harness, token).usedBytes == 2300)
         }
     }
