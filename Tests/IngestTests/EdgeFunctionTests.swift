@@ -202,6 +202,40 @@ struct EdgeFunctionTests {
         }
     }
 
+    /// Whether `response` is the seed's error shape, `{"error":{"code","message"}}` and nothing more, with `code`.
+    static func isSeedError(_ response: HTTPResponse, _ code: String) -> Bool {
+        let object = Self.object(response)
+        guard Set(object.keys) == ["error"], let error = object["error"] as? [String: Any] else { return false }
+        return Set(error.keys) == ["code", "message"] && error["code"] as? String == code && !(error["message"] as? String ?? "").isEmpty
+    }
+
+    @Test("upload-init over the monthly quota: 403 QUOTA_EXCEEDED in the seed's error shape, nothing reserved; what still fits is accepted")
+    func quotaExceeded() async throws {
+        try await Uploads.withStack(IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000, monthlyUploadQuotaBytes: 10_000)) { harness, _ in
+            let token = harness.userToken("app-quota")
+            var body = Self.initBody
+            body["bytes_source"] = 9_800
+            let over = try await Self.call(harness, "upload-init", token: token, body)
+            #expect(over.status == .forbidden && Self.isSeedError(over, "QUOTA_EXCEEDED"), "\(String(decoding: over.body, as: UTF8.self))")
+            let quota = Self.object(try await Self.call(harness, "quota", method: .get, token: token))
+            #expect((quota["storage"] as? [String: Any])?["used"] as? Int == 0)
+            #expect(try await Self.call(harness, "upload-init", token: token, Self.initBody).status == .created)
+        }
+    }
+
+    @Test("upload-init called too often: 429 RATE_LIMITED in the seed's error shape with Retry-After (the app's 30 s cool-down); another user unaffected")
+    func rateLimited() async throws {
+        try await Uploads.withStack(IngestConfiguration(rateLimitPerSecond: 0.01, rateLimitBurst: 2)) { harness, _ in
+            let token = harness.userToken("app-hasty")
+            for _ in 0..<2 { #expect(try await Self.call(harness, "upload-init", token: token, Self.initBody).status == .created) }
+            let limited = try await Self.call(harness, "upload-init", token: token, Self.initBody)
+            #expect(limited.status == .tooManyRequests && Self.isSeedError(limited, "RATE_LIMITED"),
+                    "\(String(decoding: limited.body, as: UTF8.self))")
+            #expect(limited.headers["Retry-After"] != nil)
+            #expect(try await Self.call(harness, "upload-init", token: harness.userToken("app-patient"), Self.initBody).status == .created)
+        }
+    }
+
     @Test("Kafka down at upload-complete: 503 WORKER_UNAVAILABLE with Retry-After (the app resends in 60 s); once it is back the same call is 202 and exactly one transcode request")
     func workerUnavailable() async throws {
         try await Uploads.withStack { harness, _ in
