@@ -128,6 +128,39 @@ struct EdgeFunctionTests {
         }
     }
 
+    @Test("without bytes_json, a roomplan.json over json_max_bytes: the URL takes the PUT, upload-complete refuses with 409 UPLOAD_INCOMPLETE and queues nothing; one within the limit then completes")
+    func jsonOverTheLimit() async throws {
+        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+        configuration.maxRoomplanJsonBytes = 4096
+        try await Uploads.withStack(configuration) { harness, _ in
+            let token = harness.userToken("app-big-json")
+            var body = Self.initBody
+            body["bytes_json"] = nil
+            let answer = Self.object(try await Self.call(harness, "upload-init", token: token, body))
+            #expect(answer["json_max_bytes"] as? Int == 4096)
+            let version = try #require(answer["version_id"] as? String)
+            let usdz = Uploads.file(2000), big = Uploads.file(4097, fill: 0x7B), fits = Uploads.file(4096, fill: 0x7B)
+            defer { for path in [usdz, big, fits] { try? FileManager.default.removeItem(atPath: path) } }
+            let jsonURL = try #require(answer["presigned_json"] as? String)
+            #expect(try await PlainHTTP.send("PUT", try #require(answer["presigned_usdz"] as? String), file: usdz).status == 200)
+            #expect(try await PlainHTTP.send("PUT", jsonURL, file: big).status == 200)
+
+            let refused = try await Self.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(refused.status == .conflict && Self.isSeedError(refused, "UPLOAD_INCOMPLETE"))
+            #expect(refused.json?["error"]?["message"]?.stringValue?.contains("at most 4096") == true,
+                    "\(String(decoding: refused.body, as: UTF8.self))")
+            #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 1).isEmpty, "nothing was queued")
+
+            #expect(try await PlainHTTP.send("PUT", jsonURL, file: fits).status == 200)
+            let done = try await Self.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(done.status == .accepted)
+            let records = try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 2)
+            #expect(records.count == 1)
+            let request = try ContractCoding.decoder.decode(RoomTranscodeRequest.self, from: Data((records.first?.value ?? "").utf8))
+            #expect(request.source.roomplanJsonBytes == 4096)
+        }
+    }
+
     @Test("the seed's codes: coordinates and a coordinate-shaped city are INVALID_FIELD, nine tags INVALID_TAGS, 60 MB FILE_TOO_LARGE, a bad redaction REDACTION_INVALID, no token UNAUTHENTICATED, another user's version FORBIDDEN, an unknown one NOT_FOUND — nothing reserved by any")
     func codes() async throws {
         try await Uploads.withStack { harness, _ in
