@@ -161,6 +161,24 @@ struct EdgeFunctionTests {
         }
     }
 
+    @Test("the multipart threshold with the default settings: bytes_source of exactly 30 MiB gets one presigned_usdz, one byte more gets presigned_usdz_parts (six 5 MiB parts and one of 1 byte)")
+    func multipartThreshold() async throws {
+        try await Uploads.withStack { harness, _ in
+            #expect(harness.configuration.multipartThresholdBytes == 30 << 20 && harness.configuration.multipartPartBytes == 5 << 20)
+            let token = harness.userToken("app-threshold")
+            var body = Self.initBody
+            body["bytes_source"] = 30 << 20
+            let single = Self.object(try await Self.call(harness, "upload-init", token: token, body))
+            #expect(single["presigned_usdz"] is String && single["presigned_usdz_parts"] == nil, "\(single.keys.sorted())")
+            body["bytes_source"] = (30 << 20) + 1
+            let parted = Self.object(try await Self.call(harness, "upload-init", token: token, body))
+            #expect(parted["presigned_usdz"] == nil && parted["part_size"] as? Int == 5 << 20)
+            let parts = try #require(parted["presigned_usdz_parts"] as? [[String: Any]])
+            #expect(parts.map { $0["part_number"] as? Int } == Array(1...7))
+            #expect(parts.map { $0["bytes"] as? Int } == Array(repeating: 5 << 20, count: 6) + [1])
+        }
+    }
+
     @Test("the seed's codes: coordinates and a coordinate-shaped city are INVALID_FIELD, nine tags INVALID_TAGS, 60 MB FILE_TOO_LARGE, a bad redaction REDACTION_INVALID, no token UNAUTHENTICATED, another user's version FORBIDDEN, an unknown one NOT_FOUND — nothing reserved by any")
     func codes() async throws {
         try await Uploads.withStack { harness, _ in
