@@ -98,6 +98,39 @@ struct CatalogPrivacyTests {
         await harness.close()
     }
 
+    @Test("once a public room is published a stranger sees its city (also filtering on it); a private room's city only its owner")
+    func locationCityOfAPublishedRoom() async throws {
+        let harness = try await Harness()
+        var published = harness.request(title: "Loft", owner: "alice", visibility: .public)
+        published.locationCity = "上海"
+        var hidden = harness.request(title: "Study", owner: "alice", visibility: .private)
+        hidden.locationCity = "成都"
+        try await harness.produce([published, hidden])
+        try await JobLifecycleTests.running(harness.service(CatalogPipeline())) { router in
+            func rooms(_ user: String, _ query: [String: String] = [:]) async -> [[String: Any]] {
+                Self.rows(await RoomCatalogTests.get(router, "/rest/v1/rooms", query: [
+                    "owner_id": "eq.alice", "select": "id,location_city,current_version_id"].merging(query) { $1 }, user: user))
+            }
+            let ready = await Integration.eventually(timeout: .seconds(30)) {
+                let shown = await rooms("bob").first?["current_version_id"] as? String == published.versionId
+                let done = (try? await harness.jobStatus(hidden.versionId)) == "ready"
+                return shown && done
+            }
+            #expect(ready, "the public room is published to others")
+            let stranger = await rooms("bob")
+            #expect(stranger.count == 1, "\(stranger)")
+            #expect(stranger.first?["id"] as? String == published.roomId && stranger.first?["location_city"] as? String == "上海",
+                    "\(stranger)")
+            #expect(await rooms("bob", ["location_city": "eq.上海"]).count == 1)
+            #expect(await rooms("bob", ["location_city": "eq.成都"]).isEmpty)
+            let owner = Dictionary(uniqueKeysWithValues: await rooms("alice").map {
+                ($0["id"] as? String ?? "", $0["location_city"] as? String ?? "<null>")
+            })
+            #expect(owner == [published.roomId: "上海", hidden.roomId: "成都"])
+        }
+        await harness.close()
+    }
+
     @Test("the owner reads a version's redactions at /rest/v1/redactions (Supabase's postgrest client too); anyone else gets []")
     func redactionsForTheOwnerOnly() async throws {
         let harness = try await Harness()
