@@ -1,5 +1,6 @@
 import Auth
 import Foundation
+import HTTPRouting
 import ServiceLogging
 import Settings
 
@@ -78,16 +79,36 @@ public struct CommonConfiguration: Sendable {
         configuration.userDeletionsTopic = reader.string("USER_DELETIONS_TOPIC", default: configuration.userDeletionsTopic)
         configuration.userDeletionStatusTopic = reader.string("USER_DELETION_STATUS_TOPIC",
                                                               default: configuration.userDeletionStatusTopic)
-        let origins = reader.string("CORS_ALLOWED_ORIGINS", default: "*").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        if origins.isEmpty { reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)") }
-        configuration.corsAllowedOrigins = origins.isEmpty ? ["*"] : origins
+        configuration.corsAllowedOrigins = readCORSAllowedOrigins(from: &reader)
         configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
         configuration.kafkaFetchWait = reader.optionalMilliseconds("KAFKA_FETCH_WAIT_MS", range: 0...300_000)
         let ratio = reader.double("TRACE_SAMPLE_RATIO", default: 0)
         if !(0...1).contains(ratio) { reader.fail("TRACE_SAMPLE_RATIO must be between 0 and 1 (got \(ratio))") }
         configuration.traceSampleRatio = (0...1).contains(ratio) ? ratio : 0
         return configuration
+    }
+}
+
+extension CommonConfiguration {
+    /// Reads `CORS_ALLOWED_ORIGINS` (every service, and `backbone dev` for the services it
+    /// runs): `*`, any origin (the default), or a comma-separated list of origins as a browser
+    /// sends them in `Origin` — `scheme://host[:port]`, without path or trailing slash. A value
+    /// that no browser would send (`remix.example.com`, `https://remix.example.com/`) would
+    /// silently match nothing: it is refused, named.
+    public static func readCORSAllowedOrigins(from reader: inout EnvironmentReader) -> [String] {
+        let origins = reader.string("CORS_ALLOWED_ORIGINS", default: "*").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if origins.isEmpty {
+            reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)")
+            return ["*"]
+        }
+        let invalid = origins.filter { $0 != "*" && !CORSPolicy.isOrigin($0) }
+        if !invalid.isEmpty {
+            reader.fail("CORS_ALLOWED_ORIGINS: \(invalid.map { "\"\($0)\"" }.joined(separator: ", ")) "
+                        + (invalid.count == 1 ? "is not an origin" : "are not origins")
+                        + "; write each as a browser sends it, scheme://host[:port] (https://remix.example.com), or *")
+        }
+        return origins
     }
 }
 

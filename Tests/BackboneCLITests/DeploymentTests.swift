@@ -223,7 +223,7 @@ struct DeploymentTests {
         #expect(gateway.contains("resolver 127.0.0.11"), "Docker's DNS")
     }
 
-    @Test("the gateway answers the errors it raises itself in the services' JSON error shape",
+    @Test("the gateway answers the errors it raises itself in the services' JSON error shape, readable by a browser app on another origin",
           .enabled(if: Self.executable("nginx") != nil && Self.executable("curl") != nil))
     func gatewayErrorsAreJSON() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-\(UUID().uuidString)")
@@ -281,6 +281,14 @@ struct DeploymentTests {
             #expect(response.contains("application/json") && response.contains(#"{"error":{"code":"\#(code)""#), "\(response.prefix(600))")
         }
         #expect(try fetch(["\(base)/learning/continue"]).contains("Retry-After: 5"))
+        // A browser app on another origin can read them (and the Retry-After of a 503).
+        let origin = ["-H", "Origin: https://remix.example.com"]
+        let unavailable = try fetch(origin + ["\(base)/functions/v1/upload-init", "-X", "POST"])
+        #expect(unavailable.hasPrefix("HTTP/1.1 503") && unavailable.contains("Access-Control-Allow-Origin: *")
+                && unavailable.contains("Access-Control-Expose-Headers: retry-after"), "\(unavailable.prefix(600))")
+        let tooLarge = try fetch(origin + ["-X", "POST", "--data-binary", "@\(body.path)", "\(base)/functions/v1/upload-init"])
+        #expect(tooLarge.hasPrefix("HTTP/1.1 413") && tooLarge.contains("Access-Control-Allow-Origin: *"), "\(tooLarge.prefix(600))")
+        #expect(try fetch(origin + ["\(base)/no/such/route"]).contains("Access-Control-Allow-Origin: *"))
     }
 
     /// `name` on the `PATH` or in one of `alsoIn` (nginx lives in /usr/sbin).

@@ -163,6 +163,37 @@ struct OperatorCommandTests {
         #expect(await again.interrupt() == 0, "\(again.log)")
     }
 
+    @Test("dev honours CORS_ALLOWED_ORIGINS as the services do: a preflight from a listed origin is answered with it, on the one origin and on a service's port, another origin gets no CORS headers; dev.env carries the list; a value that is no origin is refused before anything starts")
+    func devCORSOrigins() async throws {
+        let offset = Integration.freePortOffset(for: DevStack.ports)
+        let other = CLIProcess.emptyHome()
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        let refused = try await CLIProcess.run(["dev", "--port-offset", String(offset)],
+                                               environment: ["BACKBONE_HOME": other, "CORS_ALLOWED_ORIGINS": "remix.example.com"])
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("CORS_ALLOWED_ORIGINS") && refused.stderr.contains("\"remix.example.com\" is not an origin"),
+                "\(refused.stderr)")
+
+        let origins = "https://remix.example.com,http://localhost:5173"
+        let dev = try await DevStack.start(["--port-offset", String(offset)], environment: ["CORS_ALLOWED_ORIGINS": origins])
+        defer { dev.cleanUp() }
+        #expect(dev.value("CORS_ALLOWED_ORIGINS") == origins)
+        var bases = [try #require(dev.value("INGEST_URL"), "\(dev.log)")]
+        if let app = dev.value("APP_BASE_URL") { bases.append(app) }
+        for base in bases {
+            func preflight(_ origin: String) async throws -> String {
+                try await CLIProcess.shell(
+                    "curl -s -o /dev/null -w '%{http_code} %header{access-control-allow-origin}' -X OPTIONS "
+                        + "-H 'Origin: \(origin)' -H 'Access-Control-Request-Method: POST' "
+                        + "-H 'Access-Control-Request-Headers: authorization, apikey, content-type' \(base)/functions/v1/upload-init").output
+            }
+            #expect(try await preflight("https://remix.example.com") == "204 https://remix.example.com", "\(base)")
+            #expect(try await preflight("http://localhost:5173") == "204 http://localhost:5173", "\(base)")
+            #expect(try await preflight("https://elsewhere.example.com") == "204 ", "\(base): no Access-Control-Allow-Origin")
+        }
+        #expect(await dev.interrupt() == 0, "\(dev.log.suffix(2000))")
+    }
+
     @Test("demo against a running dev stack shows accepted and duplicate events, progress, continue, summary, and the room's stages and ready arriving over the WebSocket")
     func demoAgainstDevStack() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)

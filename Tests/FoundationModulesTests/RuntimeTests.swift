@@ -104,6 +104,34 @@ struct RuntimeTests {
         }
     }
 
+    @Test("CORS_ALLOWED_ORIGINS: * by default, a comma-separated list of origins kept as given; anything that is no origin as a browser sends it refused, named")
+    func corsOrigins() throws {
+        let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]
+        var plain = EnvironmentReader(base)
+        #expect(CommonConfiguration.read(from: &plain, defaultPort: 8080).corsAllowedOrigins == ["*"])
+        try plain.validate()
+        var list = EnvironmentReader(base.merging(["CORS_ALLOWED_ORIGINS": " https://remix.example.com, http://localhost:5173,http://[::1]:8000 "]) { $1 })
+        #expect(CommonConfiguration.read(from: &list, defaultPort: 8080).corsAllowedOrigins
+                == ["https://remix.example.com", "http://localhost:5173", "http://[::1]:8000"])
+        try list.validate()
+        for wrong in ["remix.example.com", "https://remix.example.com/", "https://remix.example.com/editor", "https://remix.example.com:0",
+                      "https://remix.example.com:99999", "https://", "https://user@remix.example.com", ",", "https://a.example, ftp//b"] {
+            var reader = EnvironmentReader(base.merging(["CORS_ALLOWED_ORIGINS": wrong]) { $1 })
+            _ = CommonConfiguration.read(from: &reader, defaultPort: 8080)
+            do {
+                try reader.validate()
+                Issue.record("\(wrong) was accepted")
+            } catch {
+                #expect(error.description.contains("CORS_ALLOWED_ORIGINS"), "\(wrong): \(error.description)")
+            }
+        }
+        var named = EnvironmentReader(base.merging(["CORS_ALLOWED_ORIGINS": "https://ok.example,remix.example.com"]) { $1 })
+        _ = CommonConfiguration.read(from: &named, defaultPort: 8080)
+        #expect(throws: ConfigurationError.self) { try named.validate() }
+        #expect(named.problems.contains { $0.contains("\"remix.example.com\" is not an origin") && !$0.contains("ok.example") },
+                "\(named.problems)")
+    }
+
     @Test("token settings: JWT_JWKS_FILE or JWT_JWKS_URL (one, an http(s) URL), JWT_ISSUER and JWT_AUDIENCE, none by default")
     func tokenSettings() throws {
         let base = ["KAFKA_BROKERS": "127.0.0.1:9092", "DATABASE_URL": "postgres://x", "JWT_SECRET": "0123456789abcdef"]

@@ -31,11 +31,14 @@ struct EdgeFunctionTests {
     static var initBody: [String: Any] { ["title": "客厅", "tags": ["living room"], "visibility": "public",
                                           "bytes_source": 2000, "bytes_json": 300, "location_city": "上海"] }
 
-    @Test("quota → upload-init → PUT both → upload-complete with only version_id and redactions → 202 queued, one transcode request with the title, tags, sizes and city from upload-init")
+    @Test("quota (exactly tier, storage{used,limit}, resets_at) → upload-init → PUT both → upload-complete with only version_id and redactions → 202 queued, one transcode request with the title, tags, sizes and city from upload-init")
     func flowA() async throws {
         try await Uploads.withStack { harness, store in
             let token = harness.userToken("app-owner")
             let quota = Self.object(try await Self.call(harness, "quota", method: .get, token: token))
+            // The seed's shape exactly: nothing more, nothing camelCase.
+            #expect(Set(quota.keys) == ["tier", "storage", "resets_at"])
+            #expect(Set((quota["storage"] as? [String: Any])?.keys.map { $0 } ?? []) == ["used", "limit"])
             #expect(quota["tier"] as? String == "free")
             #expect((quota["storage"] as? [String: Any])?["used"] as? Int == 0)
             #expect((quota["storage"] as? [String: Any])?["limit"] as? Int == 1 << 30)
@@ -77,7 +80,7 @@ struct EdgeFunctionTests {
         }
     }
 
-    @Test("a 11 MiB scan without bytes_json: presigned_usdz_parts, one URL per 5 MiB part, a JSON URL of any size up to json_max_bytes; upload-complete assembles the parts itself and charges the JSON's real size")
+    @Test("a 11 MiB scan without bytes_json: presigned_usdz_parts, one URL per 5 MiB part (a re-sign answers them again), a JSON URL of any size up to json_max_bytes; upload-complete assembles the parts itself and charges the JSON's real size")
     func multipartWithoutJSONSize() async throws {
         try await Uploads.withStack(Uploads.smallPartsConfiguration) { harness, store in
             let token = harness.userToken("app-multipart")
@@ -95,7 +98,17 @@ struct EdgeFunctionTests {
             // What was reserved: the scan and the most the JSON may hold.
             #expect(try await Uploads.quota(harness, token).usedBytes == Int64(size + (5 << 20)))
 
-            for part in parts {
+            // Re-signed, a multipart upload answers its parts again: the same numbers and sizes, URLs that take the PUTs.
+            var again = body
+            again["version_id"] = version
+            let resigned = try await Self.call(harness, "upload-init", token: token, again)
+            #expect(resigned.status == .ok && Self.object(resigned)["presigned_usdz"] == nil)
+            let resignedParts = try #require(Self.object(resigned)["presigned_usdz_parts"] as? [[String: Any]])
+            #expect(resignedParts.map { $0["part_number"] as? Int } == [1, 2, 3])
+            #expect(resignedParts.map { $0["bytes"] as? Int } == [5 << 20, 5 << 20, 1 << 20])
+            #expect(try await Uploads.quota(harness, token).usedBytes == Int64(size + (5 << 20)))
+
+            for part in resignedParts {
                 let path = Uploads.file(try #require(part["bytes"] as? Int), fill: UInt8(try #require(part["part_number"] as? Int)))
                 defer { try? FileManager.default.removeItem(atPath: path) }
                 #expect(try await PlainHTTP.send("PUT", try #require(part["url"] as? String), file: path).status == 200)
@@ -112,6 +125,57 @@ struct EdgeFunctionTests {
             #expect(request.source.roomplanJsonBytes == 4321 && request.source.usdzBytes == Int64(size))
             #expect(try await store.head(request.source.usdzKey)?.size == Int64(size))
             #expect(try await Uploads.quota(harness, token).usedBytes == Int64(size + 4321))
+        }
+    }
+
+    @Test("without bytes_json, a roomplan.json over json_max_bytes: the URL takes the PUT, upload-complete refuses with 409 UPLOAD_INCOMPLETE and queues nothing; one within the limit then completes")
+    func jsonOverTheLimit() async throws {
+        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+        configuration.maxRoomplanJsonBytes = 4096
+        try await Uploads.withStack(configuration) { harness, _ in
+            let token = harness.userToken("app-big-json")
+            var body = Self.initBody
+            body["bytes_json"] = nil
+            let answer = Self.object(try await Self.call(harness, "upload-init", token: token, body))
+            #expect(answer["json_max_bytes"] as? Int == 4096)
+            let version = try #require(answer["version_id"] as? String)
+            let usdz = Uploads.file(2000), big = Uploads.file(4097, fill: 0x7B), fits = Uploads.file(4096, fill: 0x7B)
+            defer { for path in [usdz, big, fits] { try? FileManager.default.removeItem(atPath: path) } }
+            let jsonURL = try #require(answer["presigned_json"] as? String)
+            #expect(try await PlainHTTP.send("PUT", try #require(answer["presigned_usdz"] as? String), file: usdz).status == 200)
+            #expect(try await PlainHTTP.send("PUT", jsonURL, file: big).status == 200)
+
+            let refused = try await Self.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(refused.status == .conflict && Self.isSeedError(refused, "UPLOAD_INCOMPLETE"))
+            #expect(refused.json?["error"]?["message"]?.stringValue?.contains("at most 4096") == true,
+                    "\(String(decoding: refused.body, as: UTF8.self))")
+            #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 1).isEmpty, "nothing was queued")
+
+            #expect(try await PlainHTTP.send("PUT", jsonURL, file: fits).status == 200)
+            let done = try await Self.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(done.status == .accepted)
+            let records = try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 2)
+            #expect(records.count == 1)
+            let request = try ContractCoding.decoder.decode(RoomTranscodeRequest.self, from: Data((records.first?.value ?? "").utf8))
+            #expect(request.source.roomplanJsonBytes == 4096)
+        }
+    }
+
+    @Test("the multipart threshold with the default settings: bytes_source of exactly 30 MiB gets one presigned_usdz, one byte more gets presigned_usdz_parts (six 5 MiB parts and one of 1 byte)")
+    func multipartThreshold() async throws {
+        try await Uploads.withStack { harness, _ in
+            #expect(harness.configuration.multipartThresholdBytes == 30 << 20 && harness.configuration.multipartPartBytes == 5 << 20)
+            let token = harness.userToken("app-threshold")
+            var body = Self.initBody
+            body["bytes_source"] = 30 << 20
+            let single = Self.object(try await Self.call(harness, "upload-init", token: token, body))
+            #expect(single["presigned_usdz"] is String && single["presigned_usdz_parts"] == nil, "\(single.keys.sorted())")
+            body["bytes_source"] = (30 << 20) + 1
+            let parted = Self.object(try await Self.call(harness, "upload-init", token: token, body))
+            #expect(parted["presigned_usdz"] == nil && parted["part_size"] as? Int == 5 << 20)
+            let parts = try #require(parted["presigned_usdz_parts"] as? [[String: Any]])
+            #expect(parts.map { $0["part_number"] as? Int } == Array(1...7))
+            #expect(parts.map { $0["bytes"] as? Int } == Array(repeating: 5 << 20, count: 6) + [1])
         }
     }
 
@@ -150,13 +214,76 @@ struct EdgeFunctionTests {
                                               ["version_id": UUID().uuidString, "redactions": []])
             #expect(unknown.status == .notFound)
             #expect(try await Self.call(harness, "upload-complete", token: token, ["version_id": "x"]).errorCode == "INVALID_FIELD")
+        }
+    }
 
-            // Re-sign: the same call with version_id answers fresh URLs for the same version, charging nothing.
+    @Test("re-sign (upload-init with version_id, as on STORAGE_FORBIDDEN or 30 s before expires_at): 200, the same room and version, fresh URLs with a later expires_at that take the PUTs, nothing charged again; once completed, 409 INVALID_FIELD")
+    func resign() async throws {
+        try await Uploads.withStack { harness, _ in
+            let token = harness.userToken("app-resign")
+            let first = Self.object(try await Self.call(harness, "upload-init", token: token, Self.initBody))
+            let version = try #require(first["version_id"] as? String)
+            // Presigned URLs carry their signing time to the second: a re-sign a second later signs anew.
+            try await Task.sleep(for: .milliseconds(1100))
             var again = Self.initBody
             again["version_id"] = version
             let resigned = try await Self.call(harness, "upload-init", token: token, again)
-            #expect(resigned.status == .ok && Self.object(resigned)["version_id"] as? String == version)
+            #expect(resigned.status == .ok)
+            let answer = Self.object(resigned)
+            #expect(Set(answer.keys) == ["room_id", "version_id", "status", "presigned_usdz", "presigned_json", "expires_at"])
+            #expect(answer["version_id"] as? String == version && answer["room_id"] as? String == first["room_id"] as? String)
+            #expect(answer["status"] as? String == "uploading")
+            let usdzURL = try #require(answer["presigned_usdz"] as? String), jsonURL = try #require(answer["presigned_json"] as? String)
+            #expect(usdzURL != first["presigned_usdz"] as? String && jsonURL != first["presigned_json"] as? String)
+            // Both in the same ISO 8601 form (UTC, milliseconds): their order is the strings' order.
+            let expiresAt = try #require(answer["expires_at"] as? String), firstExpiresAt = try #require(first["expires_at"] as? String)
+            #expect(expiresAt > firstExpiresAt)
+            #expect(try await Uploads.quota(harness, token).usedBytes == 2300, "a re-sign charges nothing")
+
+            let usdz = Uploads.file(2000), json = Uploads.file(300, fill: 0x7B)
+            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
+            #expect(try await PlainHTTP.send("PUT", usdzURL, file: usdz).status == 200)
+            #expect(try await PlainHTTP.send("PUT", jsonURL, file: json).status == 200)
+            let done = try await Self.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(done.status == .accepted)
+
+            let late = try await Self.call(harness, "upload-init", token: token, again)
+            #expect(late.status == .conflict && late.errorCode == "INVALID_FIELD", "\(String(decoding: late.body, as: UTF8.self))")
             #expect(try await Uploads.quota(harness, token).usedBytes == 2300)
+        }
+    }
+
+    /// Whether `response` is the seed's error shape, `{"error":{"code","message"}}` and nothing more, with `code`.
+    static func isSeedError(_ response: HTTPResponse, _ code: String) -> Bool {
+        let object = Self.object(response)
+        guard Set(object.keys) == ["error"], let error = object["error"] as? [String: Any] else { return false }
+        return Set(error.keys) == ["code", "message"] && error["code"] as? String == code && !(error["message"] as? String ?? "").isEmpty
+    }
+
+    @Test("upload-init over the monthly quota: 403 QUOTA_EXCEEDED in the seed's error shape, nothing reserved; what still fits is accepted")
+    func quotaExceeded() async throws {
+        try await Uploads.withStack(IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000, monthlyUploadQuotaBytes: 10_000)) { harness, _ in
+            let token = harness.userToken("app-quota")
+            var body = Self.initBody
+            body["bytes_source"] = 9_800
+            let over = try await Self.call(harness, "upload-init", token: token, body)
+            #expect(over.status == .forbidden && Self.isSeedError(over, "QUOTA_EXCEEDED"), "\(String(decoding: over.body, as: UTF8.self))")
+            let quota = Self.object(try await Self.call(harness, "quota", method: .get, token: token))
+            #expect((quota["storage"] as? [String: Any])?["used"] as? Int == 0)
+            #expect(try await Self.call(harness, "upload-init", token: token, Self.initBody).status == .created)
+        }
+    }
+
+    @Test("upload-init called too often: 429 RATE_LIMITED in the seed's error shape with Retry-After (the app's 30 s cool-down); another user unaffected")
+    func rateLimited() async throws {
+        try await Uploads.withStack(IngestConfiguration(rateLimitPerSecond: 0.01, rateLimitBurst: 2)) { harness, _ in
+            let token = harness.userToken("app-hasty")
+            for _ in 0..<2 { #expect(try await Self.call(harness, "upload-init", token: token, Self.initBody).status == .created) }
+            let limited = try await Self.call(harness, "upload-init", token: token, Self.initBody)
+            #expect(limited.status == .tooManyRequests && Self.isSeedError(limited, "RATE_LIMITED"),
+                    "\(String(decoding: limited.body, as: UTF8.self))")
+            #expect(limited.headers["Retry-After"] != nil)
+            #expect(try await Self.call(harness, "upload-init", token: harness.userToken("app-patient"), Self.initBody).status == .created)
         }
     }
 

@@ -15,12 +15,14 @@ let openAPIPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
 @Suite("The OpenAPI description")
 struct OpenAPIDocumentTests {
-    @Test("every ingest route, every other service's query path and every ingest error code is described")
+    @Test("every ingest route, the app's Edge Functions, every other service's query path and every ingest error code is described")
     func coversRoutesAndCodes() throws {
         let text = try String(contentsOfFile: openAPIPath, encoding: .utf8)
         for path in ["/learning/reading-events/batch:", "/materials/{id}:", "/rooms/versions:", "/materials/{id}/reading-progress:",
                      "/learning/continue:", "/learning/summary:", "/learning/trend:", "/learning/history:", "/activity/heatmap:",
-                     "/realtime/v1/channels/{channel}/events:", "/account/deletion:"] {
+                     "/realtime/v1/channels/{channel}/events:", "/account/deletion:", "/functions/v1/quota:",
+                     "/functions/v1/upload-init:", "/functions/v1/upload-complete:", "/functions/v1/account-delete:",
+                     "/functions/v1/transcode-retry:"] {
             #expect(text.contains("\n  \(path)\n"), "\(path) is missing")
         }
         let codes: [ErrorCode] = [.unauthenticated, .forbidden, .invalidJSON, .payloadTooLarge, .rateLimited, .serviceUnavailable,
@@ -28,7 +30,7 @@ struct OpenAPIDocumentTests {
                                   .invalidTimestamp, .invalidActiveSeconds, .invalidTimezone, .invalidField,
                                   .materialAccessDenied, .temporaryMaterialExpired, .sourceDeleted, .fileTooLarge,
                                   .invalidTags, .redactionInvalid, .quotaExceeded, .accountDeletionPending,
-                                  .accountDeletionStarted]
+                                  .accountDeletionStarted, .uploadIncomplete, .workerUnavailable, .idempotencyKeyReused]
         for code in codes { #expect(text.contains(code.rawValue), "\(code) is not documented") }
     }
 }
@@ -105,8 +107,8 @@ struct OpenAPIFuzzTests {
     static let checks = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
         + "response_headers_conformance"
 
-    /// schemathesis over the operations tagged `tag`, against `port`, bounded by `examples`
-    /// per operation; with `token` as the bearer, or with none (then every answer is a 401).
+    /// schemathesis over the operations tagged `tag` (less those `filters` exclude:
+    /// `--exclude-path`, `--exclude-path-regex`…), against `port`, bounded by `examples` per operation; with `token` as the bearer, or with none (then every answer is a 401).
     /// With a token, `ignored_auth` also sends each generated request without it and with a
     /// forged one: anything but a 401/403 fails.
     ///
@@ -114,12 +116,12 @@ struct OpenAPIFuzzTests {
     /// realtime notifier's server) drops a connection whose URL decodes to one before any of
     /// our code sees it; the gateway answers such a request 400 `BAD_REQUEST` itself
     /// (`DeploymentTests`).
-    static func fuzz(tag: String, port: Int, token: String?, examples: Int, allowNUL: Bool = true,
+    static func fuzz(tag: String, port: Int, token: String?, examples: Int, allowNUL: Bool = true, filters: [String] = [],
                      log name: String) throws -> (status: Int32, output: String, log: String) {
         // Examples and property-based fuzzing, bounded by examples per operation (no time
         // budget: with one, fuzzing repeats until it is spent). The coverage phase is left
         // out: schemathesis 4.32 fails internally on this document's `oneOf`s.
-        var arguments = ["run", openAPIPath, "--url", "http://127.0.0.1:\(port)", "--include-tag", tag]
+        var arguments = ["run", openAPIPath, "--url", "http://127.0.0.1:\(port)", "--include-tag", tag] + filters
         if let token { arguments += ["-H", "Authorization: Bearer \(token)"] }
         arguments += [
             "--checks", token == nil ? checks : checks + ",ignored_auth", "--phases", "examples,fuzzing", "--max-examples", String(examples), "--workers", "2",
@@ -132,7 +134,7 @@ struct OpenAPIFuzzTests {
         return (result.status, result.output, log.path)
     }
 
-    @Test("schemathesis finds no 5xx, no undocumented status and no off-schema response on a live ingest")
+    @Test("schemathesis finds no 5xx, no undocumented status and no off-schema response on a live ingest: its own routes and the app's Edge Functions")
     func fuzzIngest() async throws {
         // A folder store: the upload routes are served (presigned URLs are file URLs; only their shape matters here).
         let objects = try FileSystemObjectStore(root: FileManager.default.temporaryDirectory
@@ -143,6 +145,16 @@ struct OpenAPIFuzzTests {
             let port = try await harness.startHTTP()
             let result = try Self.fuzz(tag: "ingest", port: port, token: harness.serviceToken, examples: 100, log: "ingest")
             #expect(result.status == 0, "full output in \(result.log):\n\(result.output.suffix(4000))")
+            // The app's calls (`/functions/v1/*` served by ingest), with a user's token as the app holds one;
+            // account-delete by another user: once it has scheduled a deletion, the user's uploads are all 403.
+            let functions = try Self.fuzz(tag: "functions", port: port, token: harness.userToken("app-fuzz"), examples: 100,
+                                          filters: ["--exclude-path", "/functions/v1/account-delete"], log: "functions")
+            #expect(functions.status == 0, "full output in \(functions.log):\n\(functions.output.suffix(4000))")
+            #expect(!functions.output.contains("Authentication failed"), "the user's calls were answered: \(functions.log)")
+            let deletion = try Self.fuzz(tag: "functions", port: port, token: harness.userToken("app-fuzz-leaving"), examples: 25,
+                                         filters: ["--exclude-path-regex", "^/functions/v1/(quota|upload-init|upload-complete)$"],
+                                         log: "functions-account-delete")
+            #expect(deletion.status == 0, "full output in \(deletion.log):\n\(deletion.output.suffix(4000))")
         } catch {
             await harness.close()
             throw error

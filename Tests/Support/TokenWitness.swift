@@ -80,6 +80,19 @@ public struct TokenWitness: Sendable {
         return token
     }
 
+    /// The `sub` of the token named `name`: the user id the services see.
+    public func subject(_ name: String) throws(Failure) -> String {
+        let parts = try token(name).split(separator: ".")
+        var payload = parts.count == 3 ? String(parts[1]) : ""
+        payload = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        payload += String(repeating: "=", count: (4 - payload.count % 4) % 4)
+        guard let data = Data(base64Encoded: payload),
+              let claims = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any], let subject = claims["sub"] as? String else {
+            throw Failure(description: "the witness's token \(name) has no sub")
+        }
+        return subject
+    }
+
     /// A JWKS document holding the keys `kids` (default: the services' set).
     public func keySet(_ kids: [String]? = nil) -> [UInt8] {
         let members = (kids ?? mainKeyIDs).compactMap { keys[$0] }

@@ -5,13 +5,15 @@ import Foundation
 import HTTPRouting
 import HTTPServer
 import Kafka
+import Postgres
 import ServiceLogging
+import ServiceRuntime
 import Testing
 @testable import TranscodeWorker
 
 /// What the catalog tells about a room beyond its files: the city label everyone sees on a
 /// public room, the redactions only its owner sees, a version's status while it is still
-/// uploading, and the app's retry function.
+/// uploading, and the app's retry function (also through Supabase's own client).
 @Suite("room catalog: city labels, the owner's redactions, uploading catch-up, transcode-retry", .serialized,
        .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct CatalogPrivacyTests {
@@ -92,6 +94,39 @@ struct CatalogPrivacyTests {
             #expect(Self.rows(all).first?["location_city"] as? String == "杭州")
             #expect(await cities("alice", ["location_city": "eq.杭州"]).keys.sorted() == [hangzhou.roomId])
             #expect(await cities("bob").isEmpty, "nothing is published yet, so nobody else sees these rooms")
+        }
+        await harness.close()
+    }
+
+    @Test("once a public room is published a stranger sees its city (also filtering on it); a private room's city only its owner")
+    func locationCityOfAPublishedRoom() async throws {
+        let harness = try await Harness()
+        var published = harness.request(title: "Loft", owner: "alice", visibility: .public)
+        published.locationCity = "上海"
+        var hidden = harness.request(title: "Study", owner: "alice", visibility: .private)
+        hidden.locationCity = "成都"
+        try await harness.produce([published, hidden])
+        try await JobLifecycleTests.running(harness.service(CatalogPipeline())) { router in
+            func rooms(_ user: String, _ query: [String: String] = [:]) async -> [[String: Any]] {
+                Self.rows(await RoomCatalogTests.get(router, "/rest/v1/rooms", query: [
+                    "owner_id": "eq.alice", "select": "id,location_city,current_version_id"].merging(query) { $1 }, user: user))
+            }
+            let ready = await Integration.eventually(timeout: .seconds(30)) {
+                let shown = await rooms("bob").first?["current_version_id"] as? String == published.versionId
+                let done = (try? await harness.jobStatus(hidden.versionId)) == "ready"
+                return shown && done
+            }
+            #expect(ready, "the public room is published to others")
+            let stranger = await rooms("bob")
+            #expect(stranger.count == 1, "\(stranger)")
+            #expect(stranger.first?["id"] as? String == published.roomId && stranger.first?["location_city"] as? String == "上海",
+                    "\(stranger)")
+            #expect(await rooms("bob", ["location_city": "eq.上海"]).count == 1)
+            #expect(await rooms("bob", ["location_city": "eq.成都"]).isEmpty)
+            let owner = Dictionary(uniqueKeysWithValues: await rooms("alice").map {
+                ($0["id"] as? String ?? "", $0["location_city"] as? String ?? "<null>")
+            })
+            #expect(owner == [published.roomId: "上海", hidden.roomId: "成都"])
         }
         await harness.close()
     }
@@ -211,6 +246,38 @@ struct CatalogPrivacyTests {
             #expect(try await Integration.eventually { try await harness.jobStatus(request.versionId) == "failed" })
             let refused = await call(body, user: "owner-1")
             #expect(refused.0 == .conflict && code(refused) == "RETRY_LIMIT_REACHED")
+        }
+        await harness.close()
+    }
+
+    @Test("transcode-retry through Supabase's own client (supabase_functions) with an ES256 Supabase Auth session PyJWT minted, whose JWKS the worker reads: the owner's failed version is 202 queued with the next attempt; a stranger gets 404 NOT_FOUND, a version that has not failed 409 VERSION_NOT_FAILED")
+    func retryFunctionThroughSupabaseClient() async throws {
+        let witness = try TokenWitness.shared()
+        let tokens = TokenVerificationSettings(keySet: .file(try witness.keySetFile()), issuer: TokenWitness.issuer,
+                                               audience: TokenWitness.audience)
+        // The session's user owns both versions; the stranger holds another session (RS256, another sub).
+        let owner = try witness.subject("es256")
+        let harness = try await Harness()
+        let failed = harness.request(title: "bad", owner: owner)
+        let ready = harness.request(title: "fine", owner: owner)
+        try await JobLifecycleTests.running(harness.service(ScriptedPipeline(), tokens: tokens)) { router in
+            try await harness.produce([failed, ready])
+            #expect(try await Integration.eventually { try await harness.jobStatus(failed.versionId) == "failed" })
+            #expect(try await Integration.eventually { try await harness.jobStatus(ready.versionId) == "ready" })
+            let result = try await Self.witness("retry_client.py", router: router, spec: [
+                "owner": try witness.token("es256"), "stranger": try witness.token("rs256"),
+                "failed": failed.versionId, "ready": ready.versionId])
+            #expect(result["owner"] as? NSDictionary == ["version_id": failed.versionId, "status": "queued", "attempt": 2] as NSDictionary,
+                    "\(result)")
+            func refusal(_ name: String) -> String {
+                let answer = result[name] as? [String: Any]
+                return "\(answer?["status"] as? Int ?? 0) \((answer?["error"] as? [String: Any])?["code"] as? String ?? "-")"
+            }
+            #expect(refusal("stranger") == "404 NOT_FOUND", "\(result)")
+            #expect(refusal("not_failed") == "409 VERSION_NOT_FAILED", "\(result)")
+            // Only the owner's call queued the version again.
+            #expect(try await harness.client.query("SELECT attempts FROM transcode_jobs WHERE version_id = $1", [ready.versionId])
+                .first?.decode(Int32.self, "attempts") == 1)
         }
         await harness.close()
     }

@@ -74,10 +74,12 @@ struct JobLifecycleTests {
             _ = try await PostgresMigrator(migrations: TranscodeWorkerService.migrations, logger: .disabled).migrate(client)
         }
 
+        /// `tokens`: what tokens are checked with besides `JobLifecycleTests.secret` (a JWKS).
         func service(_ pipeline: any TranscodePipeline, links: any OutputLinks = FixedLinks(), lease: Duration = .seconds(30),
-                     workerID: String = "worker-a") -> TranscodeWorkerService {
-            let configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
+                     workerID: String = "worker-a", tokens: TokenVerificationSettings = TokenVerificationSettings()) -> TranscodeWorkerService {
+            var configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
                                                     jwtSecret: JobLifecycleTests.secret, httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
+            configuration.tokenVerification = tokens
             let context = ServiceContext(name: "transcode-worker", configuration: configuration, database: client, producer: producer,
                                          admin: admin, metrics: MetricsRegistry(), logger: .disabled)
             var settings = TranscodeConfiguration()

@@ -53,13 +53,14 @@ enum DevCommand {
         // servers listen, so that its presence means "up".
         try? FileManager.default.removeItem(atPath: DevEnvironment.path)
 
-        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE as the services read them alone, and the
-        // consumers' fetch waits, checked before anything starts. The embedded broker answers a
+        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE and CORS_ALLOWED_ORIGINS as the services read
+        // them alone, and the consumers' fetch waits, checked before anything starts. The embedded broker answers a
         // waiting fetch only when the wait ends, never when a record arrives (a Kafka broker
         // does): short waits, so that no read model trails by librdkafka's 500 ms
         // (docs/kafka.md). The services of other processes get them from dev.env.
         var settings = EnvironmentReader(environment)
         let tokenVerification = TokenVerificationSettings.read(from: &settings)
+        let corsAllowedOrigins = CommonConfiguration.readCORSAllowedOrigins(from: &settings)
         let fetchWait = settings.milliseconds("KAFKA_FETCH_WAIT_MS", default: EmbeddedKafkaCluster.fetchWait, range: 0...300_000)
         let realtimeFetchWait = settings.milliseconds("REALTIME_FETCH_WAIT_MS", default: Self.realtimeFetchWait,
                                                       range: 0...300_000)
@@ -107,6 +108,7 @@ enum DevCommand {
         var configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
         configuration.tokenVerification = tokenVerification
+        configuration.corsAllowedOrigins = corsAllowedOrigins
         configuration.kafkaFetchWait = fetchWait
         let runningGroups = RunningConsumerGroups()
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
@@ -140,6 +142,10 @@ enum DevCommand {
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret),
                                           ("KAFKA_FETCH_WAIT_MS", String(configuration.kafkaFetchWait?.wholeMilliseconds ?? 0)),
                                           ("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds))]
+        // The origins given: services run apart from this process (with --infra-only) answer the same browsers.
+        if environment["CORS_ALLOWED_ORIGINS"] != nil {
+            values.append(("CORS_ALLOWED_ORIGINS", corsAllowedOrigins.joined(separator: ",")))
+        }
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
         values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))

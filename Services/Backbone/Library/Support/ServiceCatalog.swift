@@ -58,6 +58,7 @@ struct ServiceCatalog {
         _ = RealtimeConfiguration.read(from: &env)
         _ = TranscodeConfiguration.read(from: &env)
         _ = TokenVerificationSettings.read(from: &env)
+        _ = CommonConfiguration.readCORSAllowedOrigins(from: &env)
         _ = env.logLevel()
         do {
             try env.validate()
