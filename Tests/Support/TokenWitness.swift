@@ -80,6 +80,18 @@ public struct TokenWitness: Sendable {
         return token
     }
 
+    /// The `sub` of the token named `name`: the user a session belongs to.
+    public func subject(_ name: String) throws(Failure) -> String {
+        let parts = try token(name).split(separator: ".")
+        var payload = String(parts[1]).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        payload += String(repeating: "=", count: (4 - payload.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: payload),
+              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let sub = object["sub"] as? String else {
+            throw Failure(description: "the witness's \(name) names no subject")
+        }
+        return sub
+    }
+
     /// A JWKS document holding the keys `kids` (default: the services' set).
     public func keySet(_ kids: [String]? = nil) -> [UInt8] {
         let members = (kids ?? mainKeyIDs).compactMap { keys[$0] }
