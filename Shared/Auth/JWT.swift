@@ -2,7 +2,8 @@ import Foundation
 import Hashing
 
 /// The claims this system reads from a token. `sub` is the user id; `role: "service"` (or
-/// Supabase's `service_role`) marks a service token (catalog maintenance).
+/// Supabase's `service_role`) marks a service token (catalog maintenance); `role: "anon"` is a
+/// Supabase project's anon key, which names the app and no user (`sub` is empty).
 public struct JWTClaims: Sendable, Equatable, Codable {
     public var sub: String
     public var exp: Int64?
@@ -19,6 +20,10 @@ public struct JWTClaims: Sendable, Equatable, Codable {
     }
 
     public var isService: Bool { role == "service" || role == "service_role" }
+
+    /// The project's anon key: signed like the sessions, but for no user. Only callers that
+    /// ask for it (`acceptingAnonymous`) ever see such claims.
+    public var isAnonymous: Bool { role == "anon" }
 }
 
 public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -67,7 +72,8 @@ public struct AuthError: Error, Sendable, Equatable, CustomStringConvertible {
 /// that very algorithm (`JSONWebKeySet`). `alg: none` and every other algorithm are refused
 /// before the signature is looked at; the HMAC is compared in constant time, ECDSA and RSA
 /// signatures are checked by OpenSSL. A user token must carry `issuer` (`iss`) and `audience`
-/// (`aud`, a string or an array) when these are set. `exp` and `nbf` are honoured with a small
+/// (`aud`, a string or an array) when these are set. The project's anon key (`role: "anon"`)
+/// is refused unless the caller accepts anonymous clients. `exp` and `nbf` are honoured with a small
 /// leeway for clock skew, on every call. The claims of a token whose signature was verified
 /// are kept (up to `cacheCapacity` tokens), so a client sending the same token again costs a
 /// dictionary lookup instead of a signature check and a JSON parse.
@@ -100,8 +106,12 @@ public struct JWTCodec: Sendable {
     private struct Header: Codable { var alg: String; var kid: String?; var crit: [String]? }
 
     /// `acceptingRevoked`: also the token of an erased account (the one route that answers
-    /// such a user: their deletion receipt).
-    public func verify(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false) throws(AuthError) -> JWTClaims {
+    /// such a user: their deletion receipt). `acceptingAnonymous`: also the project's anon key
+    /// (claims with `isAnonymous` and an empty `sub`), for a caller that decides itself what
+    /// an anonymous client may do (the Realtime socket, whose SDKs open it with the anon key);
+    /// everywhere else it is refused with `anonymousKey`.
+    public func verify(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false,
+                       acceptingAnonymous: Bool = false) throws(AuthError) -> JWTClaims {
         let claims: JWTClaims
         if let known = verified.claims(for: token, keyGeneration: keys?.generation ?? 0) {
             claims = known
@@ -118,6 +128,12 @@ public struct JWTCodec: Sendable {
         if let nbf = claims.nbf, nowSeconds + leeway < nbf {
             throw AuthError(.notYetValid, "token not valid yet")
         }
+        if claims.isAnonymous {
+            guard acceptingAnonymous else {
+                throw AuthError(.anonymousKey, "the anon key identifies the app, not a user: send the signed-in user's access token")
+            }
+            return claims
+        }
         if !acceptingRevoked, !claims.isService, revoked.contains(claims.sub) {
             throw AuthError(.revokedSubject, "the account was deleted")
         }
@@ -128,15 +144,16 @@ public struct JWTCodec: Sendable {
     /// again (at most once per `JSONWebKeyring.refreshInterval`, shared by every request that
     /// waits) and verifies once more, so a token signed with a key the provider has just added
     /// is accepted on its first request. `verify` alone starts that reading without waiting.
-    public func verifyRefreshingKeys(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false) async throws(AuthError) -> JWTClaims {
+    public func verifyRefreshingKeys(_ token: String, now: Date = Date(), acceptingRevoked: Bool = false,
+                                     acceptingAnonymous: Bool = false) async throws(AuthError) -> JWTClaims {
         do {
-            return try verify(token, now: now, acceptingRevoked: acceptingRevoked)
+            return try verify(token, now: now, acceptingRevoked: acceptingRevoked, acceptingAnonymous: acceptingAnonymous)
         } catch {
             guard error.code == .unknownKey, let keys else { throw error }
             // The fetch the failed lookup started, or nil when one ran too recently (then the
             // set may still have changed since the lookup: verifying again costs a parse).
             await keys.refresh()?.value
-            return try verify(token, now: now, acceptingRevoked: acceptingRevoked)
+            return try verify(token, now: now, acceptingRevoked: acceptingRevoked, acceptingAnonymous: acceptingAnonymous)
         }
     }
 
@@ -169,10 +186,12 @@ public struct JWTCodec: Sendable {
             throw AuthError(.malformed, "payload is not a JSON object")
         }
         let role = object["role"] as? String
-        // Signed like a user's session but for the app (and without `sub`): say what it is
-        // rather than "no subject", for the developer who sent it by mistake.
-        guard role != "anon" else {
-            throw AuthError(.anonymousKey, "the anon key identifies the app, not a user: send the signed-in user's access token")
+        // Signed like a user's session but for the app, and without `sub` (nor the sessions'
+        // `iss` and `aud`): `verify` refuses it unless the caller accepts anonymous clients,
+        // saying what it is rather than "no subject", for the developer who sent it by mistake.
+        if role == "anon" {
+            return (JWTClaims(sub: "", exp: Self.integer(object["exp"]), nbf: Self.integer(object["nbf"]),
+                              iat: Self.integer(object["iat"]), role: role), keyGeneration)
         }
         let sub: String
         if let subject = object["sub"] as? String, !subject.isEmpty {

@@ -10,10 +10,15 @@ import Testing
 struct AppThroughOneOriginTests {
     static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
 
-    @Test("Flow A with the seed's calls only: quota → upload-init → room:{id} joined at once, catch-up `uploading` → PUT → upload-complete → queued, stages, ready with the version_id → the room in the feed; a browser's preflight is answered; Ctrl-C stops nginx too")
+    /// Ingest's multipart threshold in this test: its smallest setting (one S3 part), so that a
+    /// scan just over it — 5 MiB and a bit, made in a moment — goes up in parts.
+    static let multipartThreshold = 5 << 20
+
+    @Test("Flow A with the seed's calls only, set up as the app's Supabase client is (anon key as apikey, the session as bearer and through set_auth on the socket), for a scan PUT whole and one PUT in parts: quota → upload-init → room:{id} joined at once, catch-up `uploading` → PUT → upload-complete → queued, stages, ready with the version_id → GET /rooms/versions/{id} ready → both rooms in the seed's feed query; a browser's preflight is answered; Ctrl-C stops nginx too")
     func flowAThroughOneOrigin() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)
-        let dev = try await DevStack.start(["--port-offset", String(offset)])
+        let dev = try await DevStack.start(["--port-offset", String(offset)],
+                                           environment: ["INGEST_MULTIPART_THRESHOLD_BYTES": String(Self.multipartThreshold)])
         defer { dev.cleanUp() }
         let base = try #require(dev.value("APP_BASE_URL"), "dev.env names the one origin\n\(dev.log)")
         #expect(base == "http://127.0.0.1:\(8000 + offset)")
@@ -26,28 +31,44 @@ struct AppThroughOneOriginTests {
                 + "-H 'Access-Control-Request-Headers: authorization, apikey, x-client-info, content-type' \(base)/functions/v1/upload-init")
         #expect(preflight.output == "204 *", "\(preflight.output)")
 
-        let token = JWTCodec(secret: try #require(dev.value("JWT_SECRET"))).issue(userID: "one-origin-owner", ttl: 600)
+        // The project's keys as Supabase makes its legacy ones: the anon key and a user's session,
+        // both HS256 with the project's JWT secret.
+        let codec = JWTCodec(secret: try #require(dev.value("JWT_SECRET")))
+        let anonKey = codec.sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) + 3600, role: "anon"))
+        let session = codec.issue(userID: "one-origin-owner", ttl: 600)
         let fixtures = Integration.packageRoot.appendingPathComponent("Tests/USDTests/Fixtures")
         let script = Self.clients.appendingPathComponent("app_flow.py").path
         let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"
-        let arguments = [script, base, token, fixtures.appendingPathComponent("roomscan.usdz").path,
-                         fixtures.appendingPathComponent("roomscan.roomplan.json").path]
+        let arguments = [script, base, anonKey, session, fixtures.appendingPathComponent("roomscan.usdz").path,
+                         fixtures.appendingPathComponent("roomscan.roomplan.json").path, String(Self.multipartThreshold + (1 << 20))]
         let (status, output) = try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try Integration.run(python, arguments) }) }
         }
         #expect(status == 0, "\(output)\n\(dev.log.suffix(3000))")
         let seen = (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
-        let version = try #require(seen["version_id"] as? String, "\(output)")
-        let room = try #require(seen["room_id"] as? String)
-        #expect(seen["joined_before_complete"] as? Bool == true)
-        #expect((seen["catch_up_before"] as? [[String: Any]])?.first?["status"] as? String == "uploading")
-        #expect((seen["complete"] as? [String: Any])?["status"] as? String == "queued")
-        let events = seen["events"] as? [[String: Any]] ?? []
-        let statuses = events.compactMap { $0["status"] as? String }
-        #expect(statuses.first == "queued" && statuses.contains("transcoding") && statuses.last == "ready", "\(events)")
-        #expect(events.allSatisfy { $0["version_id"] as? String == version }, "\(events)")
-        #expect((seen["catch_up_after"] as? [[String: Any]])?.first?["status"] as? String == "ready")
-        #expect((seen["feed"] as? [[String: Any]])?.contains { $0["id"] as? String == room } == true, "\(seen["feed"] ?? "")")
+        var rooms: [String] = []
+        for label in ["single", "multipart"] {
+            let flow = try #require(seen[label] as? [String: Any], "\(label): \(output)")
+            let version = try #require(flow["version_id"] as? String, "\(label): \(flow)")
+            rooms.append(try #require(flow["room_id"] as? String))
+            #expect(flow["joined_before_complete"] as? Bool == true, "\(label): \(flow)")
+            #expect((flow["catch_up_before"] as? [[String: Any]])?.first?["status"] as? String == "uploading", "\(label): \(flow)")
+            #expect((flow["complete"] as? [String: Any])?["status"] as? String == "queued", "\(label): \(flow)")
+            let events = flow["events"] as? [[String: Any]] ?? []
+            let statuses = events.compactMap { $0["status"] as? String }
+            #expect(statuses.first == "queued" && statuses.contains("transcoding") && statuses.last == "ready", "\(label): \(events)")
+            #expect(events.allSatisfy { $0["version_id"] as? String == version }, "\(label): \(events)")
+            #expect((flow["catch_up_after"] as? [[String: Any]])?.first?["status"] as? String == "ready", "\(label): \(flow)")
+            let details = flow["details"] as? [String: Any]
+            #expect(details?["status"] as? String == "ready" && details?["manifest"] as? Bool == true, "\(label): \(flow)")
+        }
+        let multipart = try #require(seen["multipart"] as? [String: Any])
+        #expect((seen["large_bytes"] as? Int ?? 0) > Self.multipartThreshold)
+        #expect(multipart["parts"] as? [Int] == [5 << 20, (seen["large_bytes"] as? Int ?? 0) - (5 << 20)], "\(multipart)")
+        #expect(multipart["parts_cover_the_file"] as? Bool == true)
+        #expect((seen["single"] as? [String: Any])?["parts"] == nil, "a small scan goes up in one PUT")
+        let feed = seen["feed"] as? [String] ?? []
+        #expect(rooms.allSatisfy(feed.contains), "\(feed) holds \(rooms)")
 
         let exit = await dev.interrupt()
         #expect(exit == 0, "\(dev.log.suffix(2000))")

@@ -99,6 +99,24 @@ struct JWKSTests {
         #expect(try await RequestAuthenticator(codec: codec).requireService(request).isService)
     }
 
+    @Test("the anon key is accepted only where anonymous clients are (the Realtime socket): no user, no service, and still refused everywhere else once verified; forged or expired, it is refused there too")
+    func anonKeyWhereAnonymousClientsAre() throws {
+        let anon = try witness.token("anon")
+        let claims = try codec.verify(anon, acceptingAnonymous: true)
+        #expect(claims.isAnonymous && !claims.isService && claims.sub.isEmpty)
+        // Held in the verified-token cache now: the cache does not make it a user's token.
+        #expect(Self.refusal { () throws(AuthError) in try codec.verify(anon) } == .anonymousKey)
+        let forged = JWTCodec(secret: "another-project's-jwt-secret-0123456789")
+            .sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) + 600, role: "anon"))
+        #expect(Self.refusal { () throws(AuthError) in try codec.verify(forged, acceptingAnonymous: true) } == .badSignature)
+        let expired = JWTCodec(secret: TokenWitness.secret)
+            .sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) - 600, role: "anon"))
+        #expect(Self.refusal { () throws(AuthError) in try codec.verify(expired, acceptingAnonymous: true) } == .expired)
+        // A user's session stays a user's session for such a caller.
+        let session = try witness.token("es256")
+        #expect(try codec.verify(session, acceptingAnonymous: true).sub == Self.subject(of: session))
+    }
+
     @Test("without a key set, ES256 and RS256 tokens are refused and HS256 ones still work")
     func withoutKeySet() async throws {
         let plain = JWTCodec(secret: TokenWitness.secret)

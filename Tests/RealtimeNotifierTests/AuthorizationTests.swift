@@ -8,8 +8,10 @@ import Testing
 
 @Suite("Authorization on join", .serialized, .timeLimit(.minutes(3)), .enabled(if: Integration.isEnabled))
 struct AuthorizationTests {
-    func join(_ socket: RawSocket, _ channel: String, ref: String) async throws -> [String: Any] {
-        try await socket.send(json: ["topic": "realtime:\(channel)", "event": "phx_join", "payload": ["config": [String: Any]()],
+    func join(_ socket: RawSocket, _ channel: String, ref: String, accessToken: String? = nil) async throws -> [String: Any] {
+        var payload: [String: Any] = ["config": [String: Any]()]
+        if let accessToken { payload["access_token"] = accessToken }
+        try await socket.send(json: ["topic": "realtime:\(channel)", "event": "phx_join", "payload": payload,
                                      "ref": ref, "join_ref": ref])
         let frame = try #require(try await socket.frame() as? [String: Any])
         return try #require(frame["payload"] as? [String: Any])
@@ -111,6 +113,85 @@ struct AuthorizationTests {
             let stranger = try await RawSocket(url: harness.socketURL(user: "frank"))
             defer { stranger.close() }
             #expect(try await join(stranger, "room:early", ref: "1")["status"] as? String == "error")
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    static func reason(_ reply: [String: Any]) -> String {
+        (reply["response"] as? [String: Any])?["reason"] as? String ?? ""
+    }
+
+    @Test("a socket opened with the project's anon key (as Supabase's SDKs open it) joins public rooms only; the user's session in the join's access_token opens the owner's private room and own channel; the anon key sent again (sign-out) closes them")
+    func anonKeySocket() async throws {
+        let harness = try await RealtimeHarness()
+        do {
+            try await harness.uploadStarted(roomID: "mine", owner: "alice", visibility: .private)
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "open", versionId: "v", ownerUserId: "alice",
+                                                                  visibility: .public, status: .queued, at: Date()))
+            try await harness.waitForSequence("room:open", atLeast: 1)
+            #expect(try await Integration.eventually {
+                !(try await harness.database.query("SELECT 1 FROM realtime_rooms WHERE room_id = 'mine'").isEmpty)
+            })
+
+            // Only the anon key; the Python client also sends it as the join's access_token.
+            let anonymous = try await RawSocket(url: harness.anonSocketURL())
+            defer { anonymous.close() }
+            let refused = try await join(anonymous, "room:mine", ref: "1")
+            #expect(refused["status"] as? String == "error")
+            #expect(Self.reason(refused).hasPrefix("Unauthorized: You do not have permissions to read from this Channel topic: room:mine"),
+                    "\(refused)")
+            let withKey = try await join(anonymous, "room:mine", ref: "2", accessToken: harness.anonKey())
+            #expect(withKey["status"] as? String == "error" && Self.reason(withKey).hasPrefix("Unauthorized:"))
+            #expect(try await join(anonymous, "user:alice", ref: "3")["status"] as? String == "error")
+            #expect(try await join(anonymous, "room:open", ref: "4")["status"] as? String == "ok")
+            // Anonymous clients read; they do not write.
+            try await anonymous.send(json: ["topic": "realtime:room:open", "event": "broadcast", "ref": "5", "join_ref": "4",
+                                            "payload": ["type": "broadcast", "event": "note", "payload": ["text": "hi"]]])
+            let write = try #require(try await anonymous.frame() as? [String: Any])
+            #expect(Self.reason(try #require(write["payload"] as? [String: Any])).hasPrefix("Unauthorized:"), "\(write)")
+
+            // The same socket kind with the owner's session in the join.
+            let owner = try await RawSocket(url: harness.anonSocketURL(vsn: "2.0.0"))
+            defer { owner.close() }
+            try await owner.send(json: ["1", "1", "realtime:room:mine", "phx_join",
+                                        ["config": [String: Any](), "access_token": harness.token("alice")]])
+            #expect(try v2(try await owner.frame()).payload["status"] as? String == "ok")
+            try await owner.send(json: ["2", "2", "realtime:user:alice", "phx_join",
+                                        ["config": [String: Any](), "access_token": harness.token("alice")]])
+            #expect(try v2(try await owner.frame()).payload["status"] as? String == "ok")
+            // Another user's session opens neither; an expired or forged one is refused as before.
+            try await owner.send(json: ["3", "3", "realtime:room:mine", "phx_join",
+                                        ["config": [String: Any](), "access_token": harness.token("mallory")]])
+            let close = try v2(try await owner.frame())  // the earlier join of the topic ends first
+            #expect(close.event == "phx_close")
+            let stranger = try v2(try await owner.frame()).payload
+            #expect(stranger["status"] as? String == "error" && Self.reason(stranger) == "Unauthorized: private room", "\(stranger)")
+            let expired = harness.codec.issue(userID: "alice", ttl: -120)
+            try await owner.send(json: ["4", "4", "realtime:room:mine", "phx_join", ["config": [String: Any](), "access_token": expired]])
+            let stale = try v2(try await owner.frame()).payload
+            #expect(Self.reason(stale) == "Unauthorized: invalid access_token (expired)", "\(stale)")
+            try await owner.send(json: ["5", "5", "realtime:room:mine", "phx_join",
+                                        ["config": [String: Any](), "access_token": harness.token("alice")]])
+            #expect(try v2(try await owner.frame()).payload["status"] as? String == "ok")
+            // supabase-swift on sign-out: setAuth(anon key) → an access_token message with it.
+            try await owner.send(json: ["5", "6", "realtime:room:mine", "access_token", ["access_token": harness.anonKey()]])
+            let system = try v2(try await owner.frame())
+            #expect(system.event == "system" && system.payload["status"] as? String == "error", "\(system)")
+            #expect(try v2(try await owner.frame()).event == "phx_close")
+
+            // A key of another project, or expired, opens no socket.
+            let forged = JWTCodec(secret: "another-project-secret-0123456789")
+                .sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) + 600, role: "anon"))
+            let foreign = try #require(try await RawSocket.refusal(
+                url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=\(forged)&vsn=1.0.0"))
+            #expect(foreign.status == 401 && foreign.body.contains("bad_signature"), "\(foreign)")
+            let old = harness.codec.sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) - 600, role: "anon"))
+            let outdated = try #require(try await RawSocket.refusal(
+                url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=\(old)&vsn=1.0.0"))
+            #expect(outdated.status == 401 && outdated.body.contains("expired"), "\(outdated)")
         } catch {
             await harness.shutdown()
             throw error

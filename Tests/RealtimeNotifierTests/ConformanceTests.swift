@@ -2,6 +2,7 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
+import ServiceRuntime
 import Testing
 @testable import RealtimeNotifier
 
@@ -43,6 +44,59 @@ struct ConformanceTests {
             #expect((broadcast["payload"] as? [String: Any])?["status"] as? String == "ready")
             #expect((broadcast["meta"] as? [String: Any])?["id"] as? String == "2")
             #expect(await listener.waitForExit() == 0)
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+    }
+
+    @Test("the Python realtime client as Supabase's SDKs use it — the anon key as the socket's apikey, set_auth with the user's ES256 Supabase session — joins room:{id} right after upload-init and receives queued, transcoding and ready with the version_id; with the anon key alone, or an expired session, the owner's room is refused")
+    func sdkAnonKeyAndSession() async throws {
+        let witness = try TokenWitness.shared()
+        let tokens = TokenVerificationSettings(keySet: .file(try witness.keySetFile()), issuer: TokenWitness.issuer,
+                                               audience: TokenWitness.audience)
+        let harness = try await RealtimeHarness(secret: TokenWitness.secret, tokens: tokens)
+        do {
+            let base = "http://127.0.0.1:\(harness.port())/realtime/v1"
+            let anon = try witness.token("anon")
+            let owner = try witness.subject("es256")
+            func listener(_ session: String) throws -> PythonClient {
+                try PythonClient(script: "sdk_room_listener.py", arguments: [base, anon, session, "room:sdk", "90"])
+            }
+            // upload-init's announcement, then the app's join at once (the notifier waits for the announcement).
+            try await harness.uploadStarted(roomID: "sdk", owner: owner, visibility: .private)
+            let app = try listener(try witness.token("es256"))
+            let subscribed = try await app.next()
+            #expect(subscribed["status"] as? String == "SUBSCRIBED", "\(subscribed)")
+
+            for status in [RoomVersionStatus.queued, .transcoding, .ready] {
+                try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "sdk", versionId: "v-sdk", ownerUserId: owner,
+                                                                      visibility: .private, status: status,
+                                                                      manifestKey: status == .ready ? "m.json" : nil, at: Date()))
+            }
+            var received: [[String: Any]] = []
+            while received.last?["event"] as? String != "ready" {
+                received.append(try #require(try await app.next(timeout: .seconds(90))["broadcast"] as? [String: Any]))
+            }
+            let statuses = received.compactMap { ($0["payload"] as? [String: Any])?["status"] as? String }
+            #expect(statuses == ["queued", "transcoding", "ready"], "\(received)")
+            #expect(received.allSatisfy { ($0["payload"] as? [String: Any])?["version_id"] as? String == "v-sdk" }, "\(received)")
+            #expect(await app.waitForExit() == 0, "\(app.standardError)")
+
+            // Nobody signed in: the anon key alone (also sent as the join's access_token).
+            let stranger = try listener("-")
+            let refused = try await stranger.next()
+            #expect(refused["status"] as? String == "CHANNEL_ERROR", "\(refused)")
+            #expect((refused["error"] as? String)?.contains("Unauthorized: You do not have permissions to read from this Channel topic: room:sdk") == true,
+                    "\(refused)")
+            #expect(await stranger.waitForExit() == 0, "\(stranger.standardError)")
+
+            let expired = try listener(try witness.token("expired"))
+            let stale = try await expired.next()
+            #expect(stale["status"] as? String == "CHANNEL_ERROR", "\(stale)")
+            #expect((stale["error"] as? String)?.contains("invalid access_token (expired)") == true, "\(stale)")
+            #expect(await expired.waitForExit() == 0, "\(expired.standardError)")
         } catch {
             await harness.shutdown()
             throw error

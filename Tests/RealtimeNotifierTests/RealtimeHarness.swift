@@ -19,7 +19,11 @@ import Testing
 /// on ephemeral ports, all in this process.
 final class RealtimeHarness: Sendable {
     static let secret = "realtime-test-secret-0123456789"
-    let codec = JWTCodec(secret: RealtimeHarness.secret)
+    /// The secret the instances check HS256 tokens with, and `codec` signs with.
+    let secret: String
+    /// What the instances check ES256/RS256 tokens with, and the sessions' issuer and audience.
+    let tokens: TokenVerificationSettings
+    let codec: JWTCodec
     let cluster: EmbeddedKafkaCluster
     let testDatabase: TestDatabase
     var databaseURL: String { testDatabase.url }
@@ -28,7 +32,11 @@ final class RealtimeHarness: Sendable {
     private let instances = Mutex<[(task: Task<Void, any Error>, port: Int, service: RealtimeNotifierService, context: ServiceContext)]>([])
     let logger: Logger
 
-    init(instances count: Int = 1, configure: (inout RealtimeConfiguration) -> Void = { _ in }) async throws {
+    init(instances count: Int = 1, secret: String = RealtimeHarness.secret, tokens: TokenVerificationSettings = TokenVerificationSettings(),
+         configure: (inout RealtimeConfiguration) -> Void = { _ in }) async throws {
+        self.secret = secret
+        self.tokens = tokens
+        codec = JWTCodec(secret: secret)
         logger = ProcessInfo.processInfo.environment["REALTIME_TEST_LOG"] == "1" ? Logger(label: "realtime-test", level: .debug) : .disabled
         cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
@@ -41,8 +49,9 @@ final class RealtimeHarness: Sendable {
     }
 
     func startInstance(_ index: Int, configure: (inout RealtimeConfiguration) -> Void) async throws {
-        let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: Self.secret,
+        var common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: secret,
                                          httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
+        common.tokenVerification = tokens
         let context = try await ServiceHost.makeContext(name: "realtime-notifier-\(index)", configuration: common,
                                                         metrics: MetricsRegistry(), logger: logger)
         var configuration = RealtimeConfiguration(maxBatchWait: .milliseconds(5), fetchWait: .milliseconds(5), maintenanceInterval: .seconds(1),
@@ -73,6 +82,17 @@ final class RealtimeHarness: Sendable {
     }
 
     func token(_ user: String) -> String { codec.issue(userID: user, ttl: 3600) }
+
+    /// The project's anon key, as a Supabase project's legacy keys are made: HS256 with the
+    /// project's JWT secret, `role: anon`, no user.
+    func anonKey() -> String {
+        codec.sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) + 86_400, role: "anon"))
+    }
+
+    /// A socket opened the way Supabase's SDKs open it: the anon key as `apikey`.
+    func anonSocketURL(_ index: Int = 0, vsn: String = "1.0.0") -> String {
+        "ws://127.0.0.1:\(port(index))/realtime/v1/websocket?apikey=\(anonKey())&vsn=\(vsn)"
+    }
 
     /// Waits until instance `index` has `count` subscriptions.
     func waitForSubscriptions(_ count: Int, instance index: Int = 0, timeout: Duration = .seconds(45)) async throws {

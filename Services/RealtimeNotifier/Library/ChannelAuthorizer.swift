@@ -12,6 +12,10 @@ import Postgres
 ///   right after upload-init may be ahead of the announcement), then refused. Only the owner
 ///   may broadcast on a room.
 /// - Service tokens (`role: "service"`) may read and write every channel.
+/// - The project's anon key (what Supabase's SDKs open the socket with, and send as the join's
+///   `access_token` while nobody is signed in) is an anonymous client: it may read public rooms
+///   only, and write nowhere. The user's session, sent as the join's `access_token` or in an
+///   `access_token` message, is what opens the user's own channels and private rooms.
 public struct ChannelAuthorizer: Sendable {
     public enum Decision: Sendable, Equatable {
         case allowed
@@ -34,10 +38,21 @@ public struct ChannelAuthorizer: Sendable {
         self.unknownRoomWait = unknownRoomWait
     }
 
-    /// The verified claims of a token, or why it was refused.
+    /// The verified claims of a socket's apikey or a join's `access_token` (a user's session, a
+    /// service token, or the project's anon key), or why it was refused.
     public func verify(_ token: String) -> Result<JWTClaims, AuthError> {
         do {
-            return .success(try codec.verify(token))
+            return .success(try codec.verify(token, acceptingAnonymous: true))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// `verify`, waiting for the key set to be read again when the token names a key it does not
+    /// hold yet (a session signed with a key the provider has just added).
+    public func verifyRefreshingKeys(_ token: String) async -> Result<JWTClaims, AuthError> {
+        do {
+            return .success(try await codec.verifyRefreshingKeys(token, acceptingAnonymous: true))
         } catch {
             return .failure(error)
         }
@@ -47,18 +62,27 @@ public struct ChannelAuthorizer: Sendable {
         if claims.isService { return .allowed }
         switch channel.kind {
         case .user(let id):
+            if claims.isAnonymous { return .denied(Self.anonymousRefusal(channel)) }
             return id == claims.sub ? .allowed : .denied("Unauthorized: user channels are only for their user")
         case .room(let id):
             guard let room = try await awaitedRoom(id) else { return .denied("Unauthorized: unknown room") }
-            if room.owner == claims.sub || room.visibility == "public" { return .allowed }
-            return .denied("Unauthorized: private room")
+            if room.visibility == "public" { return .allowed }
+            if claims.isAnonymous { return .denied(Self.anonymousRefusal(channel)) }
+            return room.owner == claims.sub ? .allowed : .denied("Unauthorized: private room")
         case .other:
             return .denied("Unauthorized: unknown channel")
         }
     }
 
+    /// Supabase's words for a join its policies refuse, and what the client is missing.
+    static func anonymousRefusal(_ channel: ChannelName) -> String {
+        "Unauthorized: You do not have permissions to read from this Channel topic: \(channel.name)"
+            + " (the anon key names no user: send the signed-in user's access_token)"
+    }
+
     public func canWrite(_ claims: JWTClaims, _ channel: ChannelName) async throws -> Decision {
         if claims.isService { return .allowed }
+        if claims.isAnonymous { return .denied("Unauthorized: the anon key may not broadcast") }
         switch channel.kind {
         case .user(let id):
             return id == claims.sub ? .allowed : .denied("Unauthorized: user channels are only for their user")

@@ -43,8 +43,11 @@ final class RealtimeSession: Sendable {
     /// Milliseconds since the client last sent anything.
     var idleMilliseconds: Int64 { Self.now() - lastSeen.load(ordering: .relaxed) }
 
-    /// The users this socket acts for: its own token's and each joined channel's.
-    var subjects: [String] { [socketClaims.sub] + joined.withLock { $0.values.map(\.claims.sub) } }
+    /// The users this socket acts for: its own token's and each joined channel's (the anon key
+    /// acts for nobody).
+    var subjects: [String] {
+        ([socketClaims] + joined.withLock { $0.values.map(\.claims) }).filter { !$0.isAnonymous }.map(\.sub)
+    }
 
     /// Called on the service thread: queue and return.
     func received(_ text: String) {
@@ -121,8 +124,15 @@ final class RealtimeSession: Sendable {
             reply(.error(to: message, reason: "too many channels on this socket"))
             return
         }
+        // The join's `access_token` (the user's session, or the anon key while nobody is signed
+        // in) decides; without one, the socket's apikey does.
+        let verification = if let token = options.accessToken {
+            await environment.authorizer.verifyRefreshingKeys(token)
+        } else {
+            Result<JWTClaims, AuthError>.success(socketClaims)
+        }
         let claims: JWTClaims
-        switch options.accessToken.map(environment.authorizer.verify) ?? .success(socketClaims) {
+        switch verification {
         case .success(let verified): claims = verified
         case .failure(let error):
             reply(.error(to: message, reason: "Unauthorized: invalid access_token (\(error.code.rawValue))"))
@@ -153,8 +163,9 @@ final class RealtimeSession: Sendable {
         reply(.close(topic: message.topic, joinRef: old?.joinRef ?? message.joinRef ?? message.ref))
     }
 
-    /// Re-verifies a refreshed token; a bad one (or one no longer allowed on the channel)
-    /// ends the channel with a `system` error.
+    /// Re-verifies a refreshed token, which from then on is the channel's identity; a bad one
+    /// (or one no longer allowed on the channel: the anon key a signed-out app sends on a private
+    /// room) ends the channel with a `system` error.
     func refreshToken(_ message: PhoenixMessage) async {
         guard let entry = joined.withLock({ $0[message.topic] }) else {
             reply(.error(to: message, reason: "unmatched topic"))
@@ -162,7 +173,7 @@ final class RealtimeSession: Sendable {
         }
         let token = message.payload["access_token"]?.stringValue ?? ""
         var failure: String?
-        switch environment.authorizer.verify(token) {
+        switch await environment.authorizer.verifyRefreshingKeys(token) {
         case .failure(let error):
             failure = "invalid access_token (\(error.code.rawValue))"
         case .success(let claims):

@@ -17,10 +17,14 @@ final class RealtimeSocketDelegate: WebSocketServerDelegate {
 
     var sessionCount: Int { sessions.withLock { $0.count } }
 
-    /// The token of an upgrade: the `x-api-key` header wins over the `apikey` parameter.
+    /// The token of an upgrade: the `x-api-key` header, else the `apikey` parameter, else the
+    /// `apikey` header (supabase-swift sends its key both ways). It is the project's anon key
+    /// (what Supabase's SDKs send; the user's session comes in each join's `access_token`), or
+    /// a user's session or a service token.
     static func apiKey(_ request: WebSocketUpgradeRequest) -> String? {
         if let header = request.headers["x-api-key"], !header.isEmpty { return header }
         if let query = request.query["apikey"], !query.isEmpty { return query }
+        if let header = request.headers["apikey"], !header.isEmpty { return header }
         return nil
     }
 
