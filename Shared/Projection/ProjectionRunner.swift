@@ -342,6 +342,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             }
         }
         ownership.assign(claims)
+        configuration.runningGroups?.markAssigned(configuration.groupID)
         logger.info("partitions assigned", metadata: ["kafka.partitions": Self.describe(claims.mapValues(\.nextOffset))])
         return claims.compactMapValues { $0.nextOffset >= 0 ? $0.nextOffset : nil }
     }

@@ -82,14 +82,23 @@ public struct CommonConfiguration: Sendable {
         configuration.corsAllowedOrigins = readCORSAllowedOrigins(from: &reader)
         configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
         configuration.kafkaFetchWait = reader.optionalMilliseconds("KAFKA_FETCH_WAIT_MS", range: 0...300_000)
-        let ratio = reader.double("TRACE_SAMPLE_RATIO", default: 0)
-        if !(0...1).contains(ratio) { reader.fail("TRACE_SAMPLE_RATIO must be between 0 and 1 (got \(ratio))") }
-        configuration.traceSampleRatio = (0...1).contains(ratio) ? ratio : 0
+        configuration.traceSampleRatio = readTraceSampleRatio(from: &reader)
         return configuration
     }
 }
 
 extension CommonConfiguration {
+    /// Reads `TRACE_SAMPLE_RATIO` (every service, and `backbone dev` for the services it runs):
+    /// 0…1, default 0.
+    public static func readTraceSampleRatio(from reader: inout EnvironmentReader) -> Double {
+        let ratio = reader.double("TRACE_SAMPLE_RATIO", default: 0)
+        guard (0...1).contains(ratio) else {
+            reader.fail("TRACE_SAMPLE_RATIO must be between 0 and 1 (got \(ratio))")
+            return 0
+        }
+        return ratio
+    }
+
     /// Reads `CORS_ALLOWED_ORIGINS` (every service, and `backbone dev` for the services it
     /// runs): `*`, any origin (the default), or a comma-separated list of origins as a browser
     /// sends them in `Origin` — `scheme://host[:port]`, without path or trailing slash. A value

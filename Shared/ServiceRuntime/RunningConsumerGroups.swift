@@ -21,7 +21,7 @@ public final class RunningConsumerGroups: Sendable {
         let id: UInt64
     }
 
-    private let state = Mutex<(next: UInt64, groups: [UInt64: ConsumerGroup])>((0, [:]))
+    private let state = Mutex<(next: UInt64, groups: [UInt64: ConsumerGroup], assigned: Set<String>)>((0, [:], []))
 
     public init() {}
 
@@ -40,5 +40,19 @@ public final class RunningConsumerGroups: Sendable {
     /// The distinct groups running now.
     public var groups: [ConsumerGroup] {
         Array(Set(state.withLock { Array($0.groups.values) }))
+    }
+
+    /// Notes that `groupID` formed: its member was given its partitions (and found their stored
+    /// positions), so a record produced from now on is read.
+    public func markAssigned(_ groupID: String) {
+        _ = state.withLock { $0.assigned.insert(groupID) }
+    }
+
+    /// The running groups whose member has not been given its partitions yet. `backbone dev`
+    /// announces itself once this is empty: a record produced before a group formed would
+    /// otherwise wait for it (seconds on a fresh broker), and a room's first join with it.
+    public var forming: [ConsumerGroup] {
+        state.withLock { state in Set(state.groups.values.filter { !state.assigned.contains($0.groupID) }) }
+            .sorted { $0.groupID < $1.groupID }
     }
 }

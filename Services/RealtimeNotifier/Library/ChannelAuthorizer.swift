@@ -32,7 +32,7 @@ public struct ChannelAuthorizer: Sendable {
     /// How long a join of a room not known yet waits for its announcement.
     let unknownRoomWait: Duration
 
-    public init(codec: JWTCodec, database: PostgresClient, unknownRoomWait: Duration = .seconds(2)) {
+    public init(codec: JWTCodec, database: PostgresClient, unknownRoomWait: Duration = .seconds(5)) {
         self.codec = codec
         self.database = database
         self.unknownRoomWait = unknownRoomWait

@@ -53,14 +53,16 @@ enum DevCommand {
         // servers listen, so that its presence means "up".
         try? FileManager.default.removeItem(atPath: DevEnvironment.path)
 
-        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE and CORS_ALLOWED_ORIGINS as the services read
-        // them alone, and the consumers' fetch waits, checked before anything starts. The embedded broker answers a
-        // waiting fetch only when the wait ends, never when a record arrives (a Kafka broker
-        // does): short waits, so that no read model trails by librdkafka's 500 ms
-        // (docs/kafka.md). The services of other processes get them from dev.env.
+        // JWT_JWKS_FILE/URL, JWT_ISSUER, JWT_AUDIENCE, CORS_ALLOWED_ORIGINS and TRACE_SAMPLE_RATIO
+        // as the services read them alone, and the consumers' fetch waits, checked before
+        // anything starts. The embedded broker answers a waiting fetch only when the wait ends,
+        // never when a record arrives (a Kafka broker does): short waits, so that no read model
+        // trails by librdkafka's 500 ms (docs/kafka.md). The services of other processes get
+        // them from dev.env.
         var settings = EnvironmentReader(environment)
         let tokenVerification = TokenVerificationSettings.read(from: &settings)
         let corsAllowedOrigins = CommonConfiguration.readCORSAllowedOrigins(from: &settings)
+        let traceSampleRatio = CommonConfiguration.readTraceSampleRatio(from: &settings)
         let fetchWait = settings.milliseconds("KAFKA_FETCH_WAIT_MS", default: EmbeddedKafkaCluster.fetchWait, range: 0...300_000)
         let realtimeFetchWait = settings.milliseconds("REALTIME_FETCH_WAIT_MS", default: Self.realtimeFetchWait,
                                                       range: 0...300_000)
@@ -109,6 +111,7 @@ enum DevCommand {
                                                 jwtSecret: secret, httpHost: "127.0.0.1", httpPort: 0, logLevel: logger.logLevel)
         configuration.tokenVerification = tokenVerification
         configuration.corsAllowedOrigins = corsAllowedOrigins
+        configuration.traceSampleRatio = traceSampleRatio
         configuration.kafkaFetchWait = fetchWait
         let runningGroups = RunningConsumerGroups()
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
@@ -142,10 +145,12 @@ enum DevCommand {
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret),
                                           ("KAFKA_FETCH_WAIT_MS", String(configuration.kafkaFetchWait?.wholeMilliseconds ?? 0)),
                                           ("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds))]
-        // The origins given: services run apart from this process (with --infra-only) answer the same browsers.
+        // The origins and the sampling given: services run apart from this process (with
+        // --infra-only) answer the same browsers and sample as these do.
         if environment["CORS_ALLOWED_ORIGINS"] != nil {
             values.append(("CORS_ALLOWED_ORIGINS", corsAllowedOrigins.joined(separator: ",")))
         }
+        if environment["TRACE_SAMPLE_RATIO"] != nil { values.append(("TRACE_SAMPLE_RATIO", String(traceSampleRatio))) }
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
         values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))
@@ -203,14 +208,25 @@ enum DevCommand {
                                           limit: .seconds(drainSeconds), journaled: journal != nil, logger: logger))
         }
         services += http
-        // dev.env and the banner once every service listens, so that whatever reads dev.env
-        // (a script, the tests, `backbone demo`) finds the URLs it names answering.
+        // dev.env and the banner once every service listens and every consumer group has
+        // formed, so that whatever reads dev.env (a script, the tests, `backbone demo`, an app)
+        // finds the URLs it names answering and what it sends read at once (a room's channel
+        // joinable right after upload-init).
         let ports = entries.map { $0.defaultPort + portOffset }
         let infraOnly = entries.isEmpty
         services.append(ClosureService(name: "dev-announce") { [values] in
             let deadline = ContinuousClock.now + .seconds(60)
             while ports.contains(where: LoopbackPort.isFree), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
+            }
+            let formed = ContinuousClock.now + .seconds(30)
+            while !runningGroups.forming.isEmpty, ContinuousClock.now < formed {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let forming = runningGroups.forming
+            if !forming.isEmpty {
+                logger.warning("consumer groups still forming; what is sent now is read once they have",
+                               metadata: ["kafka.groups": forming.map(\.groupID).joined(separator: ",")])
             }
             try DevEnvironment.write(values)
             printBanner(values: values, secret: secret, infraOnly: infraOnly)

@@ -59,6 +59,7 @@ struct ServiceCatalog {
         _ = TranscodeConfiguration.read(from: &env)
         _ = TokenVerificationSettings.read(from: &env)
         _ = CommonConfiguration.readCORSAllowedOrigins(from: &env)
+        _ = CommonConfiguration.readTraceSampleRatio(from: &env)
         _ = env.logLevel()
         do {
             try env.validate()
