@@ -97,7 +97,8 @@ async def upload(client, seen, label, usdz, roomplan):
             done.set()
 
     def on_state(state, error):
-        # A refused join is retried by the client itself; the refusal is reported.
+        # A refused join is retried by the client itself; the refusal is reported (and fails
+        # the test: the owner's join right after upload-init is to be taken at once).
         if str(getattr(state, "value", state)) == "SUBSCRIBED":
             joined.set()
         elif error:
