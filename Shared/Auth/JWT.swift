@@ -265,6 +265,14 @@ public struct JWTCodec: Sendable {
         return input + "." + Base64URL.encode(Digest.hmacSHA256(key: secret, message: Array(input.utf8)))
     }
 
+    /// The anon key of a project signed with this secret, made as a Supabase project's legacy
+    /// anon key is (HS256, `role: anon`, no user): what an app is configured with beside the
+    /// base URL (supabase-swift's `supabaseKey`), sent as `apikey`. The same for a secret every
+    /// time, valid until 2100, so an app keeps it across restarts of `backbone dev`.
+    public var anonKey: String {
+        sign(JWTClaims(sub: "", exp: 4_102_444_800, iat: 1_700_000_000, role: "anon"))
+    }
+
     /// A token for `userID` valid for `ttl` seconds from now.
     public func issue(userID: String, ttl: Int64 = 3600, role: String? = nil, now: Date = Date()) -> String {
         let iat = Int64(now.timeIntervalSince1970)

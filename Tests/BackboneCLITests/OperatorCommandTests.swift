@@ -20,6 +20,21 @@ struct OperatorCommandTests {
         #expect(throws: AuthError.self) { try JWTCodec(secret: "another-secret-0123456789abcdef").verify(outcome.stdout) }
     }
 
+    @Test("token --anon prints the app's anon key: the same at every call, accepted only where anonymous clients are (the Realtime socket), refused as a user's token; with --user it is a usage error")
+    func anonKey() async throws {
+        let secret = "cli-test-secret-0123456789abcdef"
+        let first = try await CLIProcess.run(["token", "--anon"], environment: ["JWT_SECRET": secret])
+        let second = try await CLIProcess.run(["token", "--anon"], environment: ["JWT_SECRET": secret])
+        #expect(first.status == 0 && first.stdout == second.stdout, "\(first.stderr)")
+        let key = first.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let codec = JWTCodec(secret: secret)
+        let claims = try codec.verify(key, acceptingAnonymous: true)
+        #expect(claims.isAnonymous && claims.sub.isEmpty && (claims.exp ?? 0) > Int64(Date().timeIntervalSince1970) + 10 * 365 * 86_400)
+        #expect(throws: AuthError.self) { try codec.verify(key) }
+        let mixed = try await CLIProcess.run(["token", "--anon", "--user", "u"], environment: ["JWT_SECRET": secret])
+        #expect(mixed.status == 2 && mixed.stderr.contains("--anon"), "\(mixed.stderr)")
+    }
+
     @Test("demo with nothing running exits 1 and names the URL it could not reach")
     func demoWithoutServices() async throws {
         let url = "http://127.0.0.1:\(Integration.freePort())"

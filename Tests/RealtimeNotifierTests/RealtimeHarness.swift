@@ -85,9 +85,7 @@ final class RealtimeHarness: Sendable {
 
     /// The project's anon key, as a Supabase project's legacy keys are made: HS256 with the
     /// project's JWT secret, `role: anon`, no user.
-    func anonKey() -> String {
-        codec.sign(JWTClaims(sub: "", exp: Int64(Date().timeIntervalSince1970) + 86_400, role: "anon"))
-    }
+    func anonKey() -> String { codec.anonKey }
 
     /// A socket opened the way Supabase's SDKs open it: the anon key as `apikey`.
     func anonSocketURL(_ index: Int = 0, vsn: String = "1.0.0") -> String {

@@ -277,6 +277,8 @@ enum DevCommand {
             "    \(codec.issue(userID: "dev-user", ttl: 86_400))",
             "  service token (catalog maintenance, 24 h):",
             "    \(codec.issue(userID: "dev-service", ttl: 86_400, role: "service"))",
+            "  the app's anon key (supabaseKey beside APP_BASE_URL; the same at every start):",
+            "    \(codec.anonKey)",
             "",
             "  Ctrl-C stops everything.",
             "",

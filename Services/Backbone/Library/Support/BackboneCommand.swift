@@ -13,8 +13,9 @@ public enum BackboneCommand {
                                   at Ctrl-C waits up to S seconds (default 20) for the consumers to process
                                   what was accepted, since the embedded broker forgets it
       migrate                     apply database migrations to DATABASE_URL
-      token --user ID [--ttl S] [--service]
-                                  print a JWT for a user (or a service token), signed with JWT_SECRET
+      token --user ID [--ttl S] [--service] | token --anon
+                                  print a JWT for a user (or a service token, or the app's anon key),
+                                  signed with JWT_SECRET
       usd inspect FILE [--json]   validate a USDZ package and print its prims
 
     topic replay (KAFKA_BROKERS from the environment or .backbone/dev.env):
