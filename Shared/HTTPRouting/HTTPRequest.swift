@@ -84,7 +84,8 @@ public struct HTTPRequest: Sendable {
             return try decoder.decode(T.self, from: Data(body))
         } catch {
             let isJSON = (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil
-            throw HTTPError(.badRequest, code: isJSON ? "INVALID_FIELD" : "INVALID_JSON", message: HTTPError.describe(decodingError: error))
+            throw HTTPError(.badRequest, code: isJSON ? "INVALID_FIELD" : "INVALID_JSON",
+                            message: HTTPError.describe(decodingError: error, bodyIsJSON: isJSON))
         }
     }
 

@@ -107,8 +107,15 @@ public struct HTTPError: Error, Sendable, CustomStringConvertible {
 
     /// A human sentence for a `DecodingError`, naming the field path, never the raw input.
     /// `keyName` renders a key as the client wrote it (a body decoded from snake_case keys).
-    public static func describe(decodingError error: any Error, keyName: (String) -> String = { $0 }) -> String {
+    /// `bodyIsJSON`: the body is known to parse as JSON. Foundation's decoder then still reports
+    /// a number that does not fit its field (`1.5` or `1e30` for a whole number) as data that
+    /// is not JSON, naming no field: said as what it is.
+    public static func describe(decodingError error: any Error, keyName: (String) -> String = { $0 },
+                                bodyIsJSON: Bool = false) -> String {
         guard let error = error as? DecodingError else { return "body is not valid JSON" }
+        if bodyIsJSON, case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+            return "a number in the body does not fit its field (a fraction, or a value out of range, where a whole number is expected)"
+        }
         func path(_ context: DecodingError.Context) -> String {
             let p = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? keyName($0.stringValue) }.joined(separator: ".")
             return p.isEmpty ? "body" : p

@@ -198,6 +198,18 @@ struct EdgeFunctionTests {
             #expect(try await initCode { $0["bytes_source"] = nil } == "INVALID_FIELD")
             let missing = try await Self.call(harness, "upload-init", token: token, ["title": "x", "tags": [], "visibility": "public"])
             #expect(missing.json?["error"]?["message"]?.stringValue == "missing field bytes_source")
+            // Errors name the fields as the app wrote them, and say what is wrong with a number.
+            var negative = Self.initBody
+            negative["bytes_source"] = -1
+            let refused = try await Self.call(harness, "upload-init", token: token, negative)
+            #expect(refused.errorCode == "INVALID_FIELD" && refused.json?["error"]?["message"]?.stringValue == "bytes_source must be positive")
+            for absurd: Any in [1.5, 1e30] {
+                var body = Self.initBody
+                body["bytes_source"] = absurd
+                let answer = try await Self.call(harness, "upload-init", token: token, body)
+                #expect(answer.errorCode == "INVALID_FIELD"
+                        && answer.json?["error"]?["message"]?.stringValue?.contains("does not fit its field") == true, "\(absurd)")
+            }
             #expect(try await Self.call(harness, "upload-init", token: nil, Self.initBody).errorCode == "UNAUTHENTICATED")
             #expect(try await Self.call(harness, "quota", method: .get, token: nil).status == .unauthorized)
             #expect(try await Uploads.quota(harness, token).usedBytes == 0)

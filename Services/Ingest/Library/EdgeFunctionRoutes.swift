@@ -25,8 +25,8 @@ struct EdgeFunctionRoutes: Sendable {
 
     func register(on router: inout Router, guarded: (@escaping HTTPHandler) -> HTTPHandler) {
         router.get("/functions/v1/quota") { try await quota($0) }
-        router.post("/functions/v1/upload-init", guarded { try await uploadInit($0) })
-        router.post("/functions/v1/upload-complete", guarded { try await uploadComplete($0) })
+        router.post("/functions/v1/upload-init", guarded(Self.inFunctionTerms { try await uploadInit($0) }))
+        router.post("/functions/v1/upload-complete", guarded(Self.inFunctionTerms { try await uploadComplete($0) }))
         router.post("/functions/v1/account-delete") { Self.snakeCased(try await account.request($0), as: AccountDeletionResponse.self) }
         router.get("/functions/v1/account-delete") { Self.snakeCased(try await account.show($0), as: AccountDeletionResponse.self) }
         router.delete("/functions/v1/account-delete") { Self.snakeCased(try await account.cancel($0), as: AccountDeletionResponse.self) }
@@ -73,6 +73,26 @@ struct EdgeFunctionRoutes: Sendable {
         var queueing = versions
         queueing.queueUnavailableCode = .workerUnavailable
         return .json(try await queueing.accept(complete, userID: userID), status: .accepted, encoder: ContractCoding.snakeCaseEncoder)
+    }
+
+    /// The shared handlers' field names and the names the function's caller wrote.
+    static let functionFieldNames = [("usdzBytes", "bytes_source"), ("roomplanJsonBytes", "bytes_json"), ("roomId", "room_id"),
+                                     ("versionId", "version_id"), ("locationCity", "location_city"),
+                                     ("clientUploadId", "client_upload_id"), ("textureRef", "texture_ref")]
+
+    /// `handler`, whose errors name the fields as the app sent them (`bytes_source must be
+    /// positive`, not the shared handler's `usdzBytes`).
+    static func inFunctionTerms(_ handler: @escaping HTTPHandler) -> HTTPHandler {
+        { request in
+            do {
+                return try await handler(request)
+            } catch var error as HTTPError {
+                for (ours, theirs) in functionFieldNames {
+                    error.message = error.message.replacingOccurrences(of: ours, with: theirs)
+                }
+                throw error
+            }
+        }
     }
 
     /// Where a scan was made is never kept finer than the city its owner names (seed `002_*`

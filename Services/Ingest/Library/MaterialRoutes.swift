@@ -78,7 +78,7 @@ enum IngestRequestDecoding {
         do {
             return try (snakeCase ? ContractCoding.snakeCaseDecoder : ContractCoding.decoder).decode(T.self, from: Data(request.body))
         } catch {
-            let message = HTTPError.describe(decodingError: error, keyName: snakeCase ? Self.snakeCased : { $0 })
+            let message = HTTPError.describe(decodingError: error, keyName: snakeCase ? Self.snakeCased : { $0 }, bodyIsJSON: true)
             let field: String? = switch error as? DecodingError {
             case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
                 c.codingPath.first?.stringValue

@@ -269,7 +269,9 @@ enum DevCommand {
     static func printBanner(values: [(String, String)], secret: String, infraOnly: Bool) {
         let codec = JWTCodec(secret: secret)
         var lines = ["", "Zhixi Backbone dev stack is up\(infraOnly ? " (infrastructure only)" : "")", ""]
-        for (key, value) in values where key != "JWT_SECRET" && key != "S3_SECRET_ACCESS_KEY" { lines.append("  \(key.padding(toLength: 20, withPad: " ", startingAt: 0)) \(value)") }
+        let shown = values.filter { $0.0 != "JWT_SECRET" && $0.0 != "S3_SECRET_ACCESS_KEY" }
+        let width = shown.map(\.0.count).max() ?? 0
+        for (key, value) in shown { lines.append("  \(key.padding(toLength: width, withPad: " ", startingAt: 0)) \(value)") }
         lines += [
             "",
             "  settings written to \(DevEnvironment.path) (set -a; . \(DevEnvironment.path); set +a)",
