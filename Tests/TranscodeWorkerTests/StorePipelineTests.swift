@@ -1,4 +1,5 @@
 import BackboneTestSupport
+import Auth
 import Contracts
 import Foundation
 import HTTPRouting
@@ -42,6 +43,13 @@ struct StorePipelineTests {
                 #expect(try await Integration.eventually(timeout: .seconds(60)) {
                     try await harness.jobStatus(request.versionId) == "ready"
                 })
+                // The catalog was brought to `ready` with the job, before the status went out:
+                // what the app reads on the pushed `ready` (the catch-up, the room) says it too.
+                let token = JWTCodec(secret: JobLifecycleTests.secret).issue(userID: request.ownerUserId, ttl: 600)
+                let catchUp = await router.respond(to: HTTPRequest(
+                    method: .get, path: "/rest/v1/room_versions", query: ["id": "eq.\(request.versionId)", "select": "id,status"],
+                    headers: ["Authorization": "Bearer \(token)"]))
+                #expect(String(decoding: catchUp.body, as: UTF8.self) == #"[{"id":"\#(request.versionId)","status":"ready"}]"#)
                 let base = "rooms/\(request.roomId)/\(request.versionId)/"
                 let keys = try await store.list(prefix: base).map(\.key)
                 #expect(keys.contains(base + "layer_manifest.json"))

@@ -26,6 +26,11 @@ public struct TranscodeJobStore: Sendable {
     let database: PostgresClient
     let workerID: String
     let lease: Duration
+    /// The room catalog, brought to a version's end (`ready`, `failed`) in the transaction that
+    /// ends the job (`CatalogProjection.applyJobEnd`), so that whatever the app reads on the
+    /// pushed status (the room's detail, the catch-up) already says it: the push follows the
+    /// status record, which follows this commit.
+    public var catalog: CatalogProjection?
 
     public init(database: PostgresClient, workerID: String, lease: Duration) {
         self.database = database
@@ -138,7 +143,9 @@ public struct TranscodeJobStore: Sendable {
             let n = try await connection.execute(sql, [job.request.versionId, workerID] + extra)
             guard n > 0 else { throw LostClaim(versionID: job.request.versionId) }
             try await Self.enqueueStatus(status, trace: TraceContext.current ?? job.trace, in: connection)
+            try await catalog?.applyJobEnd(request: job.request, status: status, in: connection)
         }
+        try? await catalog?.afterCommit(())
     }
 
     // MARK: Owner actions and reads

@@ -100,7 +100,10 @@ public struct TranscodeWorkerService: Sendable {
     public func parts() -> ServiceParts {
         let jobs = WakeSignal()
         let statuses = WakeSignal()
-        let store = TranscodeJobStore(database: context.database, workerID: workerID, lease: configuration.lease)
+        var store = TranscodeJobStore(database: context.database, workerID: workerID, lease: configuration.lease)
+        let catalog = RoomCatalog(database: context.database, authenticator: context.authenticator, links: links,
+                                  configuration: configuration.catalog, linkTTL: configuration.linkTTL)
+        store.catalog = catalog.projection(requestsTopic: configuration.requestsTopic, uploadsTopic: configuration.uploadsTopic)
         let intake = ProjectionRunner(
             projection: TranscodeIntake(onNewJobs: { jobs.notify(); statuses.notify() }),
             configuration: ProjectionRunnerConfiguration(
@@ -119,8 +122,6 @@ public struct TranscodeWorkerService: Sendable {
                                 interval: configuration.outboxInterval, grace: .zero, logger: context.logger)
         let interval = configuration.outboxInterval
         let logger = context.logger
-        let catalog = RoomCatalog(database: context.database, authenticator: context.authenticator, links: links,
-                                  configuration: configuration.catalog, linkTTL: configuration.linkTTL)
         let routes = TranscodeRoutes(store: store, catalog: catalog.store, authenticator: context.authenticator, links: links,
                                      maxAttempts: configuration.maxAttempts, onRetry: { jobs.notify(); statuses.notify() })
         let catalogRunner = ProjectionRunner(

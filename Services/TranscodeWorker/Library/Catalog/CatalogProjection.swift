@@ -50,16 +50,7 @@ public struct CatalogProjection: Projection {
 
     public func decode(_ record: KafkaConsumerRecord) throws -> Event {
         if record.topic == requestsTopic {
-            var request = try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)
-            try TranscodeIntake.validate(request)
-            guard request.title.utf8.count <= 1_000, request.tags.count <= 100 else {
-                throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
-            }
-            guard request.redactions.count <= 1_000, request.redactions.allSatisfy({ $0.region.isValid }) else {
-                throw InvalidCatalogRecord(description: "more than 1000 redactions, or a region outside 0…1")
-            }
-            request.locationCity = Self.locationLabel(request.locationCity)
-            return .request(request)
+            return .request(try Self.catalogued(try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)))
         }
         if record.topic == uploadsTopic {
             var upload = try ContractCoding.decode(RoomUploadEvent.self, from: record.value)
@@ -98,6 +89,31 @@ public struct CatalogProjection: Projection {
     }
 
     public func afterCommit(_ effects: Void) async throws { onCommit() }
+
+    /// A request as the catalog keeps it (its city label reduced to a label), or an error for
+    /// one it refuses.
+    static func catalogued(_ request: RoomTranscodeRequest) throws -> RoomTranscodeRequest {
+        var request = request
+        try TranscodeIntake.validate(request)
+        guard request.title.utf8.count <= 1_000, request.tags.count <= 100 else {
+            throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
+        }
+        guard request.redactions.count <= 1_000, request.redactions.allSatisfy({ $0.region.isValid }) else {
+            throw InvalidCatalogRecord(description: "more than 1000 redactions, or a region outside 0…1")
+        }
+        request.locationCity = Self.locationLabel(request.locationCity)
+        return request
+    }
+
+    /// Brings a version to the end of its job (`status`: ready or failed) in the job's own
+    /// transaction, with the request the job ran (its title, tags, visibility and redactions), so
+    /// that the catalog says it before the status goes out: the app reads the room on the
+    /// pushed `ready`. The same records come again from the topics, and change nothing then.
+    public func applyJobEnd(request: RoomTranscodeRequest, status: RoomTranscodeStatus,
+                            in connection: PostgresConnection) async throws {
+        let events: [Event] = ((try? Self.catalogued(request)).map { [.request($0)] } ?? []) + [.status(status)]
+        try await apply(events.map { ProjectedEvent(event: $0, topic: "", partition: -1, offset: -1) }, in: connection)
+    }
 
     /// The longest city label kept, in characters.
     static let maxLocationCharacters = 100
