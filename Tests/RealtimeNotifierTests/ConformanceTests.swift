@@ -62,7 +62,7 @@ struct ConformanceTests {
             let anon = try witness.token("anon")
             let owner = try witness.subject("es256")
             func listener(_ session: String) throws -> PythonClient {
-                try PythonClient(script: "sdk_room_listener.py", arguments: [base, anon, session, "room:sdk", "90"])
+                try PythonClient(script: Integration.witness("room_listener.py"), arguments: [base, anon, session, "room:sdk", "90"])
             }
             // upload-init's announcement, then the app's join at once (the notifier waits for the announcement).
             try await harness.uploadStarted(roomID: "sdk", owner: owner, visibility: .private)

@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 
-/// A Python witness client (a script in `Clients/`) talking JSON lines over stdin/stdout.
+/// A Python witness client (a script in `Clients/`, or at an absolute path) talking JSON lines
+/// over stdin/stdout.
 /// Its stdout is read on a dedicated thread; lines arrive through an async stream.
 // @unchecked: `Process` and `FileHandle` are not marked Sendable; the process is only started in
 // init and then queried or terminated (thread-safe in Foundation), stdout lines sit in a Mutex.
@@ -22,7 +23,7 @@ final class PythonClient: @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"
-        process.arguments = [python, Self.clientsDirectory.appendingPathComponent(script).path] + arguments
+        process.arguments = [python, script.hasPrefix("/") ? script : Self.clientsDirectory.appendingPathComponent(script).path] + arguments
         let input = Pipe()
         let output = Pipe()
         let errors = Pipe()

@@ -23,6 +23,11 @@ public enum Integration {
         return URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     }()
 
+    /// The path of a witness script the suites share (`Tests/Support/Witnesses/NAME`).
+    public static func witness(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Witnesses").appendingPathComponent(name).path
+    }
+
     /// A built executable of this package (`swift build` puts them beside the test bundle).
     public static func executable(_ name: String) -> String {
         let bundle = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path

@@ -51,8 +51,8 @@ public struct TokenWitness: Sendable {
     private static let minted: Result<TokenWitness, Failure> = Result { () throws(Failure) in try mint(now: Date()) }
 
     public static func mint(now: Date) throws(Failure) -> TokenWitness {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Witnesses/supabase_tokens.py")
-        let process = pythonProcess([script.path, String(Int(now.timeIntervalSince1970)), secret, issuer])
+        let script = Integration.witness("supabase_tokens.py")
+        let process = pythonProcess([script, String(Int(now.timeIntervalSince1970)), secret, issuer])
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors  // PyJWT's warnings; shown only when minting fails.

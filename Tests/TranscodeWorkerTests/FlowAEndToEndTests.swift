@@ -25,7 +25,6 @@ import Testing
        .timeLimit(.minutes(4)))
 struct FlowAEndToEndTests {
     static let secret = "flow-a-secret-0123456789abcdef"
-    static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
 
     /// The migrations of the three services, one per version (as `backbone migrate` applies them).
     static var migrations: [PostgresMigration] {
@@ -132,8 +131,8 @@ struct FlowAEndToEndTests {
                 let listener = Process()
                 listener.executableURL = URL(fileURLWithPath: "/usr/bin/env")
                 listener.arguments = [ProcessInfo.processInfo.environment["PYTHON"] ?? "python3",
-                                      Self.clients.appendingPathComponent("room_progress_listener.py").path,
-                                      "http://127.0.0.1:\(realtimePort)/realtime/v1", token, "room:\(answer.roomId)", "120"]
+                                      Integration.witness("room_listener.py"),
+                                      "http://127.0.0.1:\(realtimePort)/realtime/v1", token, "-", "room:\(answer.roomId)", "120"]
                 listener.standardOutput = FileHandle(forWritingAtPath: output)
                 try listener.run()
                 defer { if listener.isRunning { listener.terminate() } }

@@ -1,8 +1,10 @@
-"""The Python `realtime` client (Supabase, v1 serializer) used as the SDKs use it: the socket is
-opened with the project's anon key, the signed-in user's session is handed over with `set_auth`.
+"""The Python `realtime` client (Supabase, v1 serializer) as the app's room screen, used as the
+SDKs use it: the socket is opened with the project's anon key, the signed-in user's session is
+handed over with `set_auth`.
 
-usage: sdk_room_listener.py BASE_URL ANON_KEY SESSION|- CHANNEL TIMEOUT_SECONDS
-`-`: nobody signed in (the client then sends the anon key as the join's access_token).
+usage: room_listener.py BASE_URL API_KEY SESSION|- CHANNEL TIMEOUT_SECONDS
+`-`: no session handed over (the client then sends API_KEY as the join's access_token: the anon
+key, nobody signed in; or a user's token given as the apikey, which the notifier also takes).
 Prints {"status": ..., "error": ...} on subscription changes and {"broadcast": ...} per
 `transcode_progress`, `ready` or `failed` broadcast; exits after `ready` or `failed`, or after
 the join was refused (or fails after TIMEOUT_SECONDS).
