@@ -3,6 +3,7 @@ import Auth
 import Contracts
 import Foundation
 import Postgres
+import Settings
 import Testing
 @testable import RealtimeNotifier
 
@@ -118,6 +119,41 @@ struct AuthorizationTests {
             throw error
         }
         await harness.shutdown()
+    }
+
+    @Test("a socket opened with one of the project's publishable keys (sb_publishable_…, REALTIME_PUBLISHABLE_KEYS) is anonymous as with the anon key: public rooms only, the owner's session in the join opens their private room; another publishable key opens no socket; the setting refuses what is not one")
+    func publishableKeySocket() async throws {
+        let key = "sb_publishable_AbC123dEf456"
+        let harness = try await RealtimeHarness(configure: { $0.publishableKeys = [key] })
+        do {
+            try await harness.uploadStarted(roomID: "mine", owner: "alice", visibility: .private)
+            try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "open", versionId: "v", ownerUserId: "alice",
+                                                                  visibility: .public, status: .queued, at: Date()))
+            try await harness.waitForSequence("room:open", atLeast: 1)
+            let url = "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=\(key)&vsn=1.0.0"
+            let anonymous = try await RawSocket(url: url)
+            defer { anonymous.close() }
+            // Signed out, supabase-swift sends the key itself as the join's access_token.
+            let refused = try await join(anonymous, "room:mine", ref: "1", accessToken: key)
+            #expect(refused["status"] as? String == "error" && Self.reason(refused).hasPrefix("Unauthorized:"), "\(refused)")
+            #expect(try await join(anonymous, "room:open", ref: "2", accessToken: key)["status"] as? String == "ok")
+            let owner = try await join(anonymous, "room:mine", ref: "3", accessToken: harness.token("alice"))
+            #expect(owner["status"] as? String == "ok", "\(owner)")
+
+            let other = try #require(try await RawSocket.refusal(
+                url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=sb_publishable_another&vsn=1.0.0"))
+            #expect(other.status == 401, "\(other)")
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+        await harness.shutdown()
+        var reader = EnvironmentReader(["REALTIME_PUBLISHABLE_KEYS": "\(key), sb_publishable_second"])
+        #expect(RealtimeConfiguration.read(from: &reader).publishableKeys == [key, "sb_publishable_second"])
+        try reader.validate()
+        var wrong = EnvironmentReader(["REALTIME_PUBLISHABLE_KEYS": "eyJhbGciOiJIUzI1NiJ9.e30.x"])
+        _ = RealtimeConfiguration.read(from: &wrong)
+        #expect(throws: ConfigurationError.self) { try wrong.validate() }
     }
 
     static func reason(_ reply: [String: Any]) -> String {

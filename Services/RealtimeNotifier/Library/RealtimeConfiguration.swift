@@ -46,6 +46,11 @@ public struct RealtimeConfiguration: Sendable {
     public var maintenanceInterval: Duration
     /// A stable id for this instance (origin of client broadcasts, consumer group suffix).
     public var instanceID: String
+    /// The project's publishable keys (`sb_publishable_…`, `REALTIME_PUBLISHABLE_KEYS`): opaque
+    /// keys that a Supabase project made since 2025 gives its apps instead of the anon JWT. The
+    /// socket takes one as it takes the anon key, as an anonymous client whose user arrives
+    /// with each join's `access_token`; no key is accepted unless listed.
+    public var publishableKeys: Set<String> = []
 
     public init(transcodeStatusTopic: String = Topics.roomTranscodeStatus, progressTopic: String = Topics.readingProgress,
                 broadcastsTopic: String = Topics.realtimeBroadcasts, sequencedTopic: String = Topics.realtimeSequenced,
@@ -77,7 +82,7 @@ public struct RealtimeConfiguration: Sendable {
     /// `REALTIME_HISTORY_EVENTS`, `REALTIME_HISTORY_SECONDS`, `REALTIME_QUEUE_MESSAGES`,
     /// `REALTIME_QUEUE_BYTES`, `REALTIME_CATCHUP_BUFFER`, `REALTIME_IDLE_SECONDS`, `REALTIME_MAX_CHANNELS`,
     /// `REALTIME_SEQUENCER_GROUP`, `REALTIME_BATCH_RECORDS`, `REALTIME_BATCH_WAIT_MS`, `REALTIME_FETCH_WAIT_MS`,
-    /// `REALTIME_INSTANCE_ID` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_TRANSCODE_REQUESTS_TOPIC`,
+    /// `REALTIME_INSTANCE_ID`, `REALTIME_PUBLISHABLE_KEYS` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_TRANSCODE_REQUESTS_TOPIC`,
     /// `READING_PROGRESS_TOPIC`, `REALTIME_BROADCASTS_TOPIC`, `REALTIME_SEQUENCED_TOPIC`.
     public static func read(from env: inout EnvironmentReader) -> RealtimeConfiguration {
         var configuration = RealtimeConfiguration(
@@ -99,6 +104,12 @@ public struct RealtimeConfiguration: Sendable {
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
+        let keys = (env.optionalString("REALTIME_PUBLISHABLE_KEYS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for key in keys where !key.hasPrefix("sb_publishable_") || key.utf8.count > 200 {
+            env.fail("REALTIME_PUBLISHABLE_KEYS: \"\(key.prefix(40))\" is not a publishable key (sb_publishable_…)")
+        }
+        configuration.publishableKeys = Set(keys.filter { $0.hasPrefix("sb_publishable_") && $0.utf8.count <= 200 })
         return configuration
     }
 

@@ -36,9 +36,10 @@ public struct RealtimeNotifierService: Sendable {
         self.configuration = configuration
         let history = ChannelHistory(database: context.database)
         let hub = SubscriptionHub(history: history, maxPending: configuration.maxCatchUpBuffer, logger: context.logger)
-        let environment = RealtimeEnvironment(
-            configuration: configuration, authorizer: ChannelAuthorizer(codec: context.authenticator.codec, database: context.database),
-            hub: hub, producer: context.producer, metrics: context.metrics, logger: context.logger)
+        let authorizer = ChannelAuthorizer(codec: context.authenticator.codec, database: context.database,
+                                           publishableKeys: configuration.publishableKeys)
+        let environment = RealtimeEnvironment(configuration: configuration, authorizer: authorizer, hub: hub,
+                                              producer: context.producer, metrics: context.metrics, logger: context.logger)
         self.history = history
         self.environment = environment
         self.delegate = RealtimeSocketDelegate(environment: environment)
