@@ -24,26 +24,10 @@ public struct CORSPolicy: Sendable {
     /// Whether `text` is an origin as a browser sends it in `Origin` (RFC 6454): a scheme,
     /// `://`, a host and an optional port (1–65535), nothing after — no path, not even `/`.
     public static func isOrigin(_ text: String) -> Bool {
-        func isLetter(_ c: Unicode.Scalar) -> Bool { ("a"..."z").contains(c) || ("A"..."Z").contains(c) }
-        func isDigit(_ c: Unicode.Scalar) -> Bool { ("0"..."9").contains(c) }
-        guard let separator = text.range(of: "://") else { return false }
-        // The scheme: a letter, then letters, digits, "+", "-", ".".
-        let scheme = text[..<separator.lowerBound].unicodeScalars
-        guard let first = scheme.first, isLetter(first),
-              scheme.allSatisfy({ isLetter($0) || isDigit($0) || "+-.".unicodeScalars.contains($0) }) else { return false }
-        // The host and port: printable ASCII, nothing that starts a path, query, fragment or user.
-        let authority = text[separator.upperBound...]
-        guard !authority.isEmpty, authority.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }),
-              !authority.unicodeScalars.contains(where: { "/?#@\\".unicodeScalars.contains($0) }) else { return false }
-        // The port: after the last colon, unless that colon is inside an IPv6 literal ([::1]).
-        var host = authority
-        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") {
-            let port = authority[authority.index(after: colon)...]
-            guard (1...5).contains(port.count), port.unicodeScalars.allSatisfy(isDigit), let number = Int(port),
-                  (1...65_535).contains(number) else { return false }
-            host = authority[..<colon]
-        }
-        return !host.isEmpty && host != "[]"
+        guard text.contains("://"), let parts = URLComponents(string: text), let scheme = parts.scheme, !scheme.isEmpty,
+              let host = parts.host, !host.isEmpty, host != "[]", parts.path.isEmpty, parts.query == nil,
+              parts.fragment == nil, parts.user == nil, parts.password == nil, !text.hasSuffix(":") else { return false }
+        return parts.port.map { (1...65_535).contains($0) } ?? true
     }
 
     /// The value of `Access-Control-Allow-Origin` for `origin`, nil when it is not allowed.
