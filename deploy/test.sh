@@ -10,9 +10,10 @@ ensure_packages
 ensure_swift
 ensure_python_tools deploy/requirements-test.txt
 
-log "checking the Prometheus configuration and alert rules (promtool)"
+log "checking the Prometheus configuration and alert rules (promtool) and Alertmanager's routing (amtool)"
 promtool check config deploy/prometheus/prometheus.yml >/dev/null
 promtool test rules deploy/prometheus/alerts_test.yml
+amtool check-config deploy/alertmanager/alertmanager.yml >/dev/null
 
 pg_dir=$(mktemp -d /tmp/backbone-test-pg.XXXXXX)
 trap 'pg_stop_throwaway "$pg_dir"' EXIT

@@ -38,7 +38,7 @@ struct DeploymentTests {
             #expect(block.contains("healthcheck:"), "\(entry.name) has a health check")
         }
         for infrastructure in ["kafka-1:", "kafka-2:", "kafka-3:", "postgres:", "seaweedfs:", "topic-init:", "migrate:", "gateway:",
-                               "prometheus:", "grafana:"] {
+                               "prometheus:", "alertmanager:", "grafana:"] {
             #expect(text.contains("\n  \(infrastructure)\n"), "\(infrastructure) is in docker-compose.yml")
         }
         // The same settings names as `backbone dev`: every variable the services get is in the settings table.
@@ -52,8 +52,8 @@ struct DeploymentTests {
         }
     }
 
-    /// Prometheus reads deploy/prometheus (its configuration and the alert rules it names);
-    /// Grafana reads deploy/grafana's provisioning and the dashboards at the path the provisioning
+    /// Prometheus reads deploy/prometheus (its configuration and the alert rules it names) and
+    /// sends what fires to Alertmanager, which reads deploy/alertmanager; Grafana reads deploy/grafana's provisioning and the dashboards at the path the provisioning
     /// names; the admin password's error points at the page that documents it.
     static func expectOperationsMounts(_ services: [String: [String: Any]]) throws {
         let root = Integration.packageRoot
@@ -63,6 +63,12 @@ struct DeploymentTests {
         let scrape = try String(contentsOf: root.appendingPathComponent("deploy/prometheus/prometheus.yml"), encoding: .utf8)
         #expect(scrape.contains("rule_files:\n  - alerts.yml\n") && FileManager.default.fileExists(
             atPath: root.appendingPathComponent("deploy/prometheus/alerts.yml").path), "the rules sit beside the configuration")
+
+        // What fires goes to Alertmanager, which reads its routing from deploy/alertmanager.
+        #expect(scrape.contains("alertmanagers:\n    - static_configs: [{targets: [\"alertmanager:9093\"]}]"), "\(scrape)")
+        #expect(volumes("alertmanager").contains("./deploy/alertmanager:/etc/alertmanager:ro"), "\(volumes("alertmanager"))")
+        #expect((services["alertmanager"]?["command"] as? [String])?.contains("--config.file=/etc/alertmanager/alertmanager.yml") == true)
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("deploy/alertmanager/alertmanager.yml").path))
 
         #expect(volumes("grafana").contains("./deploy/grafana/provisioning:/etc/grafana/provisioning:ro"), "\(volumes("grafana"))")
         let provider = try String(contentsOf: root.appendingPathComponent("deploy/grafana/provisioning/dashboards/backbone.yml"), encoding: .utf8)

@@ -8,6 +8,7 @@ BACKBONE_APT_PACKAGES=(
   python3 python3-pip python3-venv
   curl ca-certificates procps nginx-light jq wrk
   prometheus  # promtool (alert rule tests, metric lint) and the server the dashboard test evaluates against
+  prometheus-alertmanager  # amtool: checks deploy/alertmanager/alertmanager.yml
 )
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }
