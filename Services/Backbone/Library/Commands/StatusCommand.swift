@@ -64,13 +64,16 @@ enum StatusCommand {
             var previous: StatusSnapshot?
             var exitCode: Int32 = 0
             while !Task.isCancelled {
+                // Every `interval` from the start of one look to the next: a slow look (a service
+                // that takes its 3 s to answer) shortens the wait rather than adding to it.
+                let next = ContinuousClock.now + .seconds(interval)
                 let snapshot = await StatusSnapshot.take(kafka: kafka, database: database, logger: logger)
                 let report = StatusReport(snapshot, previous: previous, thresholds: thresholds)
                 history.add(report)
                 FileHandle.standardOutput.write(Data(StatusScreen.redraw(report, history: history, interval: interval).utf8))
                 previous = snapshot
                 exitCode = report.exitCode
-                try? await Task.sleep(for: .seconds(interval))
+                try? await Task.sleep(until: next)
             }
             return exitCode
         }
