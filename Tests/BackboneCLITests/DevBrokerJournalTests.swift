@@ -47,7 +47,8 @@ struct DevBrokerJournalTests {
 
     @Test("""
         records sent through a journaled producer are kept before send returns; those every group reading their \
-        topic processed are dropped; the rest go to the next broker once, in order, to the same partitions, byte for byte
+        topic processed are dropped; the rest go to the next broker once, in order, to the same partitions, byte for byte, \
+        in their trace
         """)
     func keepPruneRepublish() async throws {
         try await withDatabase { client in
@@ -57,7 +58,9 @@ struct DevBrokerJournalTests {
             func value(_ n: Int) -> [UInt8] { [0, 0xFF, 9, 92, 10] + Array("record \(n)".utf8) }
             var records: [KafkaProducerRecord] = (0..<20).map { KafkaProducerRecord(topic: "t.a", key: Array("k\($0 % 10)".utf8), value: value($0)) }
             records += (20..<25).map { KafkaProducerRecord(topic: "t.b", value: value($0)) }
-            records.append(KafkaProducerRecord(topic: "t.a.dlq", partition: 0, key: [1, 2], value: value(25)))
+            // A traced record's trace goes with its copy.
+            let trace = try #require(TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+            records.append(KafkaProducerRecord(topic: "t.a.dlq", partition: 0, key: [1, 2], value: value(25), headers: [.trace(trace)]))
             let reports = try await first.producer.send(records).map { try $0.get() }
             #expect(try await journalRows(client).count == 26, "every record is kept by the time send returns")
 
@@ -101,6 +104,7 @@ struct DevBrokerJournalTests {
                     let got = read.filter { Int($0.partition) == partition }.map { [$0.key ?? [], $0.value] }
                     #expect(got == want, "\(topic)/\(partition): same records, same order")
                 }
+                if topic == "t.a.dlq" { #expect(read.first?.trace == trace, "the copy is sent again in its trace") }
             }
             let now = try await journalRows(client)
             #expect(now.count == left.count && now.allSatisfy { $0.cluster == second.journal.cluster },

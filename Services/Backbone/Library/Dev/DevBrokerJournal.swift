@@ -105,10 +105,12 @@ final class DevBrokerJournal: Sendable {
                 rows.append(delivery.report.offset)
                 rows.append(bindable: delivery.record.key)
                 rows.append(bindable: delivery.record.value)
+                rows.append(delivery.record.headers.trace?.traceparent)
                 rows.endRow()
             }
             _ = try await database.withConnection { connection in
-                try await connection.copy(into: "dev_broker_journal", columns: ["cluster_id", "topic", "partition", "offset", "key", "value"],
+                try await connection.copy(into: "dev_broker_journal",
+                                          columns: ["cluster_id", "topic", "partition", "offset", "key", "value", "traceparent"],
                                           rows: rows)
             }
         }
@@ -144,6 +146,8 @@ final class DevBrokerJournal: Sendable {
                 value bytea NOT NULL,
                 kept_at timestamptz NOT NULL DEFAULT now(),
                 PRIMARY KEY (cluster_id, topic, partition, "offset"));
+            -- The record's trace (its traceparent header), sent again with it.
+            ALTER TABLE dev_broker_journal ADD COLUMN IF NOT EXISTS traceparent text;
             -- The eventId of a copy's JSON value (lower case), NULL for a value that is not such JSON.
             CREATE OR REPLACE FUNCTION dev_broker_journal_event_id(value bytea) RETURNS text
             LANGUAGE plpgsql IMMUTABLE AS $$
@@ -358,7 +362,7 @@ final class DevBrokerJournal: Sendable {
                                   counting published: inout [String: Int]) async throws {
         while true {
             let rows = try await database.query("""
-                SELECT cluster_id, topic, partition, "offset", key, value FROM dev_broker_journal
+                SELECT cluster_id, topic, partition, "offset", key, value, traceparent FROM dev_broker_journal
                 WHERE cluster_id = $1 ORDER BY topic, partition, "offset" LIMIT 1000
                 """, [cluster])
             guard !rows.isEmpty else { return }
@@ -367,8 +371,9 @@ final class DevBrokerJournal: Sendable {
             for row in rows {
                 let topic = try row.decode(String.self, "topic")
                 let partition = try row.decode(Int.self, "partition")
+                let trace = try row.decode(String?.self, "traceparent").flatMap(TraceContext.init(traceparent:))
                 records.append(KafkaProducerRecord(topic: topic, partition: Int32(partition), key: try row.decode([UInt8]?.self, "key"),
-                                                   value: try row.decode([UInt8].self, "value")))
+                                                   value: try row.decode([UInt8].self, "value"), headers: trace.map { [.trace($0)] } ?? []))
                 keys.clusters.append(try row.decode(String.self, "cluster_id"))
                 keys.topics.append(topic)
                 keys.partitions.append(partition)
