@@ -59,9 +59,9 @@ public struct CommonConfiguration: Sendable {
 
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
     /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC`,
-    /// `USER_DELETION_STATUS_TOPIC`, `CORS_ALLOWED_ORIGINS`, `KAFKA_FETCH_WAIT_MS`, `TRACE_SAMPLE_RATIO`
-    /// and the token settings
-    /// (`readTokenVerification`) into `reader` (problems are collected there).
+    /// `USER_DELETION_STATUS_TOPIC`, `CORS_ALLOWED_ORIGINS`, `KAFKA_FETCH_WAIT_MS`,
+    /// `TRACE_SAMPLE_RATIO` and the token settings (`TokenVerificationSettings.read`) into
+    /// `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
         let database = reader.string("DATABASE_URL")
