@@ -118,8 +118,9 @@ struct OperatorViewTests {
             let answer = try await server.query(expression)
             #expect(answer.error == nil, "\(panel): \(expression) does not evaluate: \(answer.error ?? "")")
         }
-        // A rate needs two samples of its series: on a busy machine a scrape can miss its
-        // 1 s, so the panels are asked again until each has data (or a minute has passed).
+        // A rate needs two samples of its series: on a busy machine a scrape (which measures the
+        // backlog in PostgreSQL) can miss its 2 s, so the panels are asked again until each has
+        // data (or a minute has passed).
         var empty: [String] = []
         let filled = await Integration.eventually(timeout: .seconds(60)) {
             empty = []
@@ -175,7 +176,7 @@ final class PrometheusServer: @unchecked Sendable {
         let folder = CLIProcess.emptyHome()
         let rules = Integration.packageRoot.appendingPathComponent("deploy/prometheus/alerts.yml").path
         try """
-            global: {scrape_interval: 1s, evaluation_interval: 1s}
+            global: {scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 1s}
             rule_files: ["\(rules)"]
             scrape_configs:
               - job_name: backbone-dev
