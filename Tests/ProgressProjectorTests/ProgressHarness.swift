@@ -151,7 +151,7 @@ final class ProgressHarness: Sendable {
         var states: [String: ReadingProgressChanged] = [:]
         for row in try await (other ?? client).query("""
             SELECT user_id, material_id, status, last_position, progress_percent, total_active_seconds, last_read_at,
-                   last_session_id, 0::bigint AS version
+                   last_session_id, 0::bigint AS version, NULL::text AS traceparent
             FROM reading_progress
             """) {
             let change = try ProgressNotification(row: row).change

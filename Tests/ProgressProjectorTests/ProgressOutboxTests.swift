@@ -1,6 +1,7 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
+import Kafka
 import Postgres
 import ProgressProjector
 import Projection
@@ -16,11 +17,16 @@ struct ProgressOutboxTests {
         return (harness, ReadingProgressProjection(producer: harness.producer, database: harness.client, progressTopic: topic))
     }
 
-    @Test("a change committed without its publish (a crash in between) is published by the relay, once dequeued")
+    @Test("a change committed without its publish (a crash in between) is published by the relay, once dequeued, in the trace of the event that made it")
     func relayPublishesWhatACrashLeftBehind() async throws {
         let (harness, projection) = try await Self.setUp("progress_outbox", topic: "outbox.progress")
         let events = ReadingStream.sessions(users: 3, materials: 2, sessionsPerPair: 1, seed: 7)
-        let projected = events.enumerated().map { ProjectedEvent(event: $1, topic: "t", partition: 0, offset: Int64($0)) }
+        // The first user's events came in a trace.
+        let traced = try #require(events.first?.userId)
+        let trace = try #require(TraceContext(traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        let projected = events.enumerated().map {
+            ProjectedEvent(event: $1, topic: "t", partition: 0, offset: Int64($0), trace: $1.userId == traced ? trace : nil)
+        }
 
         // The transaction commits; the process "dies" before afterCommit.
         let effects = try await harness.client.withTransaction { try await projection.apply(projected, in: $0) }
@@ -40,6 +46,11 @@ struct ProgressOutboxTests {
         try await eager.relayPending()
         let published = try await harness.lastNotifications("outbox.progress")
         #expect(published == (try await harness.progressStates()))
+        let records = try await harness.consumeAll("outbox.progress")
+        for record in records {
+            let user = String(decoding: record.key ?? [], as: UTF8.self)
+            #expect(record.trace == (user == traced ? trace : nil), "\(user): \(record.headers)")
+        }
         let left = try await harness.client.query("SELECT count(*)::bigint AS n FROM progress_notify_outbox")
         #expect(try left.first?.decode(Int64.self, "n") == 0)
         await harness.close()

@@ -13,19 +13,21 @@ enum ProgressSQL {
     /// Merges one delta per (user, material) into `reading_progress`. Every column follows
     /// an order-independent rule: sums, LEAST/GREATEST, and "the row of the greater ordering
     /// key wins" for the position and for the latest session. In the same statement each
-    /// changed row is put in the notification outbox with a fresh version.
+    /// changed row is put in the notification outbox with a fresh version and its trace
+    /// (`$18`, "" = none).
     static let upsert = """
         WITH d AS (
             SELECT u, m, delta, first_ts::timestamptz AS first_ts, last_ts::timestamptz AS last_ts,
                    NULLIF(completed_ts, '')::timestamptz AS completed_ts,
                    NULLIF(pos, '')::jsonb AS pos, NULLIF(pct, '')::float8 AS pct,
                    NULLIF(pos_ts, '')::timestamptz AS pos_ts, pos_seq, NULLIF(pos_id, '') AS pos_id,
-                   session, target, NULLIF(kb, '') AS kb, latest_ts::timestamptz AS latest_ts, latest_seq, latest_id
+                   session, target, NULLIF(kb, '') AS kb, latest_ts::timestamptz AS latest_ts, latest_seq, latest_id,
+                   NULLIF(trace, '') AS trace
             FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                         $9::text[], $10::bigint[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[],
-                        $16::bigint[], $17::text[])
+                        $16::bigint[], $17::text[], $18::text[])
                  AS t(u, m, delta, first_ts, last_ts, completed_ts, pos, pct, pos_ts, pos_seq, pos_id,
-                      session, target, kb, latest_ts, latest_seq, latest_id)
+                      session, target, kb, latest_ts, latest_seq, latest_id, trace)
         ), changed AS (
         INSERT INTO reading_progress AS p (
             user_id, material_id, status, last_position, position_percent, progress_percent, total_active_seconds,
@@ -58,12 +60,14 @@ enum ProgressSQL {
         RETURNING user_id, material_id, status, last_position, position_event_id, progress_percent, total_active_seconds,
                   last_read_at, last_session_id
         ), queued AS (
-            INSERT INTO progress_notify_outbox (user_id, material_id, version)
-            SELECT user_id, material_id, nextval('progress_notify_version') FROM changed
-            ON CONFLICT (user_id, material_id) DO UPDATE SET version = EXCLUDED.version, enqueued_at = now()
-            RETURNING user_id, material_id, version
+            INSERT INTO progress_notify_outbox (user_id, material_id, version, traceparent)
+            SELECT c.user_id, c.material_id, nextval('progress_notify_version'), d.trace
+            FROM changed c JOIN d ON d.u = c.user_id AND d.m = c.material_id
+            ON CONFLICT (user_id, material_id) DO UPDATE SET version = EXCLUDED.version, enqueued_at = now(),
+                traceparent = EXCLUDED.traceparent
+            RETURNING user_id, material_id, version, traceparent
         )
-        SELECT changed.*, queued.version FROM changed JOIN queued USING (user_id, material_id)
+        SELECT changed.*, queued.version, queued.traceparent FROM changed JOIN queued USING (user_id, material_id)
         """
 
     /// Removes outbox entries whose notification went out, unless a newer change replaced them.
@@ -73,10 +77,10 @@ enum ProgressSQL {
         """
 
     /// Outbox entries older than the grace period (their after-commit publish never
-    /// completed), with the row's current state.
+    /// completed), with the row's current state and the trace of its last change.
     static let pendingNotifications = """
         SELECT p.user_id, p.material_id, p.status, p.last_position, p.progress_percent, p.total_active_seconds,
-               p.last_read_at, p.last_session_id, o.version
+               p.last_read_at, p.last_session_id, o.version, o.traceparent
         FROM progress_notify_outbox o JOIN reading_progress p USING (user_id, material_id)
         WHERE o.enqueued_at < now() - make_interval(secs => $1)
         ORDER BY o.version LIMIT $2

@@ -57,5 +57,9 @@ public enum ProgressSchema {
                 PRIMARY KEY (user_id, material_id)
             );
             """),
+        // The trace of the change a row announces, so that the relay's re-send carries it too.
+        PostgresMigration(version: 302, name: "progress_notify_outbox_traceparent", sql: """
+            ALTER TABLE progress_notify_outbox ADD COLUMN IF NOT EXISTS traceparent text;
+            """),
     ]
 }

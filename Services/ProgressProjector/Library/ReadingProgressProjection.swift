@@ -67,16 +67,13 @@ public struct ReadingProgressProjection: Projection {
         guard !events.isEmpty else { return [] }
         let fresh = try await insertIntoLog(events, connection)
         guard !fresh.isEmpty else { return [] }
-        var notifications = try await upsertProgress(ProgressDelta.fold(fresh), connection)
-        // A change goes on with the trace of the (last traced) event of its row that made it.
-        var traces: [String: TraceContext] = [:]
-        for item in events { if let trace = item.trace { traces[item.event.userId + "\u{0}" + item.event.materialId] = trace } }
-        if !traces.isEmpty {
-            for index in notifications.indices {
-                notifications[index].trace = traces[notifications[index].change.userId + "\u{0}" + notifications[index].change.materialId]
-            }
+        // A change goes on with the trace of the (last traced) event of its row that made it,
+        // kept in the outbox with it for the relay's re-send.
+        var traces: [String: String] = [:]
+        for item in events {
+            if let trace = item.trace { traces[item.event.userId + "\u{0}" + item.event.materialId] = trace.traceparent }
         }
-        return notifications
+        return try await upsertProgress(ProgressDelta.fold(fresh), traces: traces, connection)
     }
 
     /// The changes of batches committed while a publish was waiting for its acknowledgements
@@ -121,7 +118,9 @@ public struct ReadingProgressProjection: Projection {
         rows.endRow()
     }
 
-    func upsertProgress(_ deltas: [ProgressDelta], _ connection: PostgresConnection) async throws -> [ProgressNotification] {
+    /// `traces`: the `traceparent` of each row's change, by user and material (NUL-separated).
+    func upsertProgress(_ deltas: [ProgressDelta], traces: [String: String] = [:],
+                        _ connection: PostgresConnection) async throws -> [ProgressNotification] {
         func ts(_ d: Date?) -> String { d.flatMap(\.postgresText) ?? "" }
         let positions = try deltas.map { d -> String in
             guard let p = d.position?.position else { return "" }
@@ -135,6 +134,7 @@ public struct ReadingProgressProjection: Projection {
             deltas.map { $0.position?.key.eventID ?? "" },
             deltas.map(\.latest.sessionID), deltas.map(\.latest.targetType.rawValue), deltas.map { $0.latest.knowledgeBaseID ?? "" },
             deltas.map { ts($0.latest.key.timestamp) }, deltas.map { Int64($0.latest.key.sequence) }, deltas.map(\.latest.key.eventID),
+            deltas.map { traces[$0.userID + "\u{0}" + $0.materialID] ?? "" },
         ])
         var deltaIndex: [String: Int] = [:]
         for (index, d) in deltas.enumerated() { deltaIndex[d.userID + "\u{0}" + d.materialID] = index }
@@ -154,7 +154,8 @@ public struct ReadingProgressProjection: Projection {
 public struct ProgressNotification: Sendable {
     public var change: ReadingProgressChanged
     public var version: Int64
-    /// The trace of the event that made the change (none when the relay re-sends it).
+    /// The trace of the event that made the change, kept in the outbox (so also when the relay
+    /// re-sends it).
     public var trace: TraceContext?
 
     /// The row's `last_position` (jsonb), read with the contract's yajl reader.
@@ -162,7 +163,8 @@ public struct ProgressNotification: Sendable {
         try row.text("last_position").map { try ReadingPosition(json: Array($0.utf8)) }
     }
 
-    /// From a row with the `reading_progress` columns of the notification and `version`.
+    /// From a row with the `reading_progress` columns of the notification, `version` and
+    /// `traceparent`.
     public init(row: PostgresRow) throws { try self.init(row: row, ownPosition: nil) }
 
     /// `ownPosition(user, material, position_event_id)` may supply the position without
@@ -182,5 +184,6 @@ public struct ProgressNotification: Sendable {
             totalActiveSeconds: Int(try row.decode(Int64.self, "total_active_seconds")),
             lastReadAt: try row.decode(Date.self, "last_read_at"), lastSessionId: try row.decode(String?.self, "last_session_id"))
         version = try row.decode(Int64.self, "version")
+        trace = try row.decode(String?.self, "traceparent").flatMap(TraceContext.init(traceparent:))
     }
 }
