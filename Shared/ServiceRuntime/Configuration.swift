@@ -91,12 +91,7 @@ extension CommonConfiguration {
     /// Reads `TRACE_SAMPLE_RATIO` (every service, and `backbone dev` for the services it runs):
     /// 0…1, default 0.
     public static func readTraceSampleRatio(from reader: inout EnvironmentReader) -> Double {
-        let ratio = reader.double("TRACE_SAMPLE_RATIO", default: 0)
-        guard (0...1).contains(ratio) else {
-            reader.fail("TRACE_SAMPLE_RATIO must be between 0 and 1 (got \(ratio))")
-            return 0
-        }
-        return ratio
+        reader.double("TRACE_SAMPLE_RATIO", default: 0, range: 0...1)
     }
 
     /// Reads `CORS_ALLOWED_ORIGINS` (every service, and `backbone dev` for the services it
@@ -105,8 +100,7 @@ extension CommonConfiguration {
     /// that no browser would send (`remix.example.com`, `https://remix.example.com/`) would
     /// silently match nothing: it is refused, named.
     public static func readCORSAllowedOrigins(from reader: inout EnvironmentReader) -> [String] {
-        let origins = reader.string("CORS_ALLOWED_ORIGINS", default: "*").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let origins = reader.list("CORS_ALLOWED_ORIGINS") ?? ["*"]
         if origins.isEmpty {
             reader.fail("CORS_ALLOWED_ORIGINS must name at least one origin (or *)")
             return ["*"]

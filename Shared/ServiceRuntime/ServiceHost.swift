@@ -46,8 +46,10 @@ public struct HTTPService: Service {
                                                               "status": String(response.status.rawValue)])
             let seconds = elapsed.timeInterval
             metrics.observe("http_request_duration_seconds", seconds, labels: ["service": service, "route": route])
-            // A request of a sampled trace leaves one line: where the trace entered this service.
-            if let trace = response.headers[TraceContext.responseHeader].flatMap(TraceContext.init(traceparent:)), trace.sampled {
+            // A request of a sampled trace leaves one line: where the trace entered this service
+            // (the router answers every request's trace; only a sampled one, flags 01, is parsed).
+            if let answered = response.headers[TraceContext.responseHeader], answered.hasSuffix("-01"),
+               let trace = TraceContext(traceparent: answered) {
                 logger.info("traced request answered", metadata: [
                     "trace_id": trace.traceID, "http.method": request.method.rawValue, "http.route": route,
                     "http.status": String(response.status.rawValue), "http.duration_ms": String(Int((seconds * 1000).rounded()))])

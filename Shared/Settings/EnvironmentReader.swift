@@ -55,13 +55,23 @@ public struct EnvironmentReader: Sendable {
         return value
     }
 
-    public mutating func double(_ key: String, default fallback: Double) -> Double {
+    public mutating func double(_ key: String, default fallback: Double, range: ClosedRange<Double>? = nil) -> Double {
         guard let text = raw(key) else { return fallback }
         guard let value = Double(text) else {
             problems.append("\(key) must be a number (got \"\(text)\")")
             return fallback
         }
+        if let range, !range.contains(value) {
+            problems.append("\(key) must be within \(range.lowerBound)…\(range.upperBound) (got \(value))")
+            return fallback
+        }
         return value
+    }
+
+    /// A comma-separated list, each item trimmed and empty ones dropped; nil when the key is
+    /// unset (an empty list when it holds only commas).
+    public func list(_ key: String) -> [String]? {
+        raw(key).map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } }
     }
 
     public mutating func bool(_ key: String, default fallback: Bool) -> Bool {

@@ -138,8 +138,7 @@ public struct IngestConfiguration: Sendable {
                                                                        range: 0...(366 * 86_400)))
         configuration.accountDeletionSchedulerInterval = reader.loopInterval("ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS",
                                                                              default: .seconds(5))
-        let services = reader.string("ACCOUNT_DELETION_SERVICES", default: defaultDeletionServices.joined(separator: ","))
-            .split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        let services = reader.list("ACCOUNT_DELETION_SERVICES") ?? defaultDeletionServices
         if services.isEmpty { reader.fail("ACCOUNT_DELETION_SERVICES must name at least one service") }
         configuration.accountDeletionServices = services.isEmpty ? defaultDeletionServices : services
         configuration.deletionReceiptsGroupID = reader.string("INGEST_DELETION_RECEIPTS_GROUP_ID", default: "ingest-deletion-receipts")

@@ -104,12 +104,13 @@ public struct RealtimeConfiguration: Sendable {
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
-        let keys = (env.optionalString("REALTIME_PUBLISHABLE_KEYS") ?? "").split(separator: ",")
-            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for key in keys where !key.hasPrefix("sb_publishable_") || key.utf8.count > 200 {
-            env.fail("REALTIME_PUBLISHABLE_KEYS: \"\(key.prefix(40))\" is not a publishable key (sb_publishable_…)")
+        for key in env.list("REALTIME_PUBLISHABLE_KEYS") ?? [] {
+            if key.hasPrefix("sb_publishable_") && key.utf8.count <= 200 {
+                configuration.publishableKeys.insert(key)
+            } else {
+                env.fail("REALTIME_PUBLISHABLE_KEYS: \"\(key.prefix(40))\" is not a publishable key (sb_publishable_…)")
+            }
         }
-        configuration.publishableKeys = Set(keys.filter { $0.hasPrefix("sb_publishable_") && $0.utf8.count <= 200 })
         return configuration
     }
 
