@@ -42,7 +42,7 @@ let sharedModules: [Target] = [
     shared("PrometheusMetrics"),
     shared("Hashing", ["COpenSSL"]),
     shared("HTTPClient", ["CCurl", "BlockingCalls"]),
-    shared("Auth", ["Hashing", "HTTPClient", "ServiceLogging"]),
+    shared("Auth", ["Contracts", "Hashing", "HTTPClient", "ServiceLogging"]),
     shared("Kafka", ["CRdKafka", "ServiceLogging", "BlockingCalls"]),
     shared("Postgres", ["CLibPQ", "ServiceLogging", "BlockingCalls"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging"]),
@@ -148,7 +148,7 @@ let testTargets: [Target] = [
                                      "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure"]),
     // The effectively-once core's own (the projection runner's partition ownership).
     tests("ProjectionTests", ["Projection", "Kafka"]),
-    tests("FoundationModulesTests", ["Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
+    tests("FoundationModulesTests", ["Contracts", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
                                      "BackboneTestSupport"]),
     tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),

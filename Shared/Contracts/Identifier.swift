@@ -22,3 +22,44 @@ public enum Identifier {
         return false
     }
 }
+
+extension Identifier {
+    /// The longest user id (a token's `sub`), room id, channel or event name, in UTF-8 bytes.
+    /// Every channel name is `room:` or `user:` plus one of these, so the channel name limit
+    /// follows from this one.
+    public static let maxUTF8Length = 250
+
+    /// A user id, room id or name that reaches the pipeline: non-empty, at most
+    /// `maxUTF8Length` bytes (or `limit`), no whitespace and no control characters.
+    public static func isAcceptable(_ value: String, maxUTF8Length limit: Int = maxUTF8Length) -> Bool {
+        guard !value.isEmpty, value.utf8.count <= limit else { return false }
+        return value.unicodeScalars.allSatisfy { scalar in
+            !scalar.properties.isWhitespace && !scalar.properties.generalCategory.isControlLike
+        }
+    }
+
+    /// `8-4-4-4-12` hexadecimal digits, either case — what `UUID(uuidString:)` accepts.
+    public static func isUUID(_ text: String) -> Bool {
+        var index = 0
+        for byte in text.utf8 {
+            if index == 8 || index == 13 || index == 18 || index == 23 {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else {
+                guard (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
+                else { return false }
+            }
+            index += 1
+        }
+        return index == 36
+    }
+}
+
+extension Unicode.GeneralCategory {
+    /// Control, format, surrogate, private-use and unassigned scalars.
+    fileprivate var isControlLike: Bool {
+        switch self {
+        case .control, .format, .surrogate, .privateUse, .unassigned: true
+        default: false
+        }
+    }
+}

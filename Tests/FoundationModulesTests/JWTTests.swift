@@ -1,4 +1,5 @@
 import Auth
+import Contracts
 import Foundation
 import Hashing
 import Testing

@@ -13,8 +13,8 @@ public struct AnalyticsProjection: Projection {
     public typealias Event = ReadingEventRecord
     public typealias Effects = Void
 
-    /// UTC−12:00 … UTC+14:00, the offsets in use on Earth.
-    public static let offsetRange = -720...840
+    /// UTC−12:00 … UTC+14:00, the offsets in use on Earth (the reading event's rule).
+    public static let offsetRange = ReadingEventUploadItem.timezoneOffsetRange
 
     /// Users whose account was erased: their events are left out (a replay or a rebuild
     /// brings nobody back).
@@ -40,25 +40,14 @@ public struct AnalyticsProjection: Projection {
         return event
     }
 
+    /// The reading event's one rule (`ReadingEventRecord.validate()`, the rule ingest and the
+    /// progress projector apply too), in the aggregator's dead-letter terms.
     static func validate(_ event: ReadingEventRecord) throws(AnalyticsRecordError) {
-        func invalid(_ field: String, _ message: String) -> AnalyticsRecordError {
-            AnalyticsRecordError(code: .invalidField, message: message, context: ["field": field])
-        }
-        guard event.schemaVersion >= 1, event.schemaVersion <= ReadingEventRecord.currentSchemaVersion else {
-            throw AnalyticsRecordError(code: .unsupportedSchema, message: "schema version \(event.schemaVersion)")
-        }
-        if event.userId.isEmpty { throw invalid("userId", "empty user id") }
-        if !Identifier.isAcceptable(event.userId) {
-            throw invalid("userId", "user id over \(Identifier.maxUTF8Length) bytes or with whitespace or control characters")
-        }
-        if event.eventId.isEmpty { throw invalid("eventId", "empty event id") }
-        if event.clientSessionId.isEmpty { throw invalid("clientSessionId", "empty session id") }
-        if event.materialId.isEmpty { throw invalid("materialId", "empty material id") }
-        guard offsetRange.contains(event.clientTimezoneOffsetMinutes) else {
-            throw invalid("clientTimezoneOffsetMinutes", "offset \(event.clientTimezoneOffsetMinutes) outside −720…840")
-        }
-        guard (0...86_400).contains(event.activeSecondsDelta) else {
-            throw invalid("activeSecondsDelta", "delta \(event.activeSecondsDelta) outside 0…86400")
+        do {
+            try event.validate()
+        } catch {
+            throw AnalyticsRecordError(code: error.field == "schemaVersion" ? .unsupportedSchema : .invalidField,
+                                       message: error.message, context: ["field": error.field])
         }
     }
 

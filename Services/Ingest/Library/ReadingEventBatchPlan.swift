@@ -21,7 +21,7 @@ public struct ReadingEventBatchPlan: Sendable {
     public init(events: [RawReadingEvent], validator: ReadingEventValidator, now: Date) {
         var seen: Set<String> = []
         slots = events.map { raw in
-            if let id = raw.rawEventID, ReadingEventValidator.isUUID(id) {
+            if let id = raw.rawEventID, Identifier.isUUID(id) {
                 let key = AcceptedEventLedger.key(id)
                 guard seen.insert(key).inserted else { return .decided(.duplicate(id)) }
             }

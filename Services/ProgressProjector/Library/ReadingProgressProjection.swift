@@ -7,11 +7,6 @@ import Projection
 import ServiceLogging
 import UserErasure
 
-/// A record of `reading.events.v2` that cannot be projected.
-struct InvalidReadingEvent: Error, CustomStringConvertible {
-    let description: String
-}
-
 /// The reading-progress read model: per (user, material) status, latest position, percent,
 /// active seconds and read times, from the reading-event stream.
 ///
@@ -40,23 +35,11 @@ public struct ReadingProgressProjection: Projection {
         self.progressTopic = progressTopic
     }
 
+    /// The record, if it keeps the reading event's one rule (`ReadingEventRecord.validate()`,
+    /// the rule ingest and the analytics aggregator apply too); the runner dead-letters it otherwise.
     public func decode(_ record: KafkaConsumerRecord) throws -> ReadingEventRecord {
         let event = try ReadingEventRecord(json: record.value)
-        guard event.schemaVersion == ReadingEventRecord.currentSchemaVersion else {
-            throw InvalidReadingEvent(description: "unsupported schemaVersion \(event.schemaVersion)")
-        }
-        guard !event.userId.isEmpty, !event.eventId.isEmpty, !event.materialId.isEmpty else {
-            throw InvalidReadingEvent(description: "userId, eventId and materialId are required")
-        }
-        guard Identifier.isAcceptable(event.userId) else {
-            throw InvalidReadingEvent(description: "userId must be at most \(Identifier.maxUTF8Length) bytes without whitespace or control characters")
-        }
-        if let position = event.position, !position.isValid {
-            throw InvalidReadingEvent(description: "position has a recognised key with an impossible value, or is over its bounds")
-        }
-        guard event.activeSecondsDelta >= 0, event.activeSecondsDelta <= 3600 else {
-            throw InvalidReadingEvent(description: "activeSecondsDelta out of range")
-        }
+        try event.validate()
         return event
     }
 

@@ -1,4 +1,4 @@
-import Auth
+import Contracts
 
 /// A channel name (`room:123`, `user:u1`) and the wire topic carrying it (`realtime:room:123`).
 public struct ChannelName: Sendable, Hashable, CustomStringConvertible {
