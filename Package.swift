@@ -37,6 +37,9 @@ func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
 
 let sharedModules: [Target] = [
     shared("ServiceLogging"),
+    // The lifecycle: services and their group, periodic tasks, coalescing, consumer groups.
+    // A leaf with no C library, so that what needs only these does not link the host's.
+    shared("Lifecycle", ["ServiceLogging"]),
     shared("BlockingCalls"),
     shared("HTTPRouting", ["ServiceLogging"]),
     shared("PrometheusMetrics"),
@@ -50,11 +53,13 @@ let sharedModules: [Target] = [
     // Reading settings from the environment: a leaf, so that what links the object store (or any
     // module with settings) does not link the service runtime.
     shared("Settings", ["ServiceLogging"]),
-    shared("ServiceRuntime", ["BlockingCalls", "CMalloc", "Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics", "Auth", "Kafka", "Postgres"]),
+    // The host: a service process's wiring of HTTP, auth, Kafka and PostgreSQL around the lifecycle.
+    shared("ServiceRuntime", ["BlockingCalls", "CMalloc", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics",
+                              "Auth", "Kafka", "Postgres", "Projection"]),
     shared("Contracts", ["CYAJL", "ServiceLogging"]),
-    shared("Projection", ["Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "Contracts", "ServiceRuntime"]),
+    shared("Projection", ["Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "Contracts", "Lifecycle"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
-    shared("UserErasure", ["Projection", "Kafka", "Postgres", "ServiceLogging", "Contracts", "Auth", "ServiceRuntime"]),
+    shared("UserErasure", ["Lifecycle", "Projection", "Kafka", "Postgres", "ServiceLogging", "Contracts", "Auth", "ServiceRuntime"]),
     shared("USD", ["CLZ4", "ServiceLogging"]),
     shared("ObjectStore", ["HTTPClient", "Hashing", "Settings"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
@@ -74,7 +79,7 @@ func service(_ name: String, executable: String, _ deps: [Target.Dependency]) ->
 }
 
 let serviceBase: [Target.Dependency] = [
-    "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "UserErasure",
+    "Contracts", "Lifecycle", "ServiceRuntime", "Settings", "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "UserErasure",
 ]
 
 let services: [Target] =
@@ -87,7 +92,7 @@ let services: [Target] =
         .target(
             name: "BackboneCLI",
             dependencies: [
-                "Contracts", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
+                "Contracts", "Lifecycle", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
                 "ObjectStore", "DevInfrastructure",
             ],
@@ -113,7 +118,7 @@ let benchmarks: [Target] = [
     .target(name: "BenchSupport", path: "Benchmarks/Support", swiftSettings: swiftSettings),
     .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging"],
                       path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
+    .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "Lifecycle", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
                                                           "HTTPServer", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
@@ -123,7 +128,7 @@ let benchmarks: [Target] = [
     .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "RebuildBench",
-                      dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "ServiceRuntime", "Contracts",
+                      dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "Lifecycle", "ServiceRuntime", "Contracts",
                                      "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
     .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "ServiceLogging", "RealtimeNotifier"],
@@ -142,13 +147,13 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 }
 
 let testTargets: [Target] = [
-    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "ServiceLogging", "ObjectStore", "DevInfrastructure"], path: "Tests/Support",
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "ServiceLogging", "ObjectStore", "Hashing", "DevInfrastructure"], path: "Tests/Support",
             exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure"]),
     // The effectively-once core's own (the projection runner's partition ownership).
     tests("ProjectionTests", ["Projection", "Kafka"]),
-    tests("FoundationModulesTests", ["Contracts", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
+    tests("FoundationModulesTests", ["Contracts", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
                                      "BackboneTestSupport"]),
     tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
@@ -162,14 +167,14 @@ let testTargets: [Target] = [
                                     "BackboneTestSupport", "DevInfrastructure"],
           exclude: ["Clients"]),
     tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
-    tests("IngestTests", ["Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPRouting", "Auth",
+    tests("IngestTests", ["Lifecycle", "Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPRouting", "Auth",
                           "ServiceLogging", "PrometheusMetrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"],
           exclude: ["Clients"]),
     tests("AnalyticsAggregatorTests", ["Settings",
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPRouting", "Auth",
         "ServiceLogging", "BackboneTestSupport", "DevInfrastructure",
     ]),
-    tests("TranscodeWorkerTests", ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "TranscodeWorker",
+    tests("TranscodeWorkerTests", ["Contracts", "Lifecycle", "ServiceRuntime", "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "TranscodeWorker",
                                    "Projection", "ObjectStore", "Hashing", "BackboneTestSupport", "DevInfrastructure", "Ingest",
                                    "RealtimeNotifier"],
           exclude: ["Clients", "Fixtures"]),
@@ -177,7 +182,7 @@ let testTargets: [Target] = [
     // and a PostgreSQL the tests take down and bring back.
     tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                          "ObjectStore", "Hashing"]),
-    tests("BackboneCLITests", ["Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
+    tests("BackboneCLITests", ["Lifecycle", "Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "PrometheusMetrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPRouting",
                                "Hashing"],

@@ -1,5 +1,6 @@
 import Foundation
 import Ingest
+import Lifecycle
 import Postgres
 import ServiceRuntime
 

@@ -6,6 +6,7 @@ import DevInfrastructure
 import Foundation
 import HTTPRouting
 import Kafka
+import Lifecycle
 import Postgres
 import ProgressProjector
 import Projection

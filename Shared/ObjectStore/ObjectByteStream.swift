@@ -10,7 +10,7 @@ public struct ObjectByteStream: AsyncSequence, Sendable {
     init(_ base: AsyncThrowingStream<[UInt8], any Error>) { self.base = base }
 
     /// A stream fed by `continuation`, with the buffering policy described above.
-    static func make() -> (ObjectByteStream, AsyncThrowingStream<[UInt8], any Error>.Continuation) {
+    public static func make() -> (ObjectByteStream, AsyncThrowingStream<[UInt8], any Error>.Continuation) {
         let (stream, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream(bufferingPolicy: .unbounded)
         return (ObjectByteStream(stream), continuation)
     }

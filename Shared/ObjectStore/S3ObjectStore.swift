@@ -173,7 +173,7 @@ public struct S3ObjectStore: ObjectStore {
 
     // MARK: - Helpers
 
-    static func unquoted(_ etag: String) -> String {
+    public static func unquoted(_ etag: String) -> String {
         var text = etag.replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&#34;", with: "\"")
         if text.hasPrefix("\"") { text.removeFirst() }
         if text.hasSuffix("\"") { text.removeLast() }

@@ -1,5 +1,5 @@
 import ServiceLogging
-import ServiceRuntime
+import Lifecycle
 
 /// A table of changes committed with a read model and still to be published.
 ///

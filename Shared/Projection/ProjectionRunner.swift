@@ -4,7 +4,7 @@ import Kafka
 import Postgres
 import PrometheusMetrics
 import ServiceLogging
-import ServiceRuntime
+import Lifecycle
 import Synchronization
 
 /// Settings of one projection's consumer.
@@ -128,16 +128,6 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             metrics.increment(name, by: 0, labels: group)
         }
         for client in ["postgres", "kafka"] { metrics.increment("client_errors_total", by: 0, labels: group.merging(["client": client]) { $1 }) }
-    }
-
-    /// A service's projection, over its context's clients: the context's consumer settings
-    /// (`kafkaConsumerProperties`, under `configuration`'s own) and its running groups.
-    public convenience init(projection: P, configuration: ProjectionRunnerConfiguration, context: ServiceContext) {
-        var configuration = configuration
-        configuration.consumerProperties = context.configuration.kafkaConsumerProperties.merging(configuration.consumerProperties) { $1 }
-        configuration.runningGroups = context.runningGroups
-        self.init(projection: projection, configuration: configuration, database: context.database, deadLetters: context.producer,
-                  metrics: context.metrics, logger: context.logger)
     }
 
     /// Consumes until the task is cancelled, then leaves the group cleanly.

@@ -1,5 +1,6 @@
 import BlockingCalls
 import CMalloc
+import Lifecycle
 import ServiceLogging
 
 /// Gives the C heap's free pages back to the kernel every `interval` (`malloc_trim`). glibc keeps

@@ -1,6 +1,7 @@
 import Auth
 import HTTPRouting
 import Kafka
+import Lifecycle
 import Postgres
 import PrometheusMetrics
 import ServiceLogging

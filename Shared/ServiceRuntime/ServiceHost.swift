@@ -3,6 +3,7 @@ import Foundation
 import HTTPRouting
 import HTTPServer
 import Kafka
+import Lifecycle
 import Postgres
 import PrometheusMetrics
 import ServiceLogging

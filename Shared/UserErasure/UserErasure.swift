@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging

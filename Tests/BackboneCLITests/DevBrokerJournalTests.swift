@@ -4,6 +4,7 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging

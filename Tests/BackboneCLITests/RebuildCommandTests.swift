@@ -119,14 +119,15 @@ struct RebuildCommandTests {
     }
 
     /// Reading sessions of `users` over three materials: heartbeats with page positions,
-    /// some completions and closes; event ids are unique per `prefix`.
+    /// some completions and closes; event ids (UUIDs) unique per `prefix`.
     static func events(_ count: Int, users: [String], prefix: String) -> [ReadingEventRecord] {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
         return (0..<count).map { i in
             let user = users[i % users.count], material = "m-\((i / users.count) % 3)"
             let type: ReadingEventType = i % 37 == 0 ? .markedAsRead : (i % 29 == 0 ? .closed : .heartbeat)
             let item = ReadingEventUploadItem(
-                eventId: "\(prefix)-\(i)", clientSessionId: "s-\(user)-\(material)-\(i / 60)", readingTargetType: .knowledgeSource,
+                eventId: String(format: "%08x-0000-4000-8000-%012x", prefix.utf8.reduce(UInt32(2166136261)) { ($0 ^ UInt32($1)) &* 16777619 }, i),
+                clientSessionId: "s-\(user)-\(material)-\(i / 60)", readingTargetType: .knowledgeSource,
                 materialId: material, knowledgeBaseId: "kb", eventType: type, position: .page(1 + i % 40, of: 40),
                 activeSecondsDelta: 5 + i % 11, clientTimestamp: start.addingTimeInterval(Double(i * 7)),
                 clientTimezoneOffsetMinutes: 480, sequence: i, platform: "iOS", appVersion: "2.3.0")

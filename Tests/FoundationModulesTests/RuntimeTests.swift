@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import HTTPRouting
+import Lifecycle
 import PrometheusMetrics
 import ServiceLogging
 import ServiceRuntime

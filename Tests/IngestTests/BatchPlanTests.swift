@@ -9,8 +9,8 @@ struct BatchPlanTests {
     let validator = ReadingEventValidator()
 
     func entry(_ id: String, _ type: ReadingTargetType = .knowledgeSource, owner: String? = nil, expires: Date? = nil,
-               deleted: Bool = false) -> MaterialEntry {
-        MaterialEntry(materialID: id, readingTargetType: type, knowledgeBaseID: nil, ownerUserID: owner, expiresAt: expires,
+               deleted: Bool = false) -> MaterialResponse {
+        MaterialResponse(materialId: id, readingTargetType: type, knowledgeBaseId: nil, ownerUserId: owner, expiresAt: expires,
                       deleted: deleted, updatedAt: now)
     }
 

@@ -1,3 +1,4 @@
+import BackboneTestSupport
 import Foundation
 import ServiceRuntime
 import Settings

@@ -68,8 +68,11 @@ struct ProgressProjectionTests {
         let t0 = Date(timeIntervalSince1970: 1_796_000_000)
         func event(_ id: String, _ user: String, _ type: ReadingEventType, at seconds: Double, seq: Int,
                    position: ReadingPosition? = nil, delta: Int = 10) -> ReadingEventRecord {
-            ReadingEventRecord(userId: user, receivedAt: t0, item: ReadingEventUploadItem(
-                eventId: id, clientSessionId: "s", readingTargetType: .knowledgeSource, materialId: "book", eventType: type,
+            // The same short name is the same UUID (the event's rule asks for one).
+            let uuid = "00000000-0000-4000-8000-" + String(repeating: "0", count: 12 - 2 * id.utf8.count)
+                + id.utf8.map { String(format: "%02x", $0) }.joined()
+            return ReadingEventRecord(userId: user, receivedAt: t0, item: ReadingEventUploadItem(
+                eventId: uuid, clientSessionId: "s", readingTargetType: .knowledgeSource, materialId: "book", eventType: type,
                 position: position, activeSecondsDelta: delta, clientTimestamp: t0.addingTimeInterval(seconds),
                 clientTimezoneOffsetMinutes: 0, sequence: seq, platform: "iOS", appVersion: "1"))
         }

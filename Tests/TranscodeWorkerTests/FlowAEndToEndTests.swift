@@ -7,6 +7,7 @@ import HTTPRouting
 import Hashing
 import Ingest
 import Kafka
+import Lifecycle
 import ObjectStore
 import Postgres
 import PrometheusMetrics

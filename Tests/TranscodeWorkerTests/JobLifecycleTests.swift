@@ -5,6 +5,7 @@ import DevInfrastructure
 import Foundation
 import HTTPRouting
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import PrometheusMetrics

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPRouting
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging

@@ -2,6 +2,7 @@ import Auth
 import Contracts
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging

@@ -2,6 +2,7 @@ import Auth
 import Contracts
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ObjectStore
 import Projection
 import PrometheusMetrics

@@ -1,33 +1,6 @@
 import Contracts
 import Foundation
 
-/// A `materials` row as the access rules need it.
-public struct MaterialEntry: Sendable, Hashable {
-    public var materialID: String
-    public var readingTargetType: ReadingTargetType
-    public var knowledgeBaseID: String?
-    public var ownerUserID: String?
-    public var expiresAt: Date?
-    public var deleted: Bool
-    public var updatedAt: Date
-
-    public init(materialID: String, readingTargetType: ReadingTargetType, knowledgeBaseID: String?, ownerUserID: String?,
-                expiresAt: Date?, deleted: Bool, updatedAt: Date) {
-        self.materialID = materialID
-        self.readingTargetType = readingTargetType
-        self.knowledgeBaseID = knowledgeBaseID
-        self.ownerUserID = ownerUserID
-        self.expiresAt = expiresAt
-        self.deleted = deleted
-        self.updatedAt = updatedAt
-    }
-
-    public var response: MaterialResponse {
-        MaterialResponse(materialId: materialID, readingTargetType: readingTargetType, knowledgeBaseId: knowledgeBaseID,
-                         ownerUserId: ownerUserID, expiresAt: expiresAt, deleted: deleted, updatedAt: updatedAt)
-    }
-}
-
 /// Who may record reading events against which material.
 ///
 /// An unknown material, one of another target type, or one owned by someone else is
@@ -36,12 +9,12 @@ public struct MaterialEntry: Sendable, Hashable {
 /// server clock at receipt) `TEMPORARY_MATERIAL_EXPIRED`. A lesson without an owner is
 /// shared by every user.
 public enum MaterialAccessRule {
-    public static func check(_ entry: MaterialEntry?, userID: String, targetType: ReadingTargetType,
+    public static func check(_ entry: MaterialResponse?, userID: String, targetType: ReadingTargetType,
                              now: Date) -> ReadingEventValidator.Rejection? {
         guard let entry, entry.readingTargetType == targetType else {
             return denied("material is unknown")
         }
-        if let owner = entry.ownerUserID, owner != userID {
+        if let owner = entry.ownerUserId, owner != userID {
             return denied("material is unknown")
         }
         if entry.deleted {

@@ -8,7 +8,7 @@ import Synchronization
 /// through this process is visible at once; one made elsewhere within the cache TTL.
 public final class MaterialCatalog: Sendable {
     private struct Cached: Sendable {
-        var entry: MaterialEntry?
+        var entry: MaterialResponse?
         var fetchedAt: ContinuousClock.Instant
     }
 
@@ -25,9 +25,9 @@ public final class MaterialCatalog: Sendable {
     static let columns = "material_id, reading_target_type, knowledge_base_id, owner_user_id, expires_at, deleted, updated_at"
 
     /// The entries for `ids` (absent ids are unknown materials).
-    public func lookup(_ ids: Set<String>) async throws(PostgresError) -> [String: MaterialEntry] {
+    public func lookup(_ ids: Set<String>) async throws(PostgresError) -> [String: MaterialResponse] {
         let now = ContinuousClock.now
-        var found: [String: MaterialEntry] = [:]
+        var found: [String: MaterialResponse] = [:]
         var missing: [String] = []
         cache.withLock { cache in
             for id in ids {
@@ -40,10 +40,10 @@ public final class MaterialCatalog: Sendable {
         }
         guard !missing.isEmpty else { return found }
         let rows = try await database.query("SELECT \(Self.columns) FROM materials WHERE material_id = ANY($1::text[])", [missing])
-        var fetched: [String: MaterialEntry] = [:]
+        var fetched: [String: MaterialResponse] = [:]
         for row in rows {
             let entry = try Self.entry(row)
-            fetched[entry.materialID] = entry
+            fetched[entry.materialId] = entry
         }
         cache.withLock { cache in
             if cache.count > Self.maxCachedEntries { cache.removeAll(keepingCapacity: true) }
@@ -54,7 +54,7 @@ public final class MaterialCatalog: Sendable {
     }
 
     /// Inserts or replaces a material (un-deleting it).
-    public func upsert(id: String, _ request: MaterialUpsertRequest) async throws(PostgresError) -> MaterialEntry {
+    public func upsert(id: String, _ request: MaterialUpsertRequest) async throws(PostgresError) -> MaterialResponse {
         let rows = try await database.query("""
             INSERT INTO materials (material_id, reading_target_type, knowledge_base_id, owner_user_id, expires_at, deleted, updated_at)
             VALUES ($1, $2, $3, $4, $5, false, now())
@@ -70,7 +70,7 @@ public final class MaterialCatalog: Sendable {
     }
 
     /// Marks a material deleted; `nil` when there is no such material.
-    public func markDeleted(id: String) async throws(PostgresError) -> MaterialEntry? {
+    public func markDeleted(id: String) async throws(PostgresError) -> MaterialResponse? {
         let rows = try await database.query(
             "UPDATE materials SET deleted = true, updated_at = now() WHERE material_id = $1 RETURNING \(Self.columns)", [id])
         guard let row = rows.first else { return nil }
@@ -79,18 +79,18 @@ public final class MaterialCatalog: Sendable {
         return entry
     }
 
-    private func remember(_ entry: MaterialEntry) {
+    private func remember(_ entry: MaterialResponse) {
         let now = ContinuousClock.now
-        cache.withLock { $0[entry.materialID] = Cached(entry: entry, fetchedAt: now) }
+        cache.withLock { $0[entry.materialId] = Cached(entry: entry, fetchedAt: now) }
     }
 
-    private static func entry(_ row: PostgresRow) throws(PostgresError) -> MaterialEntry {
+    private static func entry(_ row: PostgresRow) throws(PostgresError) -> MaterialResponse {
         let typeText = try row.decode(String.self, "reading_target_type")
-        return MaterialEntry(
-            materialID: try row.decode(String.self, "material_id"),
+        return MaterialResponse(
+            materialId: try row.decode(String.self, "material_id"),
             readingTargetType: ReadingTargetType(rawValue: typeText) ?? .knowledgeSource,
-            knowledgeBaseID: try row.decode(String?.self, "knowledge_base_id"),
-            ownerUserID: try row.decode(String?.self, "owner_user_id"),
+            knowledgeBaseId: try row.decode(String?.self, "knowledge_base_id"),
+            ownerUserId: try row.decode(String?.self, "owner_user_id"),
             expiresAt: try row.decode(Date?.self, "expires_at"),
             deleted: try row.decode(Bool.self, "deleted"),
             updatedAt: try row.decode(Date.self, "updated_at"))

@@ -32,7 +32,7 @@ struct MaterialRoutes: Sendable {
         }
         do {
             let entry = try await catalog.upsert(id: id, body)
-            return .json(entry.response, encoder: ContractCoding.encoder)
+            return .json(entry, encoder: ContractCoding.encoder)
         } catch {
             throw unavailable(error)
         }
@@ -41,14 +41,14 @@ struct MaterialRoutes: Sendable {
     func delete(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try await authenticator.requireService(request)
         let id = try materialID(request)
-        let entry: MaterialEntry?
+        let entry: MaterialResponse?
         do {
             entry = try await catalog.markDeleted(id: id)
         } catch {
             throw unavailable(error)
         }
         guard let entry else { throw HTTPError.notFound("no material \(id)") }
-        return .json(entry.response, encoder: ContractCoding.encoder)
+        return .json(entry, encoder: ContractCoding.encoder)
     }
 
     private func materialID(_ request: HTTPRequest) throws(HTTPError) -> String {

@@ -45,7 +45,7 @@ public struct ReadingEventBatchPlan: Sendable {
     public var candidateMaterialIDs: Set<String> { Set(candidates.map(\.item.materialId)) }
 
     /// Applies the catalog rules for `userID`.
-    public mutating func applyMaterials(_ materials: [String: MaterialEntry], userID: String, now: Date) {
+    public mutating func applyMaterials(_ materials: [String: MaterialResponse], userID: String, now: Date) {
         for (index, item, _) in candidates {
             if let rejection = MaterialAccessRule.check(materials[item.materialId], userID: userID,
                                                         targetType: item.readingTargetType, now: now) {

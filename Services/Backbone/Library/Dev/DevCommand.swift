@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import Hashing
 import Kafka
+import Lifecycle
 import ObjectStore
 import Postgres
 import PrometheusMetrics

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import ServiceLogging
 import ServiceRuntime

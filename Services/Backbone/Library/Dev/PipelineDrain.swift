@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging
@@ -57,7 +58,7 @@ struct PipelineDrain: Service {
             let now = ContinuousClock.now
             var known = true
             do {
-                left = try await StoredOffsets.backlog(of: groups.groups, client: database, admin: admin)
+                left = try await Self.backlog(of: groups.groups, client: database, admin: admin)
                     .filter { $0.value > 0 }
             } catch {
                 logger.warning("cannot check what the consumers still have to process", metadata: ["error": "\(error)"])

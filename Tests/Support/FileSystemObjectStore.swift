@@ -1,8 +1,9 @@
 import Foundation
 import Hashing
+import ObjectStore
 import Synchronization
 
-/// An `ObjectStore` in a local folder, for unit tests: objects are files under `root`,
+/// An `ObjectStore` in a local folder, for unit tests (test support only, never shipped): objects are files under `root`,
 /// multipart uploads are folders of parts. Presigned requests carry `file://` URLs and are
 /// not enforced; use the S3 store to test signatures.
 public final class FileSystemObjectStore: ObjectStore {
