@@ -28,6 +28,11 @@ public struct ClosureService: Service {
 /// Runs services together: starts them in order, and on SIGTERM/SIGINT (or when one of
 /// them ends or fails, or the surrounding task is cancelled) shuts them down in reverse
 /// order, each one finishing before the one started before it is asked to stop.
+///
+/// Stopping a service has two phases. A service that handles the graceful phase
+/// (`withGracefulShutdownHandler`) is first asked to finish — the batch in hand, its outbox —
+/// and given `gracefulTimeout` to return; then (or at once, for a service that does not) its
+/// task is cancelled.
 public struct ServiceGroup: Sendable {
     public let services: [any Service]
     public let logger: Logger
@@ -38,14 +43,18 @@ public struct ServiceGroup: Sendable {
     /// behind (logged), so that SIGTERM always ends the process in bounded time, even when a
     /// dependency is unreachable and a service waits on it.
     public let shutdownTimeout: Duration
+    /// How long one service may take to finish by itself after the graceful phase began,
+    /// before its task is cancelled (within `shutdownTimeout` for the whole shutdown).
+    public let gracefulTimeout: Duration
 
     public init(services: [any Service], handlesSignals: Bool = true, signals: [Int32] = [SIGTERM, SIGINT],
-                shutdownTimeout: Duration = .seconds(10), logger: Logger) {
+                shutdownTimeout: Duration = .seconds(10), gracefulTimeout: Duration = .seconds(5), logger: Logger) {
         self.services = services
         self.logger = logger
         self.handlesSignals = handlesSignals
         self.signals = signals
         self.shutdownTimeout = shutdownTimeout
+        self.gracefulTimeout = gracefulTimeout
     }
 
     private enum Event: Sendable {
@@ -61,11 +70,12 @@ public struct ServiceGroup: Sendable {
         // One task per service, each with its own cancellation handle, so that shutdown can
         // go in reverse start order; they are all awaited before `run()` returns.
         var handles: [Task<Void, Never>] = []
+        let shutdowns = services.map { _ in GracefulShutdown() }
         for (index, service) in services.enumerated() {
             logger.info("starting service", metadata: ["service.name": service.name])
             handles.append(Task {
                 do {
-                    try await service.run()
+                    try await GracefulShutdown.$current.withValue(shutdowns[index]) { try await service.run() }
                     continuation.yield(.finished(index: index, error: nil))
                 } catch {
                     continuation.yield(.finished(index: index, error: error))
@@ -95,20 +105,28 @@ public struct ServiceGroup: Sendable {
         } onCancel: {
             continuation.yield(.signal(0))
         }
-        await Self.stopInReverse(handles, skipping: stopped, deadline: .now + shutdownTimeout, logger: logger, services: services)
+        await stopInReverse(handles, shutdowns, skipping: stopped, deadline: .now + shutdownTimeout)
         continuation.finish()
         if let firstError { throw firstError }
     }
 
-    private static func stopInReverse(_ handles: [Task<Void, Never>], skipping stopped: Set<Int>, deadline: ContinuousClock.Instant,
-                                      logger: Logger, services: [any Service]) async {
+    private func stopInReverse(_ handles: [Task<Void, Never>], _ shutdowns: [GracefulShutdown], skipping stopped: Set<Int>,
+                               deadline: ContinuousClock.Instant) async {
         for index in handles.indices.reversed() where !stopped.contains(index) {
+            let name = services[index].name
+            if shutdowns[index].hasHandlers {
+                shutdowns[index].trigger()
+                if await ShutdownRace.finished(handles[index], before: min(deadline, .now + gracefulTimeout)) {
+                    logger.info("service finished gracefully", metadata: ["service.name": name])
+                    continue
+                }
+                logger.warning("service did not finish within the graceful timeout; cancelling it", metadata: ["service.name": name])
+            }
             handles[index].cancel()
             if await ShutdownRace.finished(handles[index], before: deadline) {
-                logger.info("service stopped", metadata: ["service.name": services[index].name])
+                logger.info("service stopped", metadata: ["service.name": name])
             } else {
-                logger.error("service did not stop within the shutdown timeout; leaving it behind",
-                             metadata: ["service.name": services[index].name])
+                logger.error("service did not stop within the shutdown timeout; leaving it behind", metadata: ["service.name": name])
             }
         }
     }

@@ -86,6 +86,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// Set once `run()` is cancelled: the rebalance listener runs outside the run task (on the
     /// consumer's poll thread), so its retries watch this instead of task cancellation.
     let stopping = Atomic<Bool>(false)
+    /// Set in the graceful phase: no batch is fetched after the one in hand.
+    let finishing = Atomic<Bool>(false)
     /// Set while this member holds no partition although records wait that nobody processes
     /// (see `assignmentStallLimit`); cleared once a consumer of the runner is assigned again.
     let assignmentStalled = Atomic<Bool>(false)
@@ -143,11 +145,23 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// cancellable backoff, so the projection resumes by itself once its dependencies are
     /// back; nothing committed is lost and nothing uncommitted is skipped (the new consumer
     /// starts from the stored offsets). Counted in `projection_consumer_restarts_total`.
+    ///
+    /// In a service group's graceful phase the runner fetches nothing more: it finishes the
+    /// batch in hand, publishes what committed batches queued (the after-commit work), leaves
+    /// the group and returns.
     public func run() async throws {
         let registration = configuration.runningGroups?.register(ConsumerGroup(groupID: configuration.groupID, topics: configuration.topics))
         defer { if let registration { configuration.runningGroups?.unregister(registration) } }
+        try await withGracefulShutdownHandler {
+            try await restartingConsumers()
+        } onGracefulShutdown: {
+            self.finishing.store(true, ordering: .relaxed)
+        }
+    }
+
+    private func restartingConsumers() async throws {
         var delay = Self.restartBackoff.lowerBound
-        while !Task.isCancelled && !stopping.load(ordering: .relaxed) {
+        while !Task.isCancelled && !stopping.load(ordering: .relaxed) && !finishing.load(ordering: .relaxed) {
             let started = ContinuousClock.now
             do {
                 try await consume()
@@ -190,7 +204,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         var lastMoveCheck = ContinuousClock.now
         var watch = AssignmentWatch()
         var failure: (any Error)?
-        while !Task.isCancelled {
+        while !Task.isCancelled && !finishing.load(ordering: .relaxed) {
             let batch: FetchedBatch
             do {
                 batch = try await withTaskCancellationHandler { try await next.value } onCancel: { [next] in
