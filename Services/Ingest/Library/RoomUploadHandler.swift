@@ -264,7 +264,12 @@ struct RoomUploadHandler: Sendable {
                                                                contentLength: part.bytes, expiresIn: lifetime)
                     return PresignedUploadPart(partNumber: part.number, url: signed.url, bytes: part.bytes)
                 }
-                usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: [:], partSize: partSize, parts: parts)
+                // The whole-object PUT too: the app reads `presigned_usdz` whatever the size, and one
+                // PUT of the whole scan is as good as the parts (completion takes whichever arrived).
+                let whole = try objects.presignPut(key: upload.usdzKey, contentLength: upload.usdzBytes, contentType: nil,
+                                                   expiresIn: lifetime)
+                usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: whole.headers, url: whole.url,
+                                       partSize: partSize, parts: parts)
             } else {
                 let signed = try objects.presignPut(key: upload.usdzKey, contentLength: upload.usdzBytes, contentType: nil,
                                                     expiresIn: lifetime)
