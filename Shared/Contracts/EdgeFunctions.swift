@@ -74,6 +74,9 @@ public struct FunctionUploadInitResponse: Sendable, Hashable, Codable {
     public var presignedJson: String?
     public var jsonMaxBytes: Int64?
     public var expiresAt: Date
+    /// Storage's resumable endpoint on the origin (`{APP_BASE_URL}/storage/v1/upload/resumable`,
+    /// tus), for a scan over the multipart threshold when uploads go through the origin.
+    public var resumableUrl: String?
 
     public init(_ answer: RoomUploadInitResponse) {
         roomId = answer.roomId

@@ -20,13 +20,22 @@ struct SignedUploadTests {
 
     /// Ingest over HTTP on a port chosen first, so that APP_BASE_URL names it.
     static func withOrigin(_ body: (IngestHarness, S3ObjectStore, String) async throws -> Void) async throws {
-        let port = Integration.freePort()
-        var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
-        configuration.uploadURLs = .origin
-        configuration.appBaseURL = "http://127.0.0.1:\(port)"
-        try await Uploads.withStack(configuration) { harness, store in
-            _ = try await harness.startHTTP(port: port)
-            try await body(harness, store, "http://127.0.0.1:\(port)")
+        try await SeaweedFSFixture.with { s3 in
+            let store = S3ObjectStore(configuration: s3)
+            // The port is chosen once the store listens on its own (it picks free ports too).
+            let port = Integration.freePort()
+            var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+            configuration.uploadURLs = .origin
+            configuration.appBaseURL = "http://127.0.0.1:\(port)"
+            let harness = try await IngestHarness(configuration: configuration, objects: store)
+            do {
+                _ = try await harness.startHTTP(port: port)
+                try await body(harness, store, "http://127.0.0.1:\(port)")
+            } catch {
+                await harness.close()
+                throw error
+            }
+            await harness.close()
         }
     }
 
@@ -152,6 +161,55 @@ struct SignedUploadTests {
             defer { try? FileManager.default.removeItem(atPath: exact) }
             #expect(try await PlainHTTP.send("PUT", usdzURL, file: exact).status == 200)
             #expect(try await store.head(usdzKey)?.size == 2000)
+        }
+    }
+}
+
+@Suite("Resumable uploads on the origin: tus 1.0.0 as Supabase's clients speak it", .serialized,
+       .enabled(if: Integration.isEnabled), .timeLimit(.minutes(5)))
+struct ResumableUploadTests {
+    typealias Functions = EdgeFunctionTests
+
+    @Test("a 40 MB scan goes up through /storage/v1/upload/resumable with tuspy in 6 MB chunks, two chunks, a third cut off, resumed from HEAD's offset; the store holds exactly the file and upload-complete queues the version; another user cannot create an upload for that object")
+    func fortyMegabytesResumed() async throws {
+        try await SignedUploadTests.withOrigin { harness, store, base in
+            let token = harness.userToken("tus-owner")
+            var body = Functions.initBody
+            body["bytes_source"] = 40 << 20
+            let answer = Functions.object(try await Functions.call(harness, "upload-init", token: token, body))
+            #expect(answer["resumable_url"] as? String == "\(base)/storage/v1/upload/resumable")
+            #expect(answer["presigned_usdz"] is String && answer["presigned_usdz_parts"] is [Any])
+            let room = try #require(answer["room_id"] as? String), version = try #require(answer["version_id"] as? String)
+            let key = "rooms/\(room)/\(version)/source.usdz"
+
+            var bytes = [UInt8](repeating: 0, count: 40 << 20)
+            var generator = SplitMix64(state: 41)
+            for i in stride(from: 0, to: bytes.count, by: 8) {
+                let value = generator.next()
+                for j in 0..<8 { bytes[i + j] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(j))) }
+            }
+            let file = NSTemporaryDirectory() + "tus-\(UInt32.random(in: 0...UInt32.max))"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(bytes)))
+            defer { try? FileManager.default.removeItem(atPath: file) }
+
+            let script = Functions.clients.appendingPathComponent("tus_client.py").path
+            let (status, output) = try await SignedUploadTests.python([script, base, token, key, file, harness.userToken("tus-stranger")])
+            #expect(status == 0, "\(output)")
+            let seen = SignedUploadTests.lastJSON(output)
+            #expect(seen["after_two_chunks"] as? Int == 12 << 20, "\(output)")
+            #expect(seen["location_on_origin"] as? Bool == true)
+            #expect(seen["resumed_from"] as? Int == 12 << 20)
+            #expect(seen["final_offset"] as? Int == 40 << 20)
+            #expect(seen["stranger_status"] as? Int == 403 && (seen["stranger_body"] as? String)?.contains("STORAGE_FORBIDDEN") == true)
+
+            #expect(try await store.head(key)?.size == Int64(40 << 20))
+            #expect(try await store.getBytes(key) == bytes)
+            let json = RoomUploadIntegrationTests.file(300, fill: 0x7B)
+            defer { try? FileManager.default.removeItem(atPath: json) }
+            #expect(try await PlainHTTP.send("PUT", try #require(answer["presigned_json"] as? String), file: json).status == 200)
+            let done = try await Functions.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
+            #expect(done.status == .accepted && Functions.object(done)["status"] as? String == "queued",
+                    "\(String(decoding: done.body, as: UTF8.self))")
         }
     }
 }

@@ -45,7 +45,12 @@ struct EdgeFunctionRoutes: Sendable {
         let body = try IngestRequestDecoding.decode(FunctionUploadInitRequest.self, from: request, snakeCase: true).uploadInit
         let answer = try await uploads.initiate(body, idempotencyKey: try RoomUploadHandler.idempotencyKey(request, body),
                                                 userID: userID)
-        return answer.response(showing: FunctionUploadInitResponse(answer.body), encoder: ContractCoding.snakeCaseEncoder)
+        var shown = FunctionUploadInitResponse(answer.body)
+        let configuration = uploads.configuration
+        if shown.presignedUsdzParts != nil, configuration.uploadURLs == .origin, let base = configuration.appBaseURL {
+            shown.resumableUrl = base + ResumableUploadRoutes.path
+        }
+        return answer.response(showing: shown, encoder: ContractCoding.snakeCaseEncoder)
     }
 
     func uploadComplete(_ request: HTTPRequest) async throws -> HTTPResponse {

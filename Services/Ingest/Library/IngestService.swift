@@ -25,7 +25,7 @@ import UserErasure
 /// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
-    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations
+    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + [ResumableUploadRoutes.migration]
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
@@ -80,6 +80,8 @@ public struct IngestService: Sendable {
                 configuration: configuration, uploads: uploads, objects: objects,
                 signer: StorageURLSigner(secret: context.authenticator.codec.secret, purpose: .upload), logger: context.logger)
             signedUploads.register(on: &router)
+            ResumableUploadRoutes(configuration: configuration, uploads: uploads, objects: objects, database: context.database,
+                                  authenticator: context.authenticator, logger: context.logger).register(on: &router)
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,
                                           limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger,
                                           signedUploads: signedUploads)
