@@ -25,7 +25,7 @@ import UserErasure
 /// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
-    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + [ResumableUploadRoutes.migration]
+    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
