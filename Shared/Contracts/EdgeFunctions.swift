@@ -25,14 +25,15 @@ public struct FunctionQuota: Sendable, Hashable, Codable {
     }
 }
 
-/// `POST /functions/v1/upload-init` body: `{"title","tags","visibility","bytes_source",
+/// `POST /functions/v1/upload-init` body: `{"title","tags","visibility"?,"bytes_source",
 /// "bytes_json"?,"room_id"?,"version_id"?,"location_city"?,"redactions"?,"client_upload_id"?}`.
 /// `version_id` re-signs a version still uploading (the app does it on `STORAGE_FORBIDDEN` and
-/// 30 s before `expires_at`).
+/// 30 s before `expires_at`). Without `visibility` (the seed's call sends "title tags
+/// bytes_source", §2.1) the room is `private`.
 public struct FunctionUploadInitRequest: Sendable, Hashable, Codable {
     public var title: String
     public var tags: [String]
-    public var visibility: RoomVisibility
+    public var visibility: RoomVisibility?
     public var bytesSource: Int64
     public var bytesJson: Int64?
     public var roomId: String?
@@ -46,7 +47,7 @@ public struct FunctionUploadInitRequest: Sendable, Hashable, Codable {
                                                      "gps", "geo", "geolocation"]
 
     public var uploadInit: RoomUploadInitRequest {
-        RoomUploadInitRequest(title: title, tags: tags, visibility: visibility, usdzBytes: bytesSource, roomplanJsonBytes: bytesJson,
+        RoomUploadInitRequest(title: title, tags: tags, visibility: visibility ?? .private, usdzBytes: bytesSource, roomplanJsonBytes: bytesJson,
                               roomId: roomId, versionId: versionId, clientUploadId: clientUploadId, redactions: redactions,
                               locationCity: locationCity)
     }
@@ -54,9 +55,9 @@ public struct FunctionUploadInitRequest: Sendable, Hashable, Codable {
 
 /// `POST /functions/v1/upload-init` 201 (new) / 200 (re-signed) body: `{"room_id","version_id",
 /// "status":"uploading","presigned_usdz","presigned_json","expires_at"}`. A `source.usdz` over
-/// the multipart threshold has no `presigned_usdz` but `presigned_usdz_parts`, one URL per part
-/// (`part_size` bytes each but the last). `bytes_json` left out: `presigned_json` takes any
-/// size up to `json_max_bytes`.
+/// the multipart threshold has, beside `presigned_usdz` (one PUT still works), `presigned_usdz_parts`,
+/// one URL per part (`part_size` bytes each but the last). `bytes_json` left out: `presigned_json`
+/// takes any size up to `json_max_bytes`.
 public struct FunctionUploadInitResponse: Sendable, Hashable, Codable {
     public struct Part: Sendable, Hashable, Codable {
         public var partNumber: Int
@@ -73,6 +74,9 @@ public struct FunctionUploadInitResponse: Sendable, Hashable, Codable {
     public var presignedJson: String?
     public var jsonMaxBytes: Int64?
     public var expiresAt: Date
+    /// Storage's resumable endpoint on the origin (`{APP_BASE_URL}/storage/v1/upload/resumable`,
+    /// tus), for a scan over the multipart threshold when uploads go through the origin.
+    public var resumableUrl: String?
 
     public init(_ answer: RoomUploadInitResponse) {
         roomId = answer.roomId

@@ -49,6 +49,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, Codable, CustomSt
     public static let workerUnavailable: ErrorCode = "WORKER_UNAVAILABLE"
     /// upload-init repeated with an `Idempotency-Key` already used for another request (422).
     public static let idempotencyKeyReused: ErrorCode = "IDEMPOTENCY_KEY_REUSED"
+    /// An upload URL's token is forged, expired, or for another object (403): the app re-signs
+    /// with upload-init (seed `002_*` §5.3).
+    public static let storageForbidden: ErrorCode = "STORAGE_FORBIDDEN"
 
     // Account deletion (seed `002_*` §11 P-4)
     /// An upload from an account whose deletion is scheduled (403).

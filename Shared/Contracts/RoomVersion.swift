@@ -22,12 +22,37 @@ public struct RoomSource: Sendable, Hashable, Codable {
     }
 }
 
-/// A normalised rectangle, every value in 0…1.
+/// A normalised rectangle, every value in 0…1. Read as `{"x","y","width","height"}` or as Swift's
+/// `Codable` writes a `CGRect` — `[[x, y], [width, height]]` (the app's `region: face.boundingBox`,
+/// seed `002_*` §4.2); always written as the object.
 public struct RedactionRegion: Sendable, Hashable, Codable {
     public var x: Double
     public var y: Double
     public var width: Double
     public var height: Double
+
+    enum CodingKeys: String, CodingKey { case x, y, width, height }
+
+    public init(from decoder: any Decoder) throws {
+        if var rect = try? decoder.unkeyedContainer() {
+            var origin = try rect.nestedUnkeyedContainer()
+            var size = try rect.nestedUnkeyedContainer()
+            x = try origin.decode(Double.self)
+            y = try origin.decode(Double.self)
+            width = try size.decode(Double.self)
+            height = try size.decode(Double.self)
+            guard origin.isAtEnd, size.isAtEnd, rect.isAtEnd else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                                                        debugDescription: "a rectangle is [[x, y], [width, height]]"))
+            }
+            return
+        }
+        let keyed = try decoder.container(keyedBy: CodingKeys.self)
+        x = try keyed.decode(Double.self, forKey: .x)
+        y = try keyed.decode(Double.self, forKey: .y)
+        width = try keyed.decode(Double.self, forKey: .width)
+        height = try keyed.decode(Double.self, forKey: .height)
+    }
 
     public init(x: Double, y: Double, width: Double, height: Double) {
         self.x = x

@@ -9,6 +9,8 @@ public struct HTTPExchange: Sendable {
         case none
         case bytes([UInt8])
         case file(String)
+        /// Exactly `length` bytes read from `source` while they are sent (nothing held in memory).
+        case source(any HTTPUploadSource, length: Int64)
     }
 
     public enum Sink: Sendable {
@@ -49,6 +51,14 @@ public struct HTTPAnswer: Sendable {
         self.headers = headers
         self.body = body
     }
+}
+
+/// Where a streamed request body comes from. `read(into:)` runs on the transfer's own thread
+/// and may block until bytes are there.
+public protocol HTTPUploadSource: AnyObject, Sendable {
+    /// Copies the next bytes into `buffer`: how many (0 only at the end), or nil to abort the
+    /// transfer — the server then gets a body cut short, and stores nothing.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int?
 }
 
 /// A transfer that did not get an answer: the server could not be reached, or a local file
@@ -107,6 +117,7 @@ public enum CurlTransfer {
         var upload: [UInt8] = []
         var uploadOffset = 0
         var uploadFile: FileHandle?
+        var uploadSource: (any HTTPUploadSource)?
         let handle: UnsafeMutableRawPointer
 
         init(sink: HTTPExchange.Sink, handle: UnsafeMutableRawPointer) {
@@ -141,6 +152,10 @@ public enum CurlTransfer {
         guard let buffer, let context else { return 0 }
         let ctx = Unmanaged<TransferContext>.fromOpaque(context).takeUnretainedValue()
         let capacity = size * count
+        if let source = ctx.uploadSource {
+            // CURL_READFUNC_ABORT: the transfer stops, the request is never completed.
+            return source.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: capacity)) ?? 0x1000_0000
+        }
         if let file = ctx.uploadFile {
             guard let data = try? file.read(upToCount: capacity), !data.isEmpty else { return 0 }
             data.copyBytes(to: UnsafeMutableRawPointer(buffer).assumingMemoryBound(to: UInt8.self), count: data.count)
@@ -202,6 +217,9 @@ public enum CurlTransfer {
             }
             ctx.uploadFile = file
             uploadLength = size.int64Value
+        case .source(let source, let length):
+            ctx.uploadSource = source
+            uploadLength = length
         }
 
         var list: UnsafeMutablePointer<curl_slist>?

@@ -39,6 +39,8 @@ public struct HTTPRequest: Sendable {
     public var pathParameters: [String: String]
     /// Peer address, when the server knows it.
     public var remoteAddress: String?
+    /// The body as it arrives, for a route registered with `Router.streaming` (`body` is then empty).
+    public var bodyStream: HTTPBodyStream?
 
     public init(method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = [:],
                 body: [UInt8] = [], pathParameters: [String: String] = [:], remoteAddress: String? = nil) {

@@ -13,6 +13,7 @@ public struct Router: Sendable {
         let pattern: String
         let segments: [Segment]
         let handler: HTTPHandler
+        var streamsBody = false
     }
 
     enum Segment: Sendable, Equatable {
@@ -39,6 +40,18 @@ public struct Router: Sendable {
         precondition(!segments.dropLast().contains { if case .rest = $0 { true } else { false } },
                      "a *rest segment must be the last of \(pattern)")
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+    }
+
+    /// A route whose handler reads the body while it arrives (`HTTPRequest.bodyStream`), for
+    /// uploads too large to hold in memory; the server's body limit does not apply to it.
+    public mutating func streaming(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping HTTPHandler) {
+        on(method, pattern, handler)
+        routes[routes.count - 1].streamsBody = true
+    }
+
+    /// Whether the request's route streams its body (a server asks this once the headers are in).
+    public func streamsBody(_ method: HTTPMethod, _ path: String) -> Bool {
+        match(method, path)?.0.streamsBody ?? false
     }
 
     public mutating func get(_ pattern: String, _ handler: @escaping HTTPHandler) { on(.get, pattern, handler) }

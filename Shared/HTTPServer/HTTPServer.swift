@@ -33,7 +33,8 @@ public final class HTTPServer: Sendable {
     ///   time from receiving the headers to the response being ready (for metrics).
     public convenience init(configuration: HTTPServerConfiguration, router: Router, logger: Logger,
                             onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil) {
-        self.init(configuration: configuration, logger: logger, onResponse: onResponse) { request in
+        self.init(configuration: configuration, logger: logger, onResponse: onResponse,
+                  streamsBody: { router.streamsBody($0, $1) }) { request in
             await router.respond(to: request)
         }
     }
@@ -42,11 +43,13 @@ public final class HTTPServer: Sendable {
     /// response; any other error a 500 `INTERNAL` that reveals nothing of the cause.
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil,
+                streamsBody: (@Sendable (HTTPMethod, String) -> Bool)? = nil,
                 handler: @escaping HTTPHandler) {
         var logger = logger
         logger[metadataKey: "http.host"] = configuration.host
         self.configuration = configuration
-        self.core = ServerCore(configuration: configuration, logger: logger, handler: handler, onResponse: onResponse)
+        self.core = ServerCore(configuration: configuration, logger: logger, handler: handler, onResponse: onResponse,
+                               streamsBody: streamsBody)
     }
 
     deinit {

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import HTTPRouting
 import Foundation
 import ServiceLogging
 import Synchronization
@@ -113,7 +114,11 @@ final class MicroHTTPDaemon: @unchecked Sendable {
         contextSlot.pointee = nil
         // A request marked by the URI log callback that never reached the access handler.
         guard raw != ServerCore.nulPathMarker else { return }
-        Unmanaged<RequestContext>.fromOpaque(raw).release()
+        let context = Unmanaged<RequestContext>.fromOpaque(raw)
+        // A streaming body that broke off: its reader stops waiting, and the connection, gone,
+        // is never resumed again.
+        context.takeUnretainedValue().stream?.connectionClosed()
+        context.release()
         Unmanaged<ServerCore>.fromOpaque(cls).takeUnretainedValue().requestFinished()
     }
 

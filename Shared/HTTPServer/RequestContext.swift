@@ -34,6 +34,9 @@ final class RequestContext: @unchecked Sendable {
     var receivedBytes = 0
     var overflowBytes = 0
     var isTooLarge = false
+    /// The body of a streaming route, read by the handler while it arrives. Set on the MHD
+    /// thread before the handler is dispatched (at the headers), never changed afterwards.
+    var stream: HTTPBodyStream?
     private let phase = Mutex<Phase>(.receiving)
 
     init(connection: OpaquePointer, methodName: String, path: String) {
@@ -62,13 +65,44 @@ final class RequestContext: @unchecked Sendable {
     ///
     /// `MHD_resume_connection` runs under the lock so that a shutdown which inspected this
     /// context afterwards knows the resume call has returned before it stops the daemon.
+    ///
+    /// A streaming request's connection is suspended only while the server waits for the reader
+    /// (backpressure) or, its body complete, for this response (`suspendUntilAnswered`); the
+    /// stream resumes it in the first case, this call in the second.
     @discardableResult
     func complete(with response: HTTPResponse) -> Bool {
         phase.withLock { phase in
             guard case .handling = phase else { return false }
             phase = .responded(response)
-            MHD_resume_connection(connection)
+            if let stream {
+                stream.answer()
+                if awaitingAnswer {
+                    awaitingAnswer = false
+                    MHD_resume_connection(connection)
+                }
+            } else {
+                MHD_resume_connection(connection)
+            }
             return true
+        }
+    }
+
+    /// Guarded by `phase`'s lock: a streaming request's body is complete and its connection is
+    /// suspended until the handler answers.
+    private var awaitingAnswer = false
+
+    /// Call (3) of a streaming request: the response if the handler already answered (to queue
+    /// now); otherwise the connection is suspended until it does.
+    func suspendUntilAnswered() -> HTTPResponse? {
+        phase.withLock { phase in
+            if case .responded(let response) = phase {
+                phase = .queued
+                return response
+            }
+            guard case .handling = phase, !awaitingAnswer else { return nil }
+            awaitingAnswer = true
+            MHD_suspend_connection(connection)
+            return nil
         }
     }
 

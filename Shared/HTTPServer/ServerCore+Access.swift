@@ -55,6 +55,9 @@ extension ServerCore {
                                                          message: "method \(context.methodName) is not supported"))
         }
         if let refusal { return respondEarly(context, with: refusal) }
+        if let method = context.method, streamsBody?(method, context.request.path) == true {
+            return startStreaming(context)
+        }
         if let declared = context.request.headers["Content-Length"].flatMap({ Int($0) }) {
             if declared > configuration.maxBodyBytes {
                 context.isTooLarge = true
@@ -66,9 +69,30 @@ extension ServerCore {
         return .YES
     }
 
+    /// A streaming route: the handler runs now and reads the body while it arrives
+    /// (`HTTPBodyStream`); the connection is suspended only while the reader is behind.
+    private func startStreaming(_ context: RequestContext) -> MHD_Result {
+        guard registerSuspended(context) else { return respondEarly(context, with: Self.shuttingDown) }
+        let connection = SuspendableConnection(pointer: context.connection)
+        let declared = context.request.headers["Content-Length"].flatMap { Int64($0) }
+        let stream = HTTPBodyStream(declaredLength: declared,
+                                    suspend: { MHD_suspend_connection(connection.pointer) },
+                                    resume: { MHD_resume_connection(connection.pointer) })
+        context.stream = stream
+        context.request.bodyStream = stream
+        context.beginHandling()
+        let request = context.request
+        Task { await self.handle(request, context: context) }
+        return .YES
+    }
+
     /// Call (2): a piece of the body. Past the limit the body is dropped and the rest discarded;
     /// a client that keeps sending far beyond it is disconnected.
     private func bodyReceived(_ context: RequestContext, bytes: UnsafeRawBufferPointer) -> MHD_Result {
+        if let stream = context.stream {
+            stream.append(bytes)
+            return .YES
+        }
         if context.isTooLarge {
             context.overflowBytes += bytes.count
             return context.overflowBytes > max(configuration.maxBodyBytes, 1 << 20) ? MHD_Result.NO : MHD_Result.YES
@@ -85,6 +109,11 @@ extension ServerCore {
 
     /// Call (3): the request is complete — dispatch it, or queue the response a handler left.
     private func requestComplete(_ context: RequestContext) -> MHD_Result {
+        if let stream = context.stream {
+            stream.finish()
+            guard let response = context.suspendUntilAnswered() else { return .YES }
+            return queue(response, on: context.connection)
+        }
         if let response = context.takeResponse() {
             return queue(response, on: context.connection)
         }
@@ -175,4 +204,11 @@ extension HTTPHeaders {
         for (name, value) in self { result[name] = value }
         return result
     }
+}
+
+/// A connection handed to a streaming body's pause and resume. `@unchecked Sendable`: the stream
+/// calls them under its lock, never after the connection closed (`connectionClosed`), and
+/// libmicrohttpd's suspend and resume are callable from any thread.
+private struct SuspendableConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
 }

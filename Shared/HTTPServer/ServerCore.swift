@@ -32,15 +32,19 @@ final class ServerCore: Sendable {
     let logger: Logger
     let handler: HTTPHandler
     let onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)?
+    /// Whether a request's route reads its body while it arrives (`Router.streaming`).
+    let streamsBody: (@Sendable (HTTPMethod, String) -> Bool)?
     let limiter: ConcurrencyLimiter
     private let state = Mutex(State())
 
     init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping HTTPHandler,
-         onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)?) {
+         onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)?,
+         streamsBody: (@Sendable (HTTPMethod, String) -> Bool)? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
         self.onResponse = onResponse
+        self.streamsBody = streamsBody
         self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrentRequests)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+@_exported import protocol HTTPClient.HTTPUploadSource
 
 /// What the store knows about one object.
 public struct ObjectInfo: Sendable, Hashable {
@@ -73,6 +74,15 @@ public protocol ObjectStore: Sendable {
     /// Stores the file at `path` under `key`. Returns the entity tag.
     @discardableResult
     func put(fileAt path: String, key: String, contentType: String) async throws(ObjectStoreError) -> String
+    /// Stores exactly `length` bytes read from `source` while they are sent, holding none of
+    /// them: an upload relayed as it arrives. A source that aborts (nil) stores nothing.
+    @discardableResult
+    func put(from source: any HTTPUploadSource, length: Int64, key: String,
+             contentType: String) async throws(ObjectStoreError) -> String
+    /// Uploads part `partNumber` of a multipart upload, exactly `length` bytes from `source`;
+    /// returns the part's entity tag.
+    func uploadPart(from source: any HTTPUploadSource, length: Int64, key: String, uploadId: String,
+                    partNumber: Int) async throws(ObjectStoreError) -> String
     /// The object's bytes as a stream of chunks.
     func get(_ key: String) -> ObjectByteStream
     /// Writes the object to `path` (replacing it) and returns its size.

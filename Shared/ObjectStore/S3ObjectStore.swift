@@ -51,7 +51,7 @@ public struct S3ObjectStore: ObjectStore {
         switch body {
         case .none: payloadHash = SignatureV4.emptyPayloadHash
         case .bytes(let bytes): payloadHash = Digest.hex(Digest.sha256(bytes))
-        case .file: payloadHash = SignatureV4.unsignedPayload
+        case .file, .source: payloadHash = SignatureV4.unsignedPayload
         }
         let path = objectPath(key)
         var headers = extra + [
@@ -99,6 +99,28 @@ public struct S3ObjectStore: ObjectStore {
     public func put(fileAt path: String, key: String, contentType: String) async throws(ObjectStoreError) -> String {
         try Self.validate(key)
         let answer = try await send(method: "PUT", key: key, headers: [("content-type", contentType)], body: .file(path))
+        try check(answer, key: key)
+        return Self.unquoted(answer.headers["etag"] ?? "")
+    }
+
+    @discardableResult
+    public func put(from source: any HTTPUploadSource, length: Int64, key: String,
+                    contentType: String) async throws(ObjectStoreError) -> String {
+        try Self.validate(key)
+        let answer = try await send(method: "PUT", key: key, headers: [("content-type", contentType)],
+                                    body: .source(source, length: length))
+        try check(answer, key: key)
+        return Self.unquoted(answer.headers["etag"] ?? "")
+    }
+
+    public func uploadPart(from source: any HTTPUploadSource, length: Int64, key: String, uploadId: String,
+                           partNumber: Int) async throws(ObjectStoreError) -> String {
+        try Self.validate(key)
+        guard (1...10_000).contains(partNumber) else {
+            throw ObjectStoreError(code: .invalidArgument, message: "part numbers are 1…10000", key: key)
+        }
+        let answer = try await send(method: "PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
+                                    body: .source(source, length: length))
         try check(answer, key: key)
         return Self.unquoted(answer.headers["etag"] ?? "")
     }

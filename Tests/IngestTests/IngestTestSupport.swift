@@ -70,9 +70,9 @@ final class IngestHarness: Sendable {
     }
 
     /// Serves the ingest routes on loopback; returns the port.
-    func startHTTP() async throws -> Int {
+    func startHTTP(port: Int = 0) async throws -> Int {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let service = HTTPService(name: "ingest", configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0),
+        let service = HTTPService(name: "ingest", configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port),
                                   router: router, readiness: context.readinessChecks, metrics: context.metrics,
                                   logger: testLogger) { continuation.yield($0) }
         server.withLock { $0 = Task { try? await service.run(); continuation.finish() } }

@@ -388,7 +388,7 @@ struct RoomUploadIntegrationTests {
             #expect(created.status == .created)
             let answer = try created.decoded(RoomUploadInitResponse.self)
             let parts = try #require(answer.usdz.parts)
-            #expect(parts.count == 8 && parts.allSatisfy { $0.bytes == 5 << 20 } && answer.usdz.url == nil)
+            #expect(parts.count == 8 && parts.allSatisfy { $0.bytes == 5 << 20 } && answer.usdz.url != nil)
 
             // Asking again re-signs the same upload without charging again.
             let resigned = await harness.request(.post, "/rooms/uploads", token: token, body: try ContractCoding.encode(

@@ -68,6 +68,32 @@ public final class FileSystemObjectStore: ObjectStore {
         return try await put([UInt8](data), key: key, contentType: contentType)
     }
 
+    /// Reads the source on the caller's thread (this store is for unit tests).
+    @discardableResult
+    public func put(from source: any HTTPUploadSource, length: Int64, key: String,
+                    contentType: String) async throws(ObjectStoreError) -> String {
+        try await put(try Self.drain(source, length: length, key: key), key: key, contentType: contentType)
+    }
+
+    public func uploadPart(from source: any HTTPUploadSource, length: Int64, key: String, uploadId: String,
+                           partNumber: Int) async throws(ObjectStoreError) -> String {
+        try await put(try Self.drain(source, length: length, key: key), key: "\(key).parts/\(uploadId)/\(partNumber)",
+                      contentType: "application/octet-stream")
+    }
+
+    private static func drain(_ source: any HTTPUploadSource, length: Int64, key: String) throws(ObjectStoreError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        var filled = 0
+        while filled < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+            guard let n, n > 0 else {
+                throw ObjectStoreError(code: .transport, message: "the upload ended before \(length) bytes", key: key)
+            }
+            filled += n
+        }
+        return bytes
+    }
+
     public func get(_ key: String) -> ObjectByteStream {
         let (stream, continuation) = ObjectByteStream.make()
         do {

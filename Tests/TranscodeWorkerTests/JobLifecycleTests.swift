@@ -178,6 +178,8 @@ struct JobLifecycleTests {
             #expect(statuses.compactMap(\.stage) == TranscodeStage.allCases.map(\.rawValue))
             #expect(statuses.last?.manifestKey == "rooms/\(request.roomId)/\(request.versionId)/layer_manifest.json")
             #expect(statuses.last?.qualityGrade == "B")
+            // One thumbnail everywhere: the `ready` status (the app's broadcast) names the WebP the catalog names.
+            #expect(statuses.last?.thumbnailKey == "rooms/\(request.roomId)/\(request.versionId)/thumbnail.webp")
             #expect(statuses.allSatisfy { $0.ownerUserId == "owner-1" && $0.visibility == .private })
             #expect(pipeline.runs.withLock { $0[request.versionId] } == 1)
 

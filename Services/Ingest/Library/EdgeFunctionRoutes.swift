@@ -12,7 +12,9 @@ import ServiceRuntime
 ///   | "presigned_usdz_parts","presigned_json","expires_at"}`; with `version_id`, re-signed
 /// - `POST upload-complete` `{"version_id","redactions"}` → 202 `{"version_id","status"}`:
 ///   everything else (room, keys, sizes, title, tags, the parts of a multipart upload) the
-///   server knows from upload-init and the store; Kafka unavailable → 503 `WORKER_UNAVAILABLE`
+///   server knows from upload-init and the store; the transcode not queued (Kafka, PostgreSQL or
+///   the store unavailable) → 503 `WORKER_UNAVAILABLE` with `Retry-After`; a late one answers
+///   the version's current status (`ready` once transcoded)
 /// - `POST`, `GET`, `DELETE account-delete`: schedule, see, cancel the account's deletion
 ///
 /// (`transcode-retry` is the transcode worker's, which owns the retry.)
@@ -43,7 +45,12 @@ struct EdgeFunctionRoutes: Sendable {
         let body = try IngestRequestDecoding.decode(FunctionUploadInitRequest.self, from: request, snakeCase: true).uploadInit
         let answer = try await uploads.initiate(body, idempotencyKey: try RoomUploadHandler.idempotencyKey(request, body),
                                                 userID: userID)
-        return answer.response(showing: FunctionUploadInitResponse(answer.body), encoder: ContractCoding.snakeCaseEncoder)
+        var shown = FunctionUploadInitResponse(answer.body)
+        let configuration = uploads.configuration
+        if shown.presignedUsdzParts != nil, configuration.uploadURLs == .origin, let base = configuration.appBaseURL {
+            shown.resumableUrl = base + ResumableUploadRoutes.path
+        }
+        return answer.response(showing: shown, encoder: ContractCoding.snakeCaseEncoder)
     }
 
     func uploadComplete(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -53,6 +60,18 @@ struct EdgeFunctionRoutes: Sendable {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "version_id must be a UUID")
         }
         if let redactions = body.redactions { try versions.validator.validateRedactions(redactions) }
+        do {
+            return try await complete(body, userID: userID)
+        } catch var error as HTTPError where error.status == .serviceUnavailable {
+            // Whatever kept the transcode from being queued — Kafka, PostgreSQL, the object store —
+            // the app's answer is the seed's WORKER_UNAVAILABLE, and it resends in 60 s (§5.3).
+            error.code = ErrorCode.workerUnavailable.rawValue
+            error.headers.replaceOrAdd(name: "Retry-After", value: String(versions.configuration.unavailableRetryAfterSeconds))
+            throw error
+        }
+    }
+
+    private func complete(_ body: FunctionUploadCompleteRequest, userID: String) async throws -> HTTPResponse {
         let found: (upload: RoomUploadStore.Upload, request: RoomVersionCompleteRequest)?
         do { found = try await store.completeRequest(body.versionId.lowercased()) } catch {
             throw HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: "room store unavailable",

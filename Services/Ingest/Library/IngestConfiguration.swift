@@ -71,6 +71,13 @@ public struct IngestConfiguration: Sendable {
     public var accountDeletionSchedulerInterval: Duration = .seconds(5)
     public var accountDeletionServices: [String] = IngestConfiguration.defaultDeletionServices
     public var deletionReceiptsGroupID: String = "ingest-deletion-receipts"
+    /// Where upload-init's `presigned_usdz` and `presigned_json` point: Storage's signed upload
+    /// on the one origin (`{APP_BASE_URL}/storage/v1/object/upload/sign/rooms/…`, served here),
+    /// or presigned PUTs straight to the S3 store.
+    public enum UploadURLs: String, Sendable { case origin, store }
+    public var uploadURLs: UploadURLs = .store
+    /// The origin the apps call (`APP_BASE_URL`: compose's gateway, `backbone dev`'s nginx).
+    public var appBaseURL: String?
     public static let defaultDeletionServices = ["ingest", "progress-projector", "analytics-aggregator", "transcode-worker",
                                                  "realtime-notifier"]
     /// Accepted timestamps: at most this far in the future …
@@ -142,6 +149,14 @@ public struct IngestConfiguration: Sendable {
         if services.isEmpty { reader.fail("ACCOUNT_DELETION_SERVICES must name at least one service") }
         configuration.accountDeletionServices = services.isEmpty ? defaultDeletionServices : services
         configuration.deletionReceiptsGroupID = reader.string("INGEST_DELETION_RECEIPTS_GROUP_ID", default: "ingest-deletion-receipts")
+        configuration.appBaseURL = reader.optionalString("APP_BASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        let urls = reader.string("INGEST_UPLOAD_URLS", default: configuration.appBaseURL == nil ? "store" : "origin")
+        if let chosen = UploadURLs(rawValue: urls) { configuration.uploadURLs = chosen } else {
+            reader.fail("INGEST_UPLOAD_URLS must be origin or store (got \(urls))")
+        }
+        if configuration.uploadURLs == .origin, configuration.appBaseURL?.hasPrefix("http") != true {
+            reader.fail("INGEST_UPLOAD_URLS=origin needs APP_BASE_URL, the origin the apps call (http://… or https://…)")
+        }
         return configuration
     }
 }

@@ -25,6 +25,13 @@ enum IngestErasure {
                     try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "usdz_key"),
                                                             uploadId: try upload.decode(String.self, "usdz_upload_id"))
                 }
+                // Resumable uploads (Storage's tus endpoint) not finished: their multipart uploads too.
+                for upload in try await connection.query("""
+                    SELECT object_key, store_upload_id FROM storage_resumable_uploads WHERE owner_user_id = $1 AND NOT completed
+                    """, [userID]) {
+                    try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "object_key"),
+                                                            uploadId: try upload.decode(String.self, "store_upload_id"))
+                }
                 for room in rooms { try await objects.deleteAll(under: "rooms/\(room)/") }
             }
             for statement in statements { _ = try await connection.execute(statement, [userID]) }
@@ -38,6 +45,7 @@ enum IngestErasure {
         "DELETE FROM room_versions WHERE owner_user_id = $1 OR room_id IN (SELECT room_id FROM rooms WHERE owner_user_id = $1)",
         "DELETE FROM rooms WHERE owner_user_id = $1",
         "DELETE FROM room_upload_usage WHERE user_id = $1",
+        "DELETE FROM storage_resumable_uploads WHERE owner_user_id = $1",
         "DELETE FROM ingest_accepted_events WHERE user_id = $1",
         "DELETE FROM materials WHERE owner_user_id = $1",
         "DELETE FROM account_deletion_outbox WHERE user_id = $1",

@@ -222,5 +222,7 @@ public enum IngestSchema {
         PostgresMigration(version: 124, name: "ingest_room_upload_outbox_trace", sql: """
             ALTER TABLE room_upload_outbox ADD COLUMN IF NOT EXISTS traceparent text;
             """),
+        // Storage's resumable uploads (tus) on the origin: where each stands.
+        ResumableUploadRoutes.migration,
     ]
 }

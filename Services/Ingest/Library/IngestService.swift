@@ -76,8 +76,16 @@ public struct IngestService: Sendable {
         router.delete("/account/deletion") { try await account.cancel($0) }
         var background: [any Service] = [purgeLoop()]
         if let objects {
+            // Storage's signed upload on the one origin, served here (the write edge).
+            let signedUploads = StorageUploadRoutes(
+                configuration: configuration, uploads: uploads, objects: objects,
+                signer: StorageURLSigner(secret: context.authenticator.codec.secret, purpose: .upload), logger: context.logger)
+            signedUploads.register(on: &router)
+            ResumableUploadRoutes(configuration: configuration, uploads: uploads, objects: objects, database: context.database,
+                                  authenticator: context.authenticator, logger: context.logger).register(on: &router)
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,
-                                          limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger)
+                                          limiter: roomLimiter, authenticator: context.authenticator, logger: context.logger,
+                                          signedUploads: signedUploads)
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
             router.get("/rooms/uploads/:id") { try await init_.state($0) }

@@ -24,6 +24,8 @@ struct RoomUploadHandler: Sendable {
     let limiter: UserRateLimiter
     let authenticator: RequestAuthenticator
     let logger: Logger
+    /// Storage's signed upload on the origin (`INGEST_UPLOAD_URLS=origin`); nil: presigned S3 PUTs.
+    var signedUploads: StorageUploadRoutes?
 
     static func usdzKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/source.usdz" }
     static func roomplanKey(room: String, version: String) -> String { "rooms/\(room)/\(version)/roomplan.json" }
@@ -222,8 +224,7 @@ struct RoomUploadHandler: Sendable {
                                                  partSize: configuration.multipartPartBytes, parts: missing)
                 }
             } else {
-                let signed = try objects.presignPut(key: upload.usdzKey, contentLength: upload.usdzBytes, contentType: nil,
-                                                    expiresIn: lifetime)
+                let signed = try signedPut(key: upload.usdzKey, size: upload.usdzBytes)
                 state.usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: signed.headers, url: signed.url)
             }
         } catch {
@@ -247,10 +248,21 @@ struct RoomUploadHandler: Sendable {
     /// The presigned PUT of `roomplan.json`: exactly its declared size, or (size not declared)
     /// any size, which completion checks against what was reserved.
     private func roomplanJsonUpload(_ upload: RoomUploadStore.Upload) throws(ObjectStoreError) -> PresignedUpload {
-        let signed = try objects.presignPut(key: upload.roomplanJsonKey,
-                                            contentLength: upload.roomplanJsonSizeOpen ? nil : upload.roomplanJsonBytes,
-                                            contentType: nil, expiresIn: configuration.uploadURLLifetime)
+        let signed = try signedPut(key: upload.roomplanJsonKey, size: upload.roomplanJsonSizeOpen ? nil : upload.roomplanJsonBytes,
+                                   maxSize: upload.roomplanJsonBytes)
         return PresignedUpload(key: upload.roomplanJsonKey, bytes: upload.roomplanJsonBytes, headers: signed.headers, url: signed.url)
+    }
+
+    /// A PUT of exactly `size` bytes (nil: up to `maxSize`) to `key`: Storage's signed upload on
+    /// the origin, or a presigned PUT to the store (`INGEST_UPLOAD_URLS`).
+    private func signedPut(key: String, size: Int64?, maxSize: Int64? = nil) throws(ObjectStoreError) -> (url: String, headers: [String: String]) {
+        if configuration.uploadURLs == .origin, let origin = signedUploads, let base = configuration.appBaseURL {
+            let url = origin.url(base: base, key: key, size: size, maxSize: size == nil ? maxSize : nil,
+                                 lifetime: configuration.uploadURLLifetime)
+            return (url, size.map { ["Content-Length": String($0)] } ?? [:])
+        }
+        let signed = try objects.presignPut(key: key, contentLength: size, contentType: nil, expiresIn: configuration.uploadURLLifetime)
+        return (signed.url, signed.headers)
     }
 
     private func response(_ upload: RoomUploadStore.Upload, expiresAt: Date, status: HTTPStatus) throws -> Answer {
@@ -264,10 +276,13 @@ struct RoomUploadHandler: Sendable {
                                                                contentLength: part.bytes, expiresIn: lifetime)
                     return PresignedUploadPart(partNumber: part.number, url: signed.url, bytes: part.bytes)
                 }
-                usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: [:], partSize: partSize, parts: parts)
+                // The whole-object PUT too: the app reads `presigned_usdz` whatever the size, and one
+                // PUT of the whole scan is as good as the parts (completion takes whichever arrived).
+                let whole = try signedPut(key: upload.usdzKey, size: upload.usdzBytes)
+                usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: whole.headers, url: whole.url,
+                                       partSize: partSize, parts: parts)
             } else {
-                let signed = try objects.presignPut(key: upload.usdzKey, contentLength: upload.usdzBytes, contentType: nil,
-                                                    expiresIn: lifetime)
+                let signed = try signedPut(key: upload.usdzKey, size: upload.usdzBytes)
                 usdz = PresignedUpload(key: upload.usdzKey, bytes: upload.usdzBytes, headers: signed.headers, url: signed.url)
             }
             let body = RoomUploadInitResponse(roomId: upload.roomID, versionId: upload.versionID, usdz: usdz,

@@ -105,7 +105,12 @@ struct RoomVersionHandler: Sendable {
             throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue,
                             message: "source must name the keys and sizes upload-init answered")
         }
-        if let uploadID = upload.usdzUploadID, try await head(upload.usdzKey, in: objects) == nil {
+        let whole = try await head(upload.usdzKey, in: objects)
+        if let uploadID = upload.usdzUploadID, whole != nil {
+            // The scan came up in one PUT (or was assembled already): the parts are not needed.
+            try? await objects.abortMultipartUpload(key: upload.usdzKey, uploadId: uploadID)
+        }
+        if let uploadID = upload.usdzUploadID, whole == nil {
             guard let parts = body.usdzParts, !parts.isEmpty else {
                 throw incomplete("source.usdz", upload.usdzKey, "the multipart upload needs usdzParts with every part's ETag")
             }

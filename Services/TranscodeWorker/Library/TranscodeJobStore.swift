@@ -103,7 +103,9 @@ public struct TranscodeJobStore: Sendable {
     public func finish(_ job: TranscodeJob, outputs: TranscodeOutputs) async throws {
         var ready = status(job.request, .ready, at: Date())
         ready.manifestKey = outputs.manifestKey
-        ready.thumbnailKey = outputs.thumbnailKey
+        // One thumbnail everywhere: the WebP the catalog and the app's cards load (seed `002_*` §2.2);
+        // the PNG beside it stays in the job's row (`GET /rooms/versions/{id}` lists both).
+        ready.thumbnailKey = outputs.thumbnailWebpKey
         ready.glbKeys = outputs.glbKeys
         ready.qualityGrade = outputs.qualityGrade
         try await transition(job, ready, sql: """

@@ -105,6 +105,10 @@ enum DevCommand {
         // The services read their S3_* settings from the environment, as they do when run alone.
         for (key, value) in storage.environment { setenv(key, value, 1) }
         setenv("DATABASE_URL", databaseURL, 1)
+        // Upload URLs name the one origin (the nginx gateway below), as compose's do.
+        if environment["APP_BASE_URL"].map({ $0.isEmpty }) ?? true {
+            setenv("APP_BASE_URL", "http://127.0.0.1:\(8000 + portOffset)", 1)
+        }
 
         let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
         let metrics = MetricsRegistry()

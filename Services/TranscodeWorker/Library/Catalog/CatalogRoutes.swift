@@ -165,8 +165,8 @@ struct CatalogRoutes: Sendable {
         return keys
     }
 
-    /// The worker writes `thumbnail.png` and `thumbnail.webp` side by side; the status names
-    /// the PNG, the app's cards load the WebP (seed `002_*` §2.2).
+    /// The worker writes `thumbnail.png` and `thumbnail.webp` side by side; its `ready` status names
+    /// the WebP the app's cards load (seed `002_*` §2.2) — a status from before that named the PNG.
     static func webpKey(_ pngKey: String) -> String {
         pngKey.hasSuffix(".png") ? String(pngKey.dropLast(4)) + ".webp" : pngKey
     }

@@ -1,3 +1,4 @@
+import Auth
 import Contracts
 import Foundation
 import HTTPRouting
