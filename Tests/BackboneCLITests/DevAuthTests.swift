@@ -43,7 +43,7 @@ struct DevAuthTests {
         #expect(try #require(PasswordHash.make("correct horse")) != hash)
     }
 
-    @Test("supabase-py against backbone dev: sign_up, sign_in_with_password, get_user, update_user, refresh_session, sign_out and sign_in_with_id_token(apple) behave as against Supabase, the session works on functions, PostgREST and the reading app's routes, each error is Supabase Auth's, and an erased account's refresh token stops at once",
+    @Test("supabase-py against backbone dev: sign_up, sign_in_with_password, get_user, update_user, refresh_session, sign_out and sign_in_with_id_token(apple) behave as against Supabase, the session works on functions, PostgREST, the reading app's routes and the Realtime join, each error is Supabase Auth's, and an erased account's refresh token stops at once",
           .enabled(if: Integration.isEnabled), .timeLimit(.minutes(5)))
     func supabaseClientThroughOneOrigin() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)
@@ -89,6 +89,7 @@ struct DevAuthTests {
         let services = object("services")
         #expect((services["quota_limit"] as? Int ?? 0) > 0 && services["continue_status"] as? Int == 200 && services["rooms"] != nil, "\(services)")
         #expect(seen["refresh_rotates"] as? Bool == true && seen["refreshed_works"] as? Bool == true)
+        #expect(object("realtime")["joined"] as? Bool == true, "the Realtime join of the user's own channel: \(object("realtime"))")
 
         // A lost answer does not sign the user out; a replay of a spent token ends the session.
         #expect(seen["parent_reuse_status"] as? Int == 200)

@@ -6,6 +6,7 @@ identity token signed with a key this script makes and publishes in APPLE_JWKS_F
 the stack was told to trust), uses the session on the services' routes, and provokes each error
 the app must handle. Prints one JSON object of what it saw.
 """
+import asyncio
 import hashlib
 import json
 import sys
@@ -16,6 +17,7 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 from postgrest import SyncPostgrestClient
+from realtime import AsyncRealtimeClient
 from supabase import create_client
 from supabase_auth.errors import AuthApiError, AuthWeakPasswordError
 from supabase_functions import SyncFunctionsClient
@@ -59,6 +61,32 @@ def services(access_token):
     return {"quota_limit": quota["storage"]["limit"], "rooms": len(rooms.data), "continue_status": continuing.status_code}
 
 
+async def join_own_channel(access_token, user_id):
+    """The Realtime join as the apps make it: the socket opened with the anon key, the session
+    handed over with set_auth, the user's own channel. Returns the join's outcome."""
+    socket = AsyncRealtimeClient(f"{base}/realtime/v1", anon_key, auto_reconnect=False)
+    await socket.connect()
+    await socket.set_auth(access_token)
+    joined = asyncio.Event()
+    outcome = {}
+
+    def on_state(state, error):
+        if str(getattr(state, "value", state)) == "SUBSCRIBED":
+            outcome["joined"] = True
+            joined.set()
+        elif error:
+            outcome["error"] = str(error)
+
+    channel = socket.channel(f"user:{user_id}")
+    await channel.subscribe(on_state)
+    try:
+        await asyncio.wait_for(joined.wait(), 10)
+    except asyncio.TimeoutError:
+        outcome.setdefault("error", "no answer to the join within 10 s")
+    await socket.close()
+    return outcome
+
+
 # E-mail and password: sign up (confirmed at once), sign in, the user, changes, refresh, sign-out.
 app = client()
 email = f"reader-{uuid.uuid4().hex[:10]}@example.com"
@@ -90,6 +118,7 @@ first_refresh = app.auth.get_session().refresh_token
 refreshed = app.auth.refresh_session()
 seen["refresh_rotates"] = refreshed.session.refresh_token != first_refresh and refreshed.session.access_token != session.access_token
 seen["refreshed_works"] = services(refreshed.session.access_token)["quota_limit"] > 0
+seen["realtime"] = asyncio.run(join_own_channel(refreshed.session.access_token, refreshed.user.id))
 parent_again = raw("/token?grant_type=refresh_token", json.dumps({"refresh_token": first_refresh}))
 seen["parent_reuse_status"] = parent_again["status"]
 time.sleep(11)  # past the reuse interval
