@@ -144,4 +144,25 @@ struct DevAuthTests {
             "curl -s -X POST -H 'Content-Type: application/json' -d '{\"refresh_token\":\"\(refreshToken)\"}' '\(base)/auth/v1/token?grant_type=refresh_token'")
         #expect(refresh.output.contains("refresh_token_not_found"), "\(refresh.output)")
     }
+
+    @Test("compose runs Supabase's own auth server behind the gateway at /auth/v1: a pinned image, its schema in the project's PostgreSQL, ES256 keys, Sign in with Apple and a mail sender, and the services verify its sessions through its key set")
+    func composeRunsSupabaseAuth() throws {
+        let services = try #require(try DeploymentTests.composeDocument()["services"] as? [String: [String: Any]])
+        let auth = try #require(services["auth"])
+        let image = auth["image"] as? String ?? ""
+        #expect(image.hasPrefix("supabase/gotrue:v") || image.hasPrefix("supabase/auth:v"), "a pinned tag: \(image)")
+        let environment = auth["environment"] as? [String: Any] ?? [:]
+        for key in ["GOTRUE_JWT_KEYS", "GOTRUE_JWT_ISSUER", "GOTRUE_DB_DATABASE_URL", "GOTRUE_EXTERNAL_APPLE_CLIENT_ID", "GOTRUE_SMTP_HOST",
+                    "GOTRUE_SECURITY_REFRESH_TOKEN_REUSE_INTERVAL"] {
+            #expect(environment[key] != nil, "auth sets \(key)")
+        }
+        #expect((environment["GOTRUE_DB_DATABASE_URL"] as? String ?? "").contains("@postgres:5432/backbone"))
+        #expect((services["ingest"]?["environment"] as? [String: Any])?["JWT_JWKS_URL"] as? String == "http://auth:9999/.well-known/jwks.json")
+        let gateway = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
+        #expect(gateway.contains("server auth:9999 resolve;") && gateway.contains("location /auth/v1/ {"))
+        let documented = try String(contentsOf: Integration.packageRoot.appendingPathComponent("docs/auth.md"), encoding: .utf8)
+        for setting in ["AUTH_JWT_KEYS", "AUTH_DB_PASSWORD", "AUTH_APPLE_CLIENT_IDS", "AUTH_SMTP_HOST", "API_EXTERNAL_URL"] {
+            #expect(documented.contains("`\(setting)`"), "docs/auth.md documents \(setting)")
+        }
+    }
 }
