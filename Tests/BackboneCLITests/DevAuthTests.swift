@@ -157,7 +157,8 @@ struct DevAuthTests {
             #expect(environment[key] != nil, "auth sets \(key)")
         }
         #expect((environment["GOTRUE_DB_DATABASE_URL"] as? String ?? "").contains("@postgres:5432/backbone"))
-        #expect((services["ingest"]?["environment"] as? [String: Any])?["JWT_JWKS_URL"] as? String == "http://auth:9999/.well-known/jwks.json")
+        #expect((services["ingest"]?["environment"] as? [String: Any])?["JWT_JWKS_URL"] as? String == "${JWT_JWKS_URL:-http://auth:9999/.well-known/jwks.json}",
+                "by default, the services verify the auth server's sessions")
         let gateway = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
         #expect(gateway.contains("server auth:9999 resolve;") && gateway.contains("location /auth/v1/ {"))
         let documented = try String(contentsOf: Integration.packageRoot.appendingPathComponent("docs/auth.md"), encoding: .utf8)
