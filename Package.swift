@@ -185,7 +185,7 @@ let testTargets: [Target] = [
     tests("BackboneCLITests", ["Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "PrometheusMetrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPRouting",
-                               "Hashing", "DevAuth", "UserErasure"],
+                               "Hashing", "DevAuth"],
           exclude: ["Clients"]),
 ]
 

@@ -6,7 +6,6 @@ import Hashing
 import Postgres
 import ServiceLogging
 import Testing
-import UserErasure
 
 /// Signing in at `backbone dev`'s one origin (`APP_BASE_URL/auth/v1`) with Supabase's own Python
 /// client, as the apps do, and what the embedded auth server keeps.
@@ -43,14 +42,15 @@ struct DevAuthTests {
         #expect(try #require(PasswordHash.make("correct horse")) != hash)
     }
 
-    @Test("supabase-py against backbone dev: sign_up, sign_in_with_password, get_user, update_user, refresh_session, sign_out and sign_in_with_id_token(apple) behave as against Supabase, the session works on functions, PostgREST, the reading app's routes and the Realtime join, each error is Supabase Auth's, and an erased account's refresh token stops at once",
+    @Test("supabase-py against backbone dev: sign_up, sign_in_with_password, get_user, update_user, refresh_session, sign_out and sign_in_with_id_token(apple) behave as against Supabase, the session works on functions, PostgREST, the reading app's routes and the Realtime join, each error is Supabase Auth's, and a deleted account's refresh token stops once its erasure runs",
           .enabled(if: Integration.isEnabled), .timeLimit(.minutes(5)))
     func supabaseClientThroughOneOrigin() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)
         let keys = CLIProcess.emptyHome() + "/apple-keys.json"
         try #"{"keys":[]}"#.write(toFile: keys, atomically: true, encoding: .utf8)
         let dev = try await DevStack.start(["--port-offset", String(offset)],
-                                           environment: ["AUTH_APPLE_CLIENT_IDS": Self.appleClientID, "AUTH_APPLE_JWKS_FILE": keys])
+                                           environment: ["AUTH_APPLE_CLIENT_IDS": Self.appleClientID, "AUTH_APPLE_JWKS_FILE": keys,
+                                                         "ACCOUNT_DELETION_GRACE_SECONDS": "0", "ACCOUNT_DELETION_SCHEDULER_INTERVAL_MS": "200"])
         defer { dev.cleanUp() }
         let base = try #require(dev.value("APP_BASE_URL"), "dev.env names the one origin\n\(dev.log)")
         #expect(dev.value("AUTH_URL") == "http://127.0.0.1:\(9999 + offset)")
@@ -128,21 +128,23 @@ struct DevAuthTests {
         #expect((last["body"] as? [String: Any])?["code"] as? String == "over_request_rate_limit" && Int(last["retry_after"] as? String ?? "") != nil)
         #expect(error("guess_through_client").0 == 429 && error("guess_through_client").1 == "over_request_rate_limit")
 
-        // Account deletion's erasure step for the auth tables: the Apple user, their identity and
-        // sessions are gone, and their refresh token stops at once.
+        // Account deletion (no grace period here): the stack's `auth` erasure consumer erases the
+        // Apple user with their identity and sessions, and their refresh token stops.
+        let deletion = object("deletion")
+        #expect(deletion["scheduled"] as? String == "scheduled", "\(deletion)")
+        let afterDeletion = deletion["refresh"] as? [String: Any] ?? [:]
+        #expect(afterDeletion["status"] as? Int == 400
+                    && (afterDeletion["body"] as? [String: Any])?["code"] as? String == "refresh_token_not_found", "\(deletion)")
+        #expect((deletion["get_user"] as? [String: Any])?["code"] as? String == "user_not_found", "\(deletion)")
         let userID = try #require(seen["apple_user_id"] as? String)
-        let refreshToken = try #require(seen["apple_refresh_token"] as? String)
         let database = PostgresClient(configuration: PostgresConfiguration(url: try #require(dev.value("DATABASE_URL")), maxConnections: 1),
                                       logger: Logger(label: "test", level: .warning))
-        try await database.withTransaction { try await DevAuth.erasure.run(userID, $0) }
         let left = try await database.query("""
-            SELECT (SELECT count(*) FROM auth_identities WHERE user_id::text = $1) + (SELECT count(*) FROM auth_sessions WHERE user_id::text = $1) AS n
+            SELECT (SELECT count(*) FROM auth_users WHERE id::text = $1) + (SELECT count(*) FROM auth_identities WHERE user_id::text = $1)
+                + (SELECT count(*) FROM auth_sessions WHERE user_id::text = $1) AS n
             """, [userID]).first?.decode(Int.self, "n")
         await database.close()
-        #expect(left == 0)
-        let refresh = try await CLIProcess.shell(
-            "curl -s -X POST -H 'Content-Type: application/json' -d '{\"refresh_token\":\"\(refreshToken)\"}' '\(base)/auth/v1/token?grant_type=refresh_token'")
-        #expect(refresh.output.contains("refresh_token_not_found"), "\(refresh.output)")
+        #expect(left == 0, "the account, its Apple link and its sessions are erased")
     }
 
     @Test("compose runs Supabase's own auth server behind the gateway at /auth/v1: a pinned image, its schema in the project's PostgreSQL, ES256 keys, Sign in with Apple and a mail sender, and the services verify its sessions through its key set")

@@ -191,4 +191,21 @@ for attempt in range(1, 41):
         break
 seen["guesses"] = {"tries": len(guesses), "last": guesses[-1]}
 seen["guess_through_client"] = error_of(lambda: client().auth.sign_in_with_password({"email": victim, "password": "victim-password"}))
+# Account deletion (the stack runs with no grace period): the Apple user's refresh token stops as
+# soon as the auth tables' erasure has run, and the user is gone.
+apple_headers = {"Authorization": f"Bearer {with_apple.session.access_token}", "apikey": anon_key}
+scheduled = SyncFunctionsClient(f"{base}/functions/v1", apple_headers).invoke("account-delete", {"method": "POST", "responseType": "json"})
+started = time.monotonic()
+deletion = {"scheduled": scheduled.get("status") if isinstance(scheduled, dict) else str(scheduled)}
+while time.monotonic() - started < 60:
+    answer = raw("/token?grant_type=refresh_token", json.dumps({"refresh_token": with_apple.session.refresh_token}),
+                 {"X-Supabase-Api-Version": "2024-01-01"})
+    if answer["status"] != 200:
+        deletion["refresh"] = answer
+        break
+    with_apple.session.refresh_token = answer["body"]["refresh_token"]
+    time.sleep(0.3)
+deletion["seconds"] = round(time.monotonic() - started, 1)
+deletion["get_user"] = error_of(lambda: client().auth.get_user(with_apple.session.access_token))
+seen["deletion"] = deletion
 print(json.dumps(seen, default=str))
