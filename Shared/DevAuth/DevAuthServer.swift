@@ -66,6 +66,17 @@ public struct DevAuthServer: Sendable {
         return router
     }
 
+    /// The routes answering browser apps of `allowedOrigins` (`CORS_ALLOWED_ORIGINS`) too, with
+    /// the headers Supabase's JavaScript client sends and reads (`x-supabase-api-version`).
+    public func router(allowedOrigins: [String]) -> Router {
+        var routes = router
+        var cors = CORSPolicy(allowedOrigins: allowedOrigins)
+        cors.allowedHeaders += ", x-supabase-api-version"
+        cors.exposedHeaders += ", x-supabase-api-version"
+        routes.cors = cors
+        return routes
+    }
+
     /// What a handler answers: a JSON body and its status, or an `AuthAPIError`.
     struct Answer {
         var status = 200

@@ -55,6 +55,12 @@ struct DevAuthTests {
         let base = try #require(dev.value("APP_BASE_URL"), "dev.env names the one origin\n\(dev.log)")
         #expect(dev.value("AUTH_URL") == "http://127.0.0.1:\(9999 + offset)")
         #expect(dev.value("JWT_JWKS_FILE") == DevAuth.keySetPath(home: dev.home), "the services of other processes verify its tokens too")
+        // A browser app on another origin may call it (supabase-js sends x-supabase-api-version).
+        let preflight = try await CLIProcess.shell(
+            "curl -s -o /dev/null -w '%{http_code} %header{access-control-allow-origin} %header{access-control-allow-headers}' -X OPTIONS "
+                + "-H 'Origin: http://localhost:5173' -H 'Access-Control-Request-Method: POST' "
+                + "-H 'Access-Control-Request-Headers: apikey, x-client-info, x-supabase-api-version, content-type' '\(base)/auth/v1/token?grant_type=password'")
+        #expect(preflight.output.hasPrefix("204 * ") && preflight.output.contains("x-supabase-api-version"), "\(preflight.output)")
         let anonKey = JWTCodec(secret: try #require(dev.value("JWT_SECRET"))).anonKey
         let python = ProcessInfo.processInfo.environment["PYTHON"] ?? "python3"
         let script = Self.clients.appendingPathComponent("auth_flow.py").path

@@ -206,7 +206,7 @@ enum DevCommand {
         http.append(HTTPService(name: DevAuth.erasureService,
                                 configuration: HTTPServerConfiguration(host: environment["HTTP_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1",
                                                                        port: authPort),
-                                router: auth.router, readiness: [], metrics: metrics, logger: logger))
+                                router: auth.router(allowedOrigins: corsAllowedOrigins), readiness: [], metrics: metrics, logger: logger))
         values.append(("AUTH_URL", "http://127.0.0.1:\(authPort)"))
         // One origin for the apps, as compose's gateway (nginx, the same configuration) gives.
         var gateway: GatewayServer?
