@@ -64,7 +64,7 @@ let sharedModules: [Target] = [
     shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
     // Development only: the `/auth/v1` API `backbone dev` hosts (compose runs Supabase's own auth
     // server). Linked by the `backbone` CLI and tests, never by a service's library.
-    shared("DevAuth", ["CArgon2", "COpenSSL", "Hashing", "Auth", "HTTPRouting", "HTTPServer", "Postgres", "ServiceLogging", "Settings",
+    shared("DevAuth", ["CArgon2", "Hashing", "Auth", "HTTPRouting", "HTTPServer", "Postgres", "ServiceLogging", "Settings",
                        "ServiceRuntime", "UserErasure"]),
 ]
 

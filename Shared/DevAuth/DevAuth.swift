@@ -1,5 +1,6 @@
 import Auth
 import Foundation
+import Hashing
 import Postgres
 import ServiceLogging
 import Settings

@@ -26,7 +26,7 @@ public enum PasswordHash {
             }
         }
         guard status == ARGON2_OK.rawValue else { return nil }
-        return String(cString: encoded)
+        return String(decoding: encoded.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Whether `password` is the one `encoded` was made from (libargon2 compares in constant time).

@@ -1,10 +1,10 @@
 import COpenSSL
 import Foundation
-import Hashing
 
-/// The P-256 private key the embedded auth server signs access tokens with (JWS `ES256`), held
-/// by OpenSSL: made by `EVP_PKEY_generate`, kept as PKCS #8 PEM in the dev folder so that the
-/// tokens and the published key set stay valid across restarts, signed with `EVP_DigestSign`.
+/// A P-256 private key that signs JSON Web Tokens (JWS `ES256`; `backbone dev`'s auth server),
+/// held by OpenSSL: made by `EVP_PKEY_generate`, kept as PKCS #8 PEM in a file (`persistent`) so
+/// that tokens and the key set that publishes it stay valid across restarts, signing with
+/// `EVP_DigestSign`.
 // @unchecked: the EVP_PKEY is never changed after init; OpenSSL allows one key to sign on many
 // threads at once (each signature has its own EVP_MD_CTX).
 public final class SigningKey: @unchecked Sendable {
