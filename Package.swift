@@ -25,6 +25,7 @@ let cLibraries: [Target] = [
     system("CCurl", pkgConfig: "libcurl", apt: ["libcurl4-openssl-dev"]),
     system("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
     system("CWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
+    system("CArgon2", pkgConfig: "libargon2", apt: ["libargon2-dev"]),
     // glibc's own <malloc.h> (libc6-dev): no library of its own to link.
     .systemLibrary(name: "CMalloc", path: "Shared/CMalloc"),
 ]
@@ -66,6 +67,10 @@ let sharedModules: [Target] = [
     // `backbone` CLI, tests and benchmarks, never by a service's library.
     shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "ServiceLogging", "ObjectStore", "Hashing", "BlockingCalls"]),
     shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
+    // Development only: the `/auth/v1` API `backbone dev` hosts (compose runs Supabase's own auth
+    // server). Linked by the `backbone` CLI and tests, never by a service's library.
+    shared("DevAuth", ["CArgon2", "Hashing", "Auth", "HTTPRouting", "HTTPServer", "Postgres", "ServiceLogging", "Settings",
+                       "ServiceRuntime", "UserErasure"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -94,7 +99,7 @@ let services: [Target] =
             dependencies: [
                 "Contracts", "Lifecycle", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
-                "ObjectStore", "DevInfrastructure",
+                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
@@ -185,7 +190,7 @@ let testTargets: [Target] = [
     tests("BackboneCLITests", ["Lifecycle", "Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "PrometheusMetrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPRouting",
-                               "Hashing"],
+                               "Hashing", "DevAuth"],
           exclude: ["Clients"]),
 ]
 

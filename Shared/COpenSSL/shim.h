@@ -10,6 +10,7 @@
 #include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/param_build.h>
+#include <openssl/pem.h>
 
 /* EVP_PKEY_PUBLIC_KEY is an expression over other macros, which Swift does not import:
    the selection that EVP_PKEY_fromdata needs to build a public key (parameters and point). */

@@ -222,7 +222,7 @@ struct DeploymentTests {
         }
         let gateway = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
         let upstreams = try Self.wholeMatches(#"upstream\s+(\w+)\s*\{([^}]*)\}"#, in: gateway)
-        #expect(upstreams.count == 5)
+        #expect(upstreams.count == ServiceCatalog.entries.count + 1, "every service's, and the auth server's")
         for block in upstreams {
             #expect(block.contains("zone ") && block.contains(" resolve;"), "upstream re-resolves its replicas: \(block)")
         }
@@ -239,7 +239,7 @@ struct DeploymentTests {
         let port = Integration.freePort()
         let compose = try String(contentsOf: Integration.packageRoot.appendingPathComponent("deploy/gateway/nginx.conf"), encoding: .utf8)
         let upstreams = Dictionary(uniqueKeysWithValues: ["ingest", "progress-projector", "analytics-aggregator", "transcode-worker",
-                                                          "realtime-notifier"].map { ($0, Integration.freePort()) })
+                                                          "realtime-notifier", "auth"].map { ($0, Integration.freePort()) })
         let temp = directory.path
         let config = try GatewayServer.loopbackConfiguration(compose, port: port, upstreams: upstreams, directory: temp)
         let file = directory.appendingPathComponent("nginx.conf")

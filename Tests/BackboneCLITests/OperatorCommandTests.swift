@@ -284,7 +284,7 @@ final class DevStack {
 
     /// The ports `backbone dev` listens on before `--port-offset`: the services' (8080–8084)
     /// the gateway's (8000) and the object store's (8333).
-    static let ports = [8000, 8080, 8081, 8082, 8083, 8084, 8333]
+    static let ports = [8000, 8080, 8081, 8082, 8083, 8084, 8333, 9999]
 
     /// Starts `backbone dev` with `arguments` in `home` (a new empty folder when nil).
     static func start(_ arguments: [String], home: String? = nil, environment: [String: String] = [:]) async throws -> DevStack {

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPRouting
 import Ingest
 import ServiceRuntime
 import Settings

@@ -9,6 +9,7 @@ BACKBONE_APT_PACKAGES=(
   curl ca-certificates procps nginx-light jq wrk
   prometheus  # promtool (alert rule tests, metric lint) and the server the dashboard test evaluates against
   prometheus-alertmanager  # amtool: checks deploy/alertmanager/alertmanager.yml
+  libargon2-dev  # Argon2id password hashes of backbone dev's embedded auth server
 )
 
 log() { printf '\033[1m==>\033[0m %s\n' "$*" >&2; }

@@ -1,5 +1,6 @@
 import Auth
 import Contracts
+import DevAuth
 import DevInfrastructure
 import Foundation
 import HTTPServer
@@ -12,6 +13,7 @@ import PrometheusMetrics
 import ServiceLogging
 import ServiceRuntime
 import Settings
+import UserErasure
 
 /// `backbone dev [--infra-only] [--port-offset N]`: the whole system on one machine with no
 /// Docker — an embedded Kafka broker (librdkafka's mock cluster on loopback TCP), a private
@@ -61,7 +63,8 @@ enum DevCommand {
         // trails by librdkafka's 500 ms (docs/kafka.md). The services of other processes get
         // them from dev.env.
         var settings = EnvironmentReader(environment)
-        let tokenVerification = TokenVerificationSettings.read(from: &settings)
+        var tokenVerification = TokenVerificationSettings.read(from: &settings)
+        let authConfiguration = DevAuth.Configuration.read(from: &settings)
         let corsAllowedOrigins = CommonConfiguration.readCORSAllowedOrigins(from: &settings)
         let traceSampleRatio = CommonConfiguration.readTraceSampleRatio(from: &settings)
         let fetchWait = settings.milliseconds("KAFKA_FETCH_WAIT_MS", default: EmbeddedKafkaCluster.fetchWait, range: 0...300_000)
@@ -110,6 +113,11 @@ enum DevCommand {
             setenv("APP_BASE_URL", "http://127.0.0.1:\(8000 + portOffset)", 1)
         }
 
+        // The embedded auth server's signing key, the same across restarts; unless told to check
+        // another provider's, the services verify its ES256 tokens through its key set.
+        let authKey = try DevAuth.prepareKey(home: home)
+        let authKeySet = tokenVerification.keySet == nil ? DevAuth.keySetPath(home: home) : nil
+        if let authKeySet { tokenVerification.keySet = .file(authKeySet) }
         let secret = try environment["JWT_SECRET"].flatMap { $0.isEmpty ? nil : $0 } ?? persistentSecret(in: home)
         let metrics = MetricsRegistry()
         var configuration = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL,
@@ -140,6 +148,8 @@ enum DevCommand {
         let context = try await ServiceHost.makeContext(name: "backbone-dev", configuration: configuration, metrics: metrics,
                                                         sender: sender, logger: logger)
         let applied = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: logger).migrate(context.database)
+        let authApplied = try await PostgresMigrator(migrations: DevAuthSchema.migrations, logger: logger).migrate(context.database)
+        if !authApplied.isEmpty { logger.info("auth migrations applied", metadata: ["pg.versions": authApplied.map(String.init).joined(separator: ",")]) }
         if !applied.isEmpty { logger.info("migrations applied", metadata: ["pg.versions": applied.map(String.init).joined(separator: ",")]) }
         // The broker is new and empty: what an earlier run left in the journal goes to it before
         // any consumer starts; what an earlier run accepted and never kept is gone.
@@ -156,6 +166,7 @@ enum DevCommand {
             values.append(("CORS_ALLOWED_ORIGINS", corsAllowedOrigins.joined(separator: ",")))
         }
         if environment["TRACE_SAMPLE_RATIO"] != nil { values.append(("TRACE_SAMPLE_RATIO", String(traceSampleRatio))) }
+        if let authKeySet { values.append(("JWT_JWKS_FILE", authKeySet)) }
         values += storage.environment.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         let made = (privateCluster != nil ? ["postgres"] : []) + (seaweed != nil ? ["s3"] : [])
         values.append((DevEnvironment.madeHereKey, made.joined(separator: ",")))
@@ -184,11 +195,30 @@ enum DevCommand {
             background.append(contentsOf: built.background)
             values.append((entry.urlKey, "http://127.0.0.1:\(port)"))
         }
+        // Sign-in (Supabase Auth's API, `/auth/v1` at the origin), on its own loopback port, and
+        // its part in account deletion.
+        let authPort = DevAuth.defaultPort + portOffset
+        let auth = DevAuth.server(configuration: authConfiguration, key: authKey, origin: "http://127.0.0.1:\(8000 + portOffset)",
+                                  database: context.database, logger: logger)
+        var authContext = ServiceContext(name: DevAuth.erasureService, configuration: configuration, database: context.database,
+                                         producer: context.producer, admin: context.admin, metrics: metrics, logger: logger,
+                                         keys: context.authenticator.codec.keys)
+        authContext.measuredBacklog = nil
+        authContext.runningGroups = runningGroups
+        if !entries.isEmpty {
+            background += UserErasure(service: DevAuth.erasureService, context: authContext, step: DevAuth.erasure).parts().background
+        }
+        http.append(HTTPService(name: DevAuth.erasureService,
+                                configuration: HTTPServerConfiguration(host: environment["HTTP_HOST"].flatMap { $0.isEmpty ? nil : $0 } ?? "127.0.0.1",
+                                                                       port: authPort),
+                                router: auth.router(allowedOrigins: corsAllowedOrigins), readiness: [], metrics: metrics, logger: logger))
+        values.append(("AUTH_URL", "http://127.0.0.1:\(authPort)"))
         // One origin for the apps, as compose's gateway (nginx, the same configuration) gives.
         var gateway: GatewayServer?
         if !entries.isEmpty {
             let server = GatewayServer(directory: home + "/gateway", port: 8000 + portOffset,
-                                       upstreams: Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.defaultPort + portOffset) }),
+                                       upstreams: Dictionary(uniqueKeysWithValues: entries.map { ($0.name, $0.defaultPort + portOffset) }
+                                                                 + [("auth", authPort)]),
                                        logger: logger)
             do {
                 values.insert((DevEnvironment.appBaseURLKey, try await server.start()), at: 0)
@@ -217,7 +247,7 @@ enum DevCommand {
         // formed, so that whatever reads dev.env (a script, the tests, `backbone demo`, an app)
         // finds the URLs it names answering and what it sends read at once (a room's channel
         // joinable right after upload-init).
-        let ports = entries.map { $0.defaultPort + portOffset }
+        let ports = entries.map { $0.defaultPort + portOffset } + [authPort]
         let infraOnly = entries.isEmpty
         services.append(ClosureService(name: "dev-announce") { [values] in
             let deadline = ContinuousClock.now + .seconds(60)
@@ -286,6 +316,8 @@ enum DevCommand {
             "    \(codec.issue(userID: "dev-service", ttl: 86_400, role: "service"))",
             "  the app's anon key (supabaseKey beside APP_BASE_URL; the same at every start):",
             "    \(codec.anonKey)",
+            "  sign-in (Supabase Auth's API): APP_BASE_URL/auth/v1 — e-mail and password, Sign in with Apple",
+            "    (AUTH_APPLE_CLIENT_IDS); its ES256 tokens work on every service",
             "",
             "  Ctrl-C stops everything.",
             "",

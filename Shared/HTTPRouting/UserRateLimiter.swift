@@ -1,11 +1,9 @@
-import Contracts
 import Foundation
-import HTTPRouting
 import ServiceLogging
 import Synchronization
 
-/// A token bucket per user: `burst` requests at once, refilled at `perSecond`.
-/// Per process; with several ingest replicas each enforces its own share.
+/// A token bucket per key (a user, a client address, an account): `burst` requests at once,
+/// refilled at `perSecond`. Per process; with several replicas each enforces its own share.
 public final class UserRateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -46,15 +44,5 @@ public final class UserRateLimiter: Sendable {
 
     private func seconds(_ d: Duration) -> Double {
         d.timeInterval
-    }
-}
-
-extension UserRateLimiter {
-    /// 429 `RATE_LIMITED` with `Retry-After` when `user` has no token left.
-    func admit(_ user: String) throws(HTTPError) {
-        if let retryAfter = acquire(user) {
-            throw HTTPError(.tooManyRequests, code: ErrorCode.rateLimited.rawValue, message: "too many requests; retry later",
-                            headers: ["Retry-After": String(retryAfter)])
-        }
     }
 }
