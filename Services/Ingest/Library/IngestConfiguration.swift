@@ -71,6 +71,11 @@ public struct IngestConfiguration: Sendable {
     public var accountDeletionSchedulerInterval: Duration = .seconds(5)
     public var accountDeletionServices: [String] = IngestConfiguration.defaultDeletionServices
     public var deletionReceiptsGroupID: String = "ingest-deletion-receipts"
+    /// CrowdRoom's social writes (comments, likes, profiles): their topic, and each user's
+    /// rate (writes a second, and a burst) before a 429.
+    public var roomInteractionsTopic: String = Topics.roomInteractions
+    public var socialRateLimitPerSecond: Double = 5
+    public var socialRateLimitBurst: Int = 20
     public static let defaultDeletionServices = ["ingest", "progress-projector", "analytics-aggregator", "transcode-worker",
                                                  "realtime-notifier"]
     /// Accepted timestamps: at most this far in the future …
@@ -142,6 +147,9 @@ public struct IngestConfiguration: Sendable {
         if services.isEmpty { reader.fail("ACCOUNT_DELETION_SERVICES must name at least one service") }
         configuration.accountDeletionServices = services.isEmpty ? defaultDeletionServices : services
         configuration.deletionReceiptsGroupID = reader.string("INGEST_DELETION_RECEIPTS_GROUP_ID", default: "ingest-deletion-receipts")
+        configuration.roomInteractionsTopic = reader.string("ROOM_INTERACTIONS_TOPIC", default: Topics.roomInteractions)
+        configuration.socialRateLimitPerSecond = Double(reader.int("INGEST_SOCIAL_RATE_LIMIT_PER_SECOND", default: 5, range: 1...1_000_000))
+        configuration.socialRateLimitBurst = reader.int("INGEST_SOCIAL_RATE_LIMIT_BURST", default: 20, range: 1...1_000_000)
         return configuration
     }
 }

@@ -18,6 +18,8 @@ import UserErasure
 /// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
+/// - CrowdRoom's social writes, `POST`/`DELETE /rest/v1/{comments,likes}`, `POST`/`PATCH
+///   /rest/v1/profiles` (user token; see `SocialWriteRoutes`)
 /// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`
 ///   (user token; with an object store; see `EdgeFunctionRoutes`)
 ///
@@ -25,7 +27,7 @@ import UserErasure
 /// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
-    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations
+    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + SocialWriteSchema.migrations
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
@@ -73,6 +75,10 @@ public struct IngestService: Sendable {
         router.post("/account/deletion") { try await account.request($0) }
         router.get("/account/deletion") { try await account.show($0) }
         router.delete("/account/deletion") { try await account.cancel($0) }
+        SocialWriteRoutes(database: context.database, producer: context.producer, topic: configuration.roomInteractionsTopic,
+                          limiter: UserRateLimiter(perSecond: configuration.socialRateLimitPerSecond, burst: configuration.socialRateLimitBurst),
+                          authenticator: context.authenticator, retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
+                          logger: context.logger).register(on: &router, guarded: guarded)
         var background: [any Service] = [purgeLoop()]
         if let objects {
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,

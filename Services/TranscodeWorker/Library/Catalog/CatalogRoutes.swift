@@ -37,21 +37,7 @@ struct CatalogRoutes: Sendable {
         do {
             return try await answer(request, resource)
         } catch let error as HTTPError {
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("code"); w.string(error.code)
-            w.key("details"); w.null()
-            w.key("error")
-            w.beginObject()
-            w.key("code"); w.string(error.code)
-            w.key("message"); w.string(error.message)
-            w.endObject()
-            w.key("hint"); w.null()
-            w.key("message"); w.string(error.message)
-            w.endObject()
-            var headers = error.headers
-            headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
-            return HTTPResponse(status: error.status, headers: headers, body: w.bytes)
+            return error.postgRESTResponse()
         }
     }
 
