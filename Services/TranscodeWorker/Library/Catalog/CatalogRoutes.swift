@@ -28,6 +28,12 @@ struct CatalogRoutes: Sendable {
         router.get("/rest/v1/rooms") { request in try await self.respond(request, .rooms) }
         router.get("/rest/v1/room_versions") { request in try await self.respond(request, .roomVersions) }
         router.get("/rest/v1/redactions") { request in try await self.respond(request, .redactions) }
+        for resource in [CatalogResource.comments, .likes, .profiles, .notifications] {
+            router.get("/rest/v1/\(resource.name)") { request in try await self.respond(request, resource) }
+        }
+        router.on(.patch, "/rest/v1/notifications") { request in
+            do { return try await self.markRead(request) } catch let error as HTTPError { return error.postgRESTResponse() }
+        }
         return router
     }
 
@@ -57,6 +63,8 @@ struct CatalogRoutes: Sendable {
             case .rooms: rendered = try await rooms(query, viewer: viewer, single: single)
             case .roomVersions: rendered = try await versions(query, viewer: viewer, single: single)
             case .redactions: rendered = try await redactions(query, viewer: viewer, single: single)
+            case .comments, .likes, .profiles, .notifications:
+                rendered = try await social(resource, query, viewer: viewer, single: single)
             }
         } catch let error as PostgresError where error.sqlState?.hasPrefix("22") == true {
             // Data exceptions: a value PostgreSQL cannot take (a malformed timestamp in a filter).
@@ -73,6 +81,7 @@ struct CatalogRoutes: Sendable {
         var key = resource.name
         switch viewer {
         case .user(let id): key += "|u:" + id
+        case .anonymous: key += "|a"
         case .service: key += "|s"
         }
         key += single ? "|1" : "|*"
