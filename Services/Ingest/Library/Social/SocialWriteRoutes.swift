@@ -307,10 +307,10 @@ struct SocialWriteRoutes: Sendable {
         }
     }
 
-    /// PostgREST's answer to a unique violation.
+    /// PostgREST's answer to a unique violation (its code, `23505`, and its message, naming
+    /// the key that was taken).
     static func duplicate(_ constraint: String, _ details: String) -> HTTPError {
-        HTTPError(.conflict, code: "23505", message: "duplicate key value violates unique constraint \"\(constraint)\"",
-                  headers: ["X-Details": details])
+        HTTPError(.conflict, code: "23505", message: "duplicate key value violates unique constraint \"\(constraint)\": \(details)")
     }
 }
 
