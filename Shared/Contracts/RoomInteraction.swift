@@ -18,6 +18,10 @@ public struct RoomInteraction: Sendable, Hashable, Codable {
         case likeAdded = "like_added"
         case likeRemoved = "like_removed"
         case profileUpdated = "profile_updated"
+        /// A fork of `roomId` (the web editor's remix, seed `002_*` §9.2): `forkRoomId`, the
+        /// remixer's new room, whose first version `forkVersionId` is ready at once with copies
+        /// of the outputs of the source's version `sourceVersionId` (`outputKeys`, in the fork's folder).
+        case remixCreated = "remix_created"
     }
 
     public var schemaVersion: Int
@@ -38,6 +42,13 @@ public struct RoomInteraction: Sendable, Hashable, Codable {
     /// `profile_updated`: the whole profile after the change.
     public var displayName: String?
     public var avatarPath: String?
+    /// `remix_created`: the fork, its title and tags, the source version it copied, and the copies' keys.
+    public var forkRoomId: String?
+    public var forkVersionId: String?
+    public var sourceVersionId: String?
+    public var title: String?
+    public var tags: [String]?
+    public var outputKeys: [String]?
     /// When the write was taken (the comment's, like's or profile change's `created_at`/`updated_at`).
     public var at: Date
 
@@ -76,6 +87,7 @@ public struct RoomInteraction: Sendable, Hashable, Codable {
         switch kind {
         case .commentCreated: return "comment_new"
         case .likeAdded: return "like_new"
+        case .remixCreated: return "remix_created"
         default: return nil
         }
     }

@@ -11,7 +11,7 @@ import Testing
 struct SocialFlowTests {
     static let clients = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Clients")
 
-    @Test("Flow C: a user publishes a room, a second names herself, comments and likes, a third likes and takes it back; the owner hears comment_new and like_new on user:{id} within a second and finds them in her notifications, marks one read; the comment's author is shown by name to a signed-out reader; counts are exact after a double like (23505) and an unlike; a stranger neither removes the comment nor reads the owner's notifications; the owner removes it; bad input is a 4xx with its code and stores nothing; too many writes are a 429 with Retry-After")
+    @Test("Flow C: a user publishes a room, a second names herself, comments and likes, a third likes, takes it back and remixes it (a fork of hers, ready at once with its own copies); the owner hears comment_new, like_new and remix_created on user:{id} within a second and finds them in her notifications, marks one read; the comment's author is shown by name to a signed-out reader; counts are exact after a double like (23505) and an unlike; a stranger neither removes the comment nor reads the owner's notifications; the owner removes it; bad input is a 4xx with its code and stores nothing; too many writes are a 429 with Retry-After")
     func flowC() async throws {
         let offset = Integration.freePortOffset(for: DevStack.ports)
         let dev = try await DevStack.start(["--port-offset", String(offset)],
@@ -30,6 +30,7 @@ struct SocialFlowTests {
             DispatchQueue.global().async { continuation.resume(with: Result { try Integration.run(python, arguments) }) }
         }
         #expect(status == 0, "\(output)\n\(dev.log.suffix(3000))")
+        if let path = ProcessInfo.processInfo.environment["SOCIAL_FLOW_OUTPUT"] { try? output.write(toFile: path, atomically: true, encoding: .utf8) }
         let seen = (try? JSONSerialization.jsonObject(with: Data(output.utf8))) as? [String: Any] ?? [:]
         let room = try #require(seen["room_id"] as? String, "\(output)")
         #expect(seen["published"] as? Bool == true)
@@ -55,11 +56,32 @@ struct SocialFlowTests {
         #expect(pushes.contains { $0["event"] as? String == "like_new" && $0["actor_id"] as? String == fan }, "\(pushes)")
         let commentSeconds = try #require(seen["comment_push_seconds"] as? Double, "comment_new heard: \(pushes)")
         let likeSeconds = try #require(seen["like_push_seconds"] as? Double, "like_new heard: \(pushes)")
-        #expect(commentSeconds < 1 && likeSeconds < 1, "push latency: comment \(commentSeconds) s, like \(likeSeconds) s")
+        let remixSeconds = try #require(seen["remix_push_seconds"] as? Double, "remix_created heard: \(pushes)")
+        #expect(commentSeconds < 1 && likeSeconds < 1 && remixSeconds < 1,
+                "push latency: comment \(commentSeconds) s, like \(likeSeconds) s, remix \(remixSeconds) s")
+
+        // The remix: a fork of the stranger's, ready at once with its own outputs, counted on the source.
+        let remix = try #require(seen["remix"] as? [String: Any], "\(output)")
+        let fork = try #require(remix["room_id"] as? String)
+        #expect(remix["remixed_from"] as? String == room && remix["version_id"] as? String != nil)
+        let forkRow = (seen["fork"] as? [[String: Any]])?.first
+        #expect(forkRow?["owner_id"] as? String == stranger && forkRow?["title"] as? String == "我的客厅"
+                && forkRow?["remixed_from"] as? String == room && forkRow?["state"] as? String == "published", "\(forkRow ?? [:])")
+        #expect(forkRow?["current_version_id"] as? String == remix["version_id"] as? String)
+        #expect((forkRow?["manifest_url"] as? String)?.contains("rooms/\(fork)/") == true, "the fork's outputs are its own copies")
+        let forkVersion = forkRow?["current_version"] as? [String: Any]
+        #expect(forkVersion?["status"] as? String == "ready" && (forkVersion?["glb_urls"] as? [String: Any])?.isEmpty == false,
+                "\(forkVersion ?? [:])")
+        #expect(seen["source_remix_count"] as? [[String: Int]] == [["remix_count": 1]])
+        let remixPush = pushes.first { $0["event"] as? String == "remix_created" }
+        #expect(remixPush?["room_id"] as? String == fork && remixPush?["remixed_from"] as? String == room
+                && remixPush?["actor_id"] as? String == stranger, "\(pushes)")
+        let remixPrivate = seen["remix_private"] as? [String: Any]
+        #expect(remixPrivate?["status"] as? Int == 404 && remixPrivate?["code"] as? String == "NOT_FOUND", "\(remixPrivate ?? [:])")
 
         // Her notifications: the comment, the like and the transcode, none of her own doing; one marked read.
         let notes = seen["notifications"] as? [[String: Any]] ?? []
-        #expect(Set(notes.compactMap { $0["kind"] as? String }) == ["comment", "like", "transcode_ready"], "\(notes)")
+        #expect(Set(notes.compactMap { $0["kind"] as? String }) == ["comment", "like", "remix", "transcode_ready"], "\(notes)")
         #expect(notes.allSatisfy { $0["user_id"] as? String == owner && $0["actor_id"] as? String != owner })
         let noted = notes.first { $0["kind"] as? String == "comment" }
         #expect(noted?["comment_id"] as? String == commentID && noted?["id"] as? String == commentPush?["notification_id"] as? String)

@@ -20,7 +20,8 @@ import UserErasure
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
 /// - CrowdRoom's social writes, `POST`/`DELETE /rest/v1/{comments,likes}`, `POST`/`PATCH
 ///   /rest/v1/profiles` (user token; see `SocialWriteRoutes`)
-/// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`
+/// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`,
+///   and the web editor's `/functions/v1/remix` (see `RemixFunction`)
 ///   (user token; with an object store; see `EdgeFunctionRoutes`)
 ///
 /// Background: a loop that forgets accepted event ids older than the retention window, and
@@ -75,10 +76,11 @@ public struct IngestService: Sendable {
         router.post("/account/deletion") { try await account.request($0) }
         router.get("/account/deletion") { try await account.show($0) }
         router.delete("/account/deletion") { try await account.cancel($0) }
-        SocialWriteRoutes(database: context.database, producer: context.producer, topic: configuration.roomInteractionsTopic,
-                          limiter: UserRateLimiter(perSecond: configuration.socialRateLimitPerSecond, burst: configuration.socialRateLimitBurst),
-                          authenticator: context.authenticator, retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
-                          logger: context.logger).register(on: &router, guarded: guarded)
+        let social = SocialWriteRoutes(
+            database: context.database, producer: context.producer, topic: configuration.roomInteractionsTopic,
+            limiter: UserRateLimiter(perSecond: configuration.socialRateLimitPerSecond, burst: configuration.socialRateLimitBurst),
+            authenticator: context.authenticator, retryAfterSeconds: configuration.unavailableRetryAfterSeconds, logger: context.logger)
+        social.register(on: &router, guarded: guarded)
         var background: [any Service] = [purgeLoop()]
         if let objects {
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,
@@ -86,6 +88,8 @@ public struct IngestService: Sendable {
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
             router.get("/rooms/uploads/:id") { try await init_.state($0) }
+            let remix = RemixFunction(routes: social, objects: objects)
+            router.post("/functions/v1/remix", guarded { try await remix.handle($0) })
             if let completer = roomUploadCompleter() {
                 EdgeFunctionRoutes(uploads: init_, store: uploads, completer: completer, versions: rooms, account: account)
                     .register(on: &router, guarded: guarded)

@@ -125,8 +125,9 @@ public struct ChannelSequencer: Projection {
             room: .init(roomID: status.roomId, ownerUserID: status.ownerUserId, visibility: status.visibility))
     }
 
-    /// `user:{roomOwnerId}` gets `comment_new` or `like_new` for another user's comment or like,
-    /// with the ids that open it (`room_id`, `comment_id`, the notification's `notification_id`),
+    /// `user:{roomOwnerId}` gets `comment_new`, `like_new` or `remix_created` for another user's
+    /// comment, like or remix, with the ids that open it (`room_id` — for a remix the fork's, with
+    /// `version_id` and `remixed_from` — `comment_id`, the notification's `notification_id`),
     /// the actor and an excerpt, as top-level keys of the payload.
     static func input(interaction: RoomInteraction) throws -> SequencerInput {
         if interaction.kind == .commentDeleted {
@@ -139,12 +140,18 @@ public struct ChannelSequencer: Projection {
             throw InvalidRealtimeSource(description: "roomId, roomOwnerId and actorId must be identifiers")
         }
         var fields: [String: JSONValue] = [
-            "kind": .string(event == "comment_new" ? "comment" : "like"), "notification_id": .string(interaction.interactionId),
-            "room_id": .string(room), "actor_id": .string(interaction.actorId),
+            "kind": .string(["comment_new": "comment", "like_new": "like"][event] ?? "remix"),
+            "notification_id": .string(interaction.interactionId), "room_id": .string(room), "actor_id": .string(interaction.actorId),
             "created_at": .string(ContractCoding.formatTimestamp(interaction.at)),
         ]
         if let comment = interaction.commentId { fields["comment_id"] = .string(comment) }
-        if let excerpt = RoomInteraction.excerpt(interaction.body) { fields["excerpt"] = .string(excerpt) }
+        if let excerpt = RoomInteraction.excerpt(interaction.body ?? interaction.title) { fields["excerpt"] = .string(excerpt) }
+        // A remix opens the fork: its room and ready version, and the room it came from.
+        if let fork = interaction.forkRoomId, let version = interaction.forkVersionId {
+            fields["room_id"] = .string(fork)
+            fields["version_id"] = .string(version)
+            fields["remixed_from"] = .string(room)
+        }
         return SequencerInput(drafts: [.init(channel: channel, event: event, payload: .object(fields), origin: nil)], room: nil)
     }
 

@@ -38,11 +38,21 @@ def rest(session):
 
 owner, fan, stranger, anonymous = rest(owner_session), rest(fan_session), rest(stranger_session), rest(None)
 owner_id, fan_id, stranger_id = claims_sub(owner_session), claims_sub(fan_session), claims_sub(stranger_session)
-functions = SyncFunctionsClient(f"{base}/functions/v1", {"Authorization": f"Bearer {owner_session}", "apikey": anon_key})
+def functions_of(session):
+    return SyncFunctionsClient(f"{base}/functions/v1", {"Authorization": f"Bearer {session}", "apikey": anon_key})
 
 
-def invoke(name, body):
-    return functions.invoke(name, {"method": "POST", "responseType": "json", "body": body})
+functions = functions_of(owner_session)
+
+
+def invoke(name, body, client=None):
+    return (client or functions).invoke(name, {"method": "POST", "responseType": "json", "body": body})
+
+
+def function_refusal(name, body, session):
+    """A function's refusal: status and the house error body."""
+    status, _, answer = raw("POST", f"/functions/v1/{name}", session, body)
+    return {"status": status, **(json.loads(answer).get("error") or {})}
 
 
 def put(url, data):
@@ -103,7 +113,8 @@ async def main():
         payload = message.get("payload") or {}
         event = message.get("event")
         seen["pushes"].append({"event": event, **{k: payload.get(k) for k in
-                                                   ("room_id", "comment_id", "actor_id", "excerpt", "notification_id")}})
+                                                   ("room_id", "comment_id", "actor_id", "excerpt", "notification_id",
+                                                    "version_id", "remixed_from")}})
         arrived.setdefault(event, time.monotonic())
 
     channel = client.channel(f"user:{owner_id}")
@@ -146,17 +157,30 @@ async def main():
     seen["ignored_like"] = fan.from_("likes").upsert({"room_id": room}, ignore_duplicates=True).execute().data
     stranger.from_("likes").insert({"room_id": room}).execute()
     seen["unlike"] = stranger.from_("likes").delete().eq("room_id", room).execute().data
+    # The stranger remixes it in the web editor: a fork of hers, ready at once.
+    remixed_at = time.monotonic()
+    seen["remix"] = invoke("remix", {"source_room_id": room, "title": "我的客厅"}, functions_of(stranger_session))
+    seen["remix_private"] = function_refusal("remix", {"source_room_id": private}, stranger_session)
     started = time.monotonic()
-    while not ("comment_new" in arrived and "like_new" in arrived) and time.monotonic() - started < 10:
+    while not {"comment_new", "like_new", "remix_created"} <= arrived.keys() and time.monotonic() - started < 10:
         await asyncio.sleep(0.01)
     seen["comment_push_seconds"] = arrived["comment_new"] - posted if "comment_new" in arrived else None
     seen["like_push_seconds"] = arrived["like_new"] - liked_at if "like_new" in arrived else None
+    seen["remix_push_seconds"] = arrived["remix_created"] - remixed_at if "remix_created" in arrived else None
+    fork = seen["remix"]["room_id"]
+    seen["fork"] = eventually(
+        lambda: stranger.from_("rooms").select("id,owner_id,title,current_version_id,remixed_from,state,manifest_url,"
+                                               "current_version:room_versions(id,status,glb_urls)").eq("id", fork).execute().data,
+        lambda rows: bool(rows) and rows[0]["current_version_id"] is not None)
+    seen["source_remix_count"] = eventually(
+        lambda: anonymous.from_("rooms").select("remix_count").eq("id", room).execute().data,
+        lambda rows: rows == [{"remix_count": 1}])
 
     seen["counts"] = eventually(lambda: room_counts(room), lambda rows: rows == [{"like_count": 1, "comment_count": 1}])
 
     # The owner's notifications (Tab 2); one marked read.
     notes = eventually(lambda: owner.from_("notifications").select("*").order("created_at", desc=True).execute().data,
-                       lambda rows: {"comment", "like", "transcode_ready"} <= {r["kind"] for r in rows})
+                       lambda rows: {"comment", "like", "remix", "transcode_ready"} <= {r["kind"] for r in rows})
     seen["notifications"] = notes
     first = next(n for n in notes if n["kind"] == "comment")
     seen["marked"] = owner.from_("notifications").update({"read_at": "2026-12-06T00:00:00Z"}).eq("id", first["id"]).execute().data

@@ -31,11 +31,16 @@ public struct SocialProjection: Projection {
     }
 
     let interactionsTopic: String
+    /// The catalog a remix's fork is written into (its room and first, ready, version), with the
+    /// catalog's own merge of a request and a status.
+    let catalog: CatalogProjection
     /// Called after every committed batch (the catalog's answer cache drops what it holds).
     let onCommit: @Sendable () -> Void
 
-    public init(interactionsTopic: String = Topics.roomInteractions, onCommit: @escaping @Sendable () -> Void = {}) {
+    public init(interactionsTopic: String = Topics.roomInteractions, catalog: CatalogProjection,
+                onCommit: @escaping @Sendable () -> Void = {}) {
         self.interactionsTopic = interactionsTopic
+        self.catalog = catalog
         self.onCommit = onCommit
     }
 
@@ -73,6 +78,16 @@ public struct SocialProjection: Projection {
             }
         case .likeAdded, .likeRemoved:
             try require(i.roomId, "roomId")
+        case .remixCreated:
+            try require(i.roomId, "roomId")
+            try require(i.roomOwnerId, "roomOwnerId")
+            try require(i.forkRoomId, "forkRoomId")
+            try require(i.forkVersionId, "forkVersionId")
+            guard let keys = i.outputKeys, keys.count <= 1_000, let fork = i.forkRoomId, let version = i.forkVersionId,
+                  keys.allSatisfy({ $0.hasPrefix("rooms/\(fork)/\(version)/") && $0.utf8.count <= 1_024 }),
+                  (i.title?.count ?? 0) <= 1_000, (i.tags?.count ?? 0) <= 100 else {
+                throw InvalidSocialRecord(description: "a remix names at most 1000 copies, each in the fork's folder, a title and tags")
+            }
         case .profileUpdated:
             guard (i.displayName?.count ?? 0) <= RoomInteraction.maxDisplayNameCharacters,
                   (i.avatarPath?.utf8.count ?? 0) <= RoomInteraction.maxAvatarPathBytes else {
@@ -101,6 +116,7 @@ public struct SocialProjection: Projection {
             case .interaction(let interaction):
                 try await apply(interaction, connection)
                 if let room = interaction.roomId { touched.append(room) }
+                if let fork = interaction.forkRoomId { touched.append(fork) }
             }
         }
         guard !touched.isEmpty else { return }
@@ -127,8 +143,36 @@ public struct SocialProjection: Projection {
             }
         case .likeRemoved:
             _ = try await connection.execute(SocialSQL.deleteLike, [i.roomId!, i.actorId])
+        case .remixCreated:
+            try await fork(i, connection)
         case .profileUpdated:
             _ = try await connection.execute(SocialSQL.upsertProfile, [i.actorId, i.displayName, i.avatarPath, at])
+        }
+    }
+
+    /// The fork's room and its first version, ready with the copies; the source's remix count
+    /// and its owner's notification (opening the fork).
+    func fork(_ i: RoomInteraction, _ connection: PostgresConnection) async throws {
+        let (fork, version, source) = (i.forkRoomId!, i.forkVersionId!, i.roomId!)
+        let keys = i.outputKeys ?? []
+        let grade = try await connection.query("SELECT quality_grade FROM catalog_versions WHERE version_id = $1",
+                                                [i.sourceVersionId ?? ""]).first?.decode(String?.self, "quality_grade")
+        let folder = "rooms/\(fork)/\(version)/"
+        let request = RoomTranscodeRequest(ownerUserId: i.actorId, request: RoomVersionCompleteRequest(
+            roomId: fork, versionId: version, title: i.title ?? "", tags: i.tags ?? [], visibility: .public,
+            source: RoomSource(usdzKey: folder + "source.usdz", usdzBytes: 0, roomplanJsonKey: folder + "roomplan.json",
+                               roomplanJsonBytes: 0),
+            redactions: []), requestedAt: i.at)
+        let status = RoomTranscodeStatus(
+            roomId: fork, versionId: version, ownerUserId: i.actorId, visibility: .public, status: .ready,
+            manifestKey: keys.first { $0.hasSuffix("manifest.json") }, thumbnailKey: keys.first { $0.hasSuffix("/thumbnail.png") },
+            glbKeys: keys.filter { $0.hasSuffix(".glb") }.sorted(), qualityGrade: grade, at: i.at)
+        try await catalog.apply([ProjectedEvent(event: .request(request), topic: "", partition: -1, offset: -1),
+                                 ProjectedEvent(event: .status(status), topic: "", partition: -1, offset: -1)], in: connection)
+        _ = try await connection.execute(SocialSQL.remixedFrom, [fork, source])
+        if i.roomOwnerId != i.actorId {
+            _ = try await connection.execute(SocialSQL.notify, [i.interactionId, i.roomOwnerId!, "remix", fork, version, i.actorId, "",
+                                                                 i.title ?? "", ContractCoding.formatTimestamp(i.at)])
         }
     }
 
@@ -193,13 +237,21 @@ enum SocialSQL {
         WHERE EXCLUDED.updated_at >= p.updated_at
         """
 
-    /// The likes and comments of rooms `$1`, counted from the rows.
+    /// A fork's source.
+    static let remixedFrom = """
+        INSERT INTO catalog_room_social (room_id, remixed_from) VALUES ($1, $2)
+        ON CONFLICT (room_id) DO UPDATE SET remixed_from = EXCLUDED.remixed_from
+        """
+
+    /// The likes, comments and remixes of rooms `$1`, counted from the rows.
     static let recount = """
-        INSERT INTO catalog_room_social AS s (room_id, like_count, comment_count)
+        INSERT INTO catalog_room_social AS s (room_id, like_count, comment_count, remix_count)
         SELECT r, (SELECT count(*) FROM catalog_likes l WHERE l.room_id = r),
-               (SELECT count(*) FROM catalog_comments c WHERE c.room_id = r AND c.deleted_at IS NULL)
+               (SELECT count(*) FROM catalog_comments c WHERE c.room_id = r AND c.deleted_at IS NULL),
+               (SELECT count(*) FROM catalog_room_social x WHERE x.remixed_from = r)
         FROM unnest($1::text[]) AS r
-        ON CONFLICT (room_id) DO UPDATE SET like_count = EXCLUDED.like_count, comment_count = EXCLUDED.comment_count
+        ON CONFLICT (room_id) DO UPDATE SET like_count = EXCLUDED.like_count, comment_count = EXCLUDED.comment_count,
+            remix_count = EXCLUDED.remix_count
         """
 }
 
@@ -207,6 +259,7 @@ extension RoomCatalog {
     /// The social read models' projection; its commits invalidate the catalog's cached answers.
     public func socialProjection(interactionsTopic: String = Topics.roomInteractions) -> SocialProjection {
         let cache = self.cache
-        return SocialProjection(interactionsTopic: interactionsTopic, onCommit: { cache.invalidate() })
+        return SocialProjection(interactionsTopic: interactionsTopic, catalog: projection(requestsTopic: Topics.roomTranscodeRequests),
+                                onCommit: { cache.invalidate() })
     }
 }

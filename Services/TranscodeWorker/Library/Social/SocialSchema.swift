@@ -88,5 +88,11 @@ enum SocialSchema {
         """,
         "DELETE FROM catalog_profiles WHERE user_id = $1",
         "DELETE FROM catalog_room_social WHERE room_id IN (SELECT room_id FROM catalog_rooms WHERE owner_id = $1)",
+        // Forks of her rooms keep their copies but no longer name her room; her forks no longer count.
+        "UPDATE catalog_room_social SET remixed_from = NULL WHERE remixed_from IN (SELECT room_id FROM catalog_rooms WHERE owner_id = $1)",
+        """
+        UPDATE catalog_room_social s SET remix_count = (SELECT count(*) FROM catalog_room_social x WHERE x.remixed_from = s.room_id)
+        WHERE s.remix_count > 0 AND $1::text IS NOT NULL
+        """,
     ]
 }
