@@ -93,6 +93,9 @@ struct SocialFlowTests {
         let shown = (seen["anonymous_comments"] as? [[String: Any]])?.first
         #expect(shown?["id"] as? String == commentID)
         #expect((shown?["author"] as? [String: Any])?["display_name"] as? String == "Bo", "\(shown ?? [:])")
+        #expect((shown?["author"] as? [String: Any])?["avatar_path"] as? String == "avatars/bo-2.png", "the PATCH reached the embed")
+        #expect((seen["patched"] as? [[String: Any]])?.first?["avatar_path"] as? String == "avatars/bo-2.png")
+        #expect((seen["patched_other"] as? [Any])?.isEmpty == true, "another user's profile is not hers to change")
         #expect((seen["anonymous_notifications"] as? [Any])?.isEmpty == true)
         #expect((seen["anonymous_private"] as? [Any])?.isEmpty == true)
 

@@ -186,6 +186,12 @@ async def main():
     seen["marked"] = owner.from_("notifications").update({"read_at": "2026-12-06T00:00:00Z"}).eq("id", first["id"]).execute().data
     seen["unread"] = owner.from_("notifications").select("id").is_("read_at", "null").execute().data
 
+    # The fan changes her avatar (PATCH of her own row); another user's row changes nothing.
+    seen["patched"] = fan.from_("profiles").update({"avatar_path": "avatars/bo-2.png"}).eq("id", fan_id).execute().data
+    seen["patched_other"] = fan.from_("profiles").update({"display_name": "Mallory"}).eq("id", owner_id).execute().data
+    eventually(lambda: anonymous.from_("comments").select("author:profiles(avatar_path)").eq("room_id", room).execute().data,
+               lambda rows: bool(rows) and (rows[0].get("author") or {}).get("avatar_path") == "avatars/bo-2.png")
+
     # The detail page's comments with their author, as a signed-out reader of the shared page sees them.
     seen["anonymous_comments"] = anonymous.from_("comments").select("*,author:profiles(display_name,avatar_path)") \
         .eq("room_id", room).order("created_at").execute().data

@@ -188,20 +188,24 @@ struct SocialWriteRoutes: Sendable {
         }
         let fields = try SocialRequest.profileFields(row)
         try admit(user)
+        // The merge sets only the columns given (`$5`, `$6`: whether each was).
         let conflict = prefer.mergeDuplicates ? """
             ON CONFLICT (user_id) DO UPDATE SET
-                display_name = CASE WHEN $4 THEN EXCLUDED.display_name ELSE p.display_name END,
-                avatar_path = CASE WHEN $5 THEN EXCLUDED.avatar_path ELSE p.avatar_path END,
+                display_name = CASE WHEN $5 THEN EXCLUDED.display_name ELSE p.display_name END,
+                avatar_path = CASE WHEN $6 THEN EXCLUDED.avatar_path ELSE p.avatar_path END,
                 updated_at = EXCLUDED.updated_at
             """ : prefer.ignoreDuplicates ? "ON CONFLICT (user_id) DO NOTHING" : ""
+        var binds: [any PostgresBindable] = [user, fields.displayName.flatMap { $0 }, fields.avatarPath.flatMap { $0 },
+                                              ContractCoding.formatTimestamp(SocialRequest.now())]
+        if prefer.mergeDuplicates { binds += [fields.displayName != nil, fields.avatarPath != nil] }
+        let values = binds
         return try await writeProfile(prefer: prefer, status: .created) { connection in
             do {
                 return try await connection.query("""
                     INSERT INTO social_profiles AS p (user_id, display_name, avatar_path, created_at, updated_at)
-                    VALUES ($1, $2, $3, $6::timestamptz, $6::timestamptz) \(conflict)
+                    VALUES ($1, $2, $3, $4::timestamptz, $4::timestamptz) \(conflict)
                     RETURNING user_id, display_name, avatar_path, created_at, updated_at
-                    """, [user, fields.displayName.flatMap { $0 }, fields.avatarPath.flatMap { $0 },
-                          fields.displayName != nil, fields.avatarPath != nil, ContractCoding.formatTimestamp(SocialRequest.now())]).first
+                    """, values).first
             } catch let error as PostgresError where error.isUniqueViolation {
                 throw Self.duplicate("profiles_pkey", "Key (id)=(\(user)) already exists.")
             }
