@@ -19,6 +19,10 @@ public enum Topics {
     public static let userDeletionStatus = "user.deletions.status.v1"
     /// Sequenced channel events, re-published for every notifier instance to read in full.
     public static let realtimeSequenced = "realtime.sequenced.v1"
+    /// CrowdRoom's social writes (comments, likes, profiles), keyed by room id (a profile by user id).
+    /// ingest → transcode-worker (the room catalog: comments, likes, counts, profiles, notifications),
+    /// realtime-notifier (`user:{owner}` pushes).
+    public static let roomInteractions = "room.interactions.v1"
 
     /// Every topic of the system with its default partition count.
     public static let all: [(name: String, partitions: Int32)] = [
@@ -28,6 +32,7 @@ public enum Topics {
         (deadLetter(for: roomTranscodeStatus), 1), (deadLetter(for: realtimeBroadcasts), 1),
         (deadLetter(for: readingProgress), 1), (deadLetter(for: roomUploads), 1),
         (deadLetter(for: userDeletions), 1), (deadLetter(for: userDeletionStatus), 1), (deadLetter(for: realtimeSequenced), 1),
+        (roomInteractions, 3), (deadLetter(for: roomInteractions), 1),
     ]
 
     /// The dead-letter topic of `topic`: `<topic>.dlq`.

@@ -13,12 +13,14 @@ public struct RequestAuthenticator: Sendable {
     /// A user token of an account this service erased is refused too (`JWTCodec.revoked`),
     /// unless `acceptingRevoked` (the deletion receipt's route). A token naming a key the key
     /// set does not hold waits for the set to be read again (`JWTCodec.verifyRefreshingKeys`).
-    public func claims(_ request: HTTPRequest, acceptingRevoked: Bool = false) async throws(HTTPError) -> JWTClaims {
+    /// `acceptingAnonymous`: the project's anon key too, for a route that serves signed-out readers.
+    public func claims(_ request: HTTPRequest, acceptingRevoked: Bool = false,
+                       acceptingAnonymous: Bool = false) async throws(HTTPError) -> JWTClaims {
         guard let token = request.bearerToken else {
             throw .unauthenticated("missing bearer token")
         }
         do {
-            return try await codec.verifyRefreshingKeys(token, acceptingRevoked: acceptingRevoked)
+            return try await codec.verifyRefreshingKeys(token, acceptingRevoked: acceptingRevoked, acceptingAnonymous: acceptingAnonymous)
         } catch {
             throw .unauthenticated("token rejected (\(error.code.rawValue)): \(error.message)")
         }

@@ -23,7 +23,8 @@ import TranscodeWorker
 
 /// Account deletion as a user lives it, against the whole system in this process (the five
 /// services on one embedded Kafka cluster, one PostgreSQL database, one SeaweedFS bucket):
-/// a user with reading history, analytics, two transcoded rooms and channel history asks for
+/// a user with reading history, analytics, two transcoded rooms, channel history, a profile, a
+/// comment and a like on another user's room (and that user's on hers) asks for
 /// deletion, cancels, asks again; after the (shortened) grace period every table and the
 /// bucket hold nothing of them — checked by `psql` and `boto3` — while another user keeps
 /// everything, a rebuild brings nothing back, their token is refused, and the receipt lists
@@ -187,6 +188,32 @@ struct AccountDeletionEndToEndTests {
                     #expect(try await Self.boto3Keys(s3, prefix: "rooms/\(room)/").contains { $0.hasSuffix("layer_manifest.json") })
                 }
 
+                // The social layer: each names herself, comments on and likes the other's room; the keeper
+                // also comments on her own. The write edge learns the rooms are published from the statuses.
+                func social(_ user: String, _ path: String, _ body: String) async -> HTTPResponse {
+                    await call(ingest.router, .post, path, user: user, Array(body.utf8))
+                }
+                for (user, room) in [(Self.doomed, keeperRoom.room), (Self.keeper, doomedRooms[0].room)] {
+                    #expect(await social(user, "/rest/v1/profiles", #"{"display_name":"name of \#(user)"}"#).status == .created)
+                    let commented = await Integration.eventually(timeout: .seconds(10), every: .milliseconds(100)) {
+                        await social(user, "/rest/v1/comments", #"{"room_id":"\#(room)","body":"hello from \#(user)"}"#).status == .created
+                    }
+                    #expect(commented, "\(user) comments on \(room)")
+                    #expect(await social(user, "/rest/v1/likes", #"{"room_id":"\#(room)"}"#).status == .created)
+                }
+                #expect(await social(Self.keeper, "/rest/v1/comments", #"{"room_id":"\#(keeperRoom.room)","body":"mine"}"#).status == .created)
+                let socialProjected = try await Integration.eventually(timeout: .seconds(20), every: .milliseconds(100)) {
+                    let counts = try await count("""
+                        SELECT count(*) FROM catalog_room_social WHERE room_id = $1 AND like_count = 1 AND comment_count = 2
+                        """, [keeperRoom.room])
+                    let pushes = try await count("SELECT count(*) FROM realtime_history WHERE channel = $1 AND event = 'comment_new'",
+                                                 ["user:\(Self.keeper)"])
+                    let notes = try await count("SELECT count(*) FROM catalog_notifications WHERE user_id = $1 AND actor_id = $2",
+                                                [Self.keeper, Self.doomed])
+                    return counts == 1 && pushes == 1 && notes == 2
+                }
+                #expect(socialProjected, "comments, likes, counts, notifications and pushes projected")
+
                 // Request → uploads refused, reads still served; cancel → uploads accepted again.
                 let requested = await call(ingest.router, .post, "/account/deletion", user: Self.doomed)
                 #expect(requested.status == .accepted, "\(text(requested))")
@@ -231,6 +258,13 @@ struct AccountDeletionEndToEndTests {
                               "ingest_accepted_events"] {
                     #expect(kept.contains(table), "\(table) lost the other user's rows")
                 }
+
+                for table in ["social_comments", "social_profiles", "catalog_comments", "catalog_profiles", "catalog_notifications"] {
+                    #expect(kept.contains(table), "\(table) lost the other user's rows")
+                }
+                // The keeper's room counts what is left: her own comment, no like.
+                #expect(try await count("SELECT count(*) FROM catalog_room_social WHERE room_id = $1 AND like_count = 0 AND comment_count = 1",
+                                        [keeperRoom.room]) == 1)
 
                 // Their token is refused by every service that takes user tokens; the other user's is not.
                 let keeperToken = codec.issue(userID: Self.keeper, ttl: 3600)

@@ -78,6 +78,11 @@ public struct IngestConfiguration: Sendable {
     public var uploadURLs: UploadURLs = .store
     /// The origin the apps call (`APP_BASE_URL`: compose's gateway, `backbone dev`'s nginx).
     public var appBaseURL: String?
+    /// CrowdRoom's social writes (comments, likes, profiles): their topic, and each user's
+    /// rate (writes a second, and a burst) before a 429.
+    public var roomInteractionsTopic: String = Topics.roomInteractions
+    public var socialRateLimitPerSecond: Double = 5
+    public var socialRateLimitBurst: Int = 20
     public static let defaultDeletionServices = ["ingest", "progress-projector", "analytics-aggregator", "transcode-worker",
                                                  "realtime-notifier"]
     /// Accepted timestamps: at most this far in the future …
@@ -157,6 +162,9 @@ public struct IngestConfiguration: Sendable {
         if configuration.uploadURLs == .origin, configuration.appBaseURL?.hasPrefix("http") != true {
             reader.fail("INGEST_UPLOAD_URLS=origin needs APP_BASE_URL, the origin the apps call (http://… or https://…)")
         }
+        configuration.roomInteractionsTopic = reader.string("ROOM_INTERACTIONS_TOPIC", default: Topics.roomInteractions)
+        configuration.socialRateLimitPerSecond = Double(reader.int("INGEST_SOCIAL_RATE_LIMIT_PER_SECOND", default: 5, range: 1...1_000_000))
+        configuration.socialRateLimitBurst = reader.int("INGEST_SOCIAL_RATE_LIMIT_BURST", default: 20, range: 1...1_000_000)
         return configuration
     }
 }

@@ -7,7 +7,8 @@ import UserErasure
 /// What ingest erases of a user (`UserErasure`, service `ingest`): the objects of their rooms
 /// in the store (everything under `rooms/{roomId}/`: sources, and the worker's outputs too),
 /// unfinished multipart uploads, then their rooms, versions, quota usage, accepted event ids,
-/// own materials, and the user id of their deletion request (its hash stays for the receipt).
+/// own materials, her comments, likes and profile (and the comments and likes on her rooms),
+/// and the user id of their deletion request (its hash stays for the receipt).
 enum IngestErasure {
     static let service = "ingest"
 
@@ -38,7 +39,8 @@ enum IngestErasure {
         }
     }
 
-    static let statements = [
+    /// The social write side first (its likes of the user's rooms are found through `rooms`).
+    static let statements = SocialWriteSchema.erasure + [
         // Announcements of the user's uploads not yet relayed (the catalog would leave them out
         // anyway, as an erased owner's).
         "DELETE FROM room_upload_outbox WHERE room_id IN (SELECT room_id FROM rooms WHERE owner_user_id = $1)",

@@ -19,14 +19,17 @@ import UserErasure
 /// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
-/// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`
+/// - CrowdRoom's social writes, `POST`/`DELETE /rest/v1/{comments,likes}`, `POST`/`PATCH
+///   /rest/v1/profiles` (user token; see `SocialWriteRoutes`)
+/// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`,
+///   and the web editor's `/functions/v1/remix` (see `RemixFunction`)
 ///   (user token; with an object store; see `EdgeFunctionRoutes`)
 ///
 /// Background: a loop that forgets accepted event ids older than the retention window, and
 /// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
-    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations
+    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + SocialWriteSchema.migrations
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
@@ -74,6 +77,11 @@ public struct IngestService: Sendable {
         router.post("/account/deletion") { try await account.request($0) }
         router.get("/account/deletion") { try await account.show($0) }
         router.delete("/account/deletion") { try await account.cancel($0) }
+        let social = SocialWriteRoutes(
+            database: context.database, producer: context.producer, topic: configuration.roomInteractionsTopic,
+            limiter: UserRateLimiter(perSecond: configuration.socialRateLimitPerSecond, burst: configuration.socialRateLimitBurst),
+            authenticator: context.authenticator, retryAfterSeconds: configuration.unavailableRetryAfterSeconds, logger: context.logger)
+        social.register(on: &router, guarded: guarded)
         var background: [any Service] = [purgeLoop()]
         if let objects {
             // Storage's signed upload on the one origin, served here (the write edge).
@@ -89,6 +97,8 @@ public struct IngestService: Sendable {
             router.get("/rooms/quota") { try await init_.quota($0) }
             router.post("/rooms/uploads", guarded { try await init_.initiate($0) })
             router.get("/rooms/uploads/:id") { try await init_.state($0) }
+            let remix = RemixFunction(routes: social, objects: objects)
+            router.post("/functions/v1/remix", guarded { try await remix.handle($0) })
             if let completer = roomUploadCompleter() {
                 EdgeFunctionRoutes(uploads: init_, store: uploads, completer: completer, versions: rooms, account: account)
                     .register(on: &router, guarded: guarded)

@@ -28,6 +28,8 @@ public struct SequencerInput: Sendable, Hashable {
 
     public var drafts: [Draft]
     public var room: RoomFacts?
+    /// A comment removed: its `comment_new` is not announced when it is sequenced in the same batch.
+    public var withdrawnComment: String? = nil
 
     /// The users this record is about: the room's owner and the users of `user:` channels.
     var users: [String] {
@@ -87,6 +89,8 @@ public struct ChannelSequencer: Projection {
             }
             return SequencerInput(drafts: [.init(channel: channel, event: "progress_updated",
                                                  payload: try Self.json(change), origin: nil)], room: nil)
+        case configuration.interactionsTopic:
+            return try Self.input(interaction: ContractCoding.decode(RoomInteraction.self, from: record.value))
         case configuration.broadcastsTopic:
             let broadcast = try ContractCoding.decode(RealtimeBroadcast.self, from: record.value)
             guard let channel = ChannelName(broadcast.channel) else {
@@ -121,6 +125,36 @@ public struct ChannelSequencer: Projection {
             room: .init(roomID: status.roomId, ownerUserID: status.ownerUserId, visibility: status.visibility))
     }
 
+    /// `user:{roomOwnerId}` gets `comment_new`, `like_new` or `remix_created` for another user's
+    /// comment, like or remix, with the ids that open it (`room_id` — for a remix the fork's, with
+    /// `version_id` and `remixed_from` — `comment_id`, the notification's `notification_id`),
+    /// the actor and an excerpt, as top-level keys of the payload.
+    static func input(interaction: RoomInteraction) throws -> SequencerInput {
+        if interaction.kind == .commentDeleted {
+            return SequencerInput(drafts: [], room: nil, withdrawnComment: interaction.commentId)
+        }
+        guard let event = interaction.pushEvent, let owner = interaction.roomOwnerId, let room = interaction.roomId else {
+            return SequencerInput(drafts: [], room: nil)
+        }
+        guard let channel = ChannelName.user(owner), ChannelName.room(room) != nil, Identifier.isAcceptable(interaction.actorId) else {
+            throw InvalidRealtimeSource(description: "roomId, roomOwnerId and actorId must be identifiers")
+        }
+        var fields: [String: JSONValue] = [
+            "kind": .string(["comment_new": "comment", "like_new": "like"][event] ?? "remix"),
+            "notification_id": .string(interaction.interactionId), "room_id": .string(room), "actor_id": .string(interaction.actorId),
+            "created_at": .string(ContractCoding.formatTimestamp(interaction.at)),
+        ]
+        if let comment = interaction.commentId { fields["comment_id"] = .string(comment) }
+        if let excerpt = RoomInteraction.excerpt(interaction.body ?? interaction.title) { fields["excerpt"] = .string(excerpt) }
+        // A remix opens the fork: its room and ready version, and the room it came from.
+        if let fork = interaction.forkRoomId, let version = interaction.forkVersionId {
+            fields["room_id"] = .string(fork)
+            fields["version_id"] = .string(version)
+            fields["remixed_from"] = .string(room)
+        }
+        return SequencerInput(drafts: [.init(channel: channel, event: event, payload: .object(fields), origin: nil)], room: nil)
+    }
+
     /// The status record with the snake_case keys the app's code reads (seed `002_*` §6.2:
     /// `status`, `stage`, `version_id`, `error`) beside its camelCase fields.
     static func statusPayload(_ status: RoomTranscodeStatus) throws -> JSONValue {
@@ -140,7 +174,19 @@ public struct ChannelSequencer: Projection {
 
     public func apply(_ events: [ProjectedEvent<SequencerInput>], in connection: PostgresConnection) async throws -> [SequencedChannelEvent] {
         let erased = try await erasedUsers.erased(among: Set(events.lazy.flatMap(\.event.users)), in: connection)
-        let events = erased.isEmpty ? events : events.filter { $0.event.users.allSatisfy { !erased.contains($0) } }
+        var events = erased.isEmpty ? events : events.filter { $0.event.users.allSatisfy { !erased.contains($0) } }
+        let withdrawn = Set(events.compactMap(\.event.withdrawnComment))
+        if !withdrawn.isEmpty {
+            events = events.map { item in
+                var item = item
+                item.event.drafts.removeAll { draft in
+                    guard draft.event == "comment_new", case .object(let fields) = draft.payload,
+                          case .string(let comment)? = fields["comment_id"] else { return false }
+                    return withdrawn.contains(comment)
+                }
+                return item
+            }
+        }
         try await upsertRooms(events.compactMap(\.event.room), connection)
         let drafts = try await withoutRepeatedStatuses(events.flatMap { item in
             item.event.drafts.map { (draft: $0, source: item, json: PhoenixMessage.json($0.payload)) }
@@ -190,7 +236,10 @@ public struct ChannelSequencer: Projection {
     /// is left out, as is a repeat within the batch. The payload carries the status's `at`, so a
     /// stage the worker really reports again (a retried job) is a new event.
     func withoutRepeatedStatuses(_ drafts: [SequencerDraft], _ connection: PostgresConnection) async throws -> [SequencerDraft] {
-        let statuses = drafts.indices.filter { drafts[$0].source.topic == configuration.transcodeStatusTopic }
+        // A social push carries its interaction's id: a record the topic holds twice is numbered once too.
+        let statuses = drafts.indices.filter {
+            [configuration.transcodeStatusTopic, configuration.interactionsTopic].contains(drafts[$0].source.topic)
+        }
         guard !statuses.isEmpty else { return drafts }
         var repeated = Set<Int>()
         var seen = Set<SequencerInput.Draft>()

@@ -14,6 +14,8 @@ public struct RealtimeConfiguration: Sendable {
     /// Upload-init's announcements: where the notifier learns a room as soon as its upload
     /// starts, so the owner may watch `room:{roomId}` from the first step (seed `002_*` §6.1).
     public var roomUploadsTopic: String = Topics.roomUploads
+    /// CrowdRoom's social writes: `comment_new` and `like_new` on the room owner's `user:` channel.
+    public var interactionsTopic: String = Topics.roomInteractions
     public var progressTopic: String
     public var broadcastsTopic: String
     /// The internal topic of sequenced events every instance reads in full.
@@ -104,6 +106,7 @@ public struct RealtimeConfiguration: Sendable {
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
+        configuration.interactionsTopic = env.string("ROOM_INTERACTIONS_TOPIC", default: Topics.roomInteractions)
         for key in env.list("REALTIME_PUBLISHABLE_KEYS") ?? [] {
             if key.hasPrefix("sb_publishable_") && key.utf8.count <= 200 {
                 configuration.publishableKeys.insert(key)

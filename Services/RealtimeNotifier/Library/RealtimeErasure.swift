@@ -1,6 +1,7 @@
 /// What the realtime notifier erases of a user (`UserErasure`, service `realtime-notifier`):
 /// the history and sequence of their `user:` channel and of the `room:` channels of their
-/// rooms, and the room records themselves.
+/// rooms, the room records themselves, and the pushes her comments and likes made on other
+/// users' channels (`comment_new`, `like_new`: their payload names her as `actor_id`).
 public enum RealtimeErasure {
     public static let service = "realtime-notifier"
 
@@ -10,6 +11,7 @@ public enum RealtimeErasure {
 
     public static let statements = [
         "DELETE FROM realtime_history WHERE \(channels)",
+        "DELETE FROM realtime_history WHERE event IN ('comment_new', 'like_new') AND payload->>'actor_id' = $1",
         "DELETE FROM realtime_channels WHERE \(channels)",
         "DELETE FROM realtime_rooms WHERE owner_user_id = $1",
     ]

@@ -107,7 +107,7 @@ public struct RealtimeNotifierService: Sendable {
         var runner = ProjectionRunnerConfiguration(
             bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.sequencerGroupID,
             topics: [configuration.transcodeStatusTopic, configuration.transcodeRequestsTopic, configuration.roomUploadsTopic,
-                     configuration.progressTopic, configuration.broadcastsTopic],
+                     configuration.progressTopic, configuration.broadcastsTopic, configuration.interactionsTopic],
             maxBatchRecords: configuration.maxBatchRecords, maxBatchWait: configuration.maxBatchWait)
         runner.consumerProperties = configuration.consumerProperties(common: context.configuration.kafkaConsumerProperties)
         return ProjectionRunner(

@@ -6,7 +6,7 @@ import UserErasure
 /// What the transcode worker erases of a user (`UserErasure`, service `transcode-worker`):
 /// the objects of their rooms (everything under `rooms/{roomId}/`: manifests, GLBs,
 /// thumbnails, and the sources), their jobs and unpublished statuses, and their rooms and
-/// versions in the catalog.
+/// versions in the catalog, and her part of the social layer (`SocialSchema.erasure`).
 public enum TranscodeErasure {
     public static let service = "transcode-worker"
 
@@ -23,7 +23,8 @@ public enum TranscodeErasure {
         }
     }
 
-    public static let statements = [
+    /// The social read models first: they find the user's rooms through `catalog_rooms`.
+    public static let statements = SocialSchema.erasure + [
         "DELETE FROM transcode_status_outbox WHERE room_id IN (SELECT room_id FROM transcode_jobs WHERE owner_user_id = $1)",
         "DELETE FROM transcode_jobs WHERE owner_user_id = $1",
         "DELETE FROM catalog_versions WHERE owner_id = $1",

@@ -45,6 +45,11 @@ public struct TranscodeConfiguration: Sendable {
     /// The topics the room catalog is projected from (its live consumer and `backbone rebuild
     /// catalog` read exactly these).
     public var catalogTopics: [String] { [requestsTopic, statusTopic, uploadsTopic] }
+    /// CrowdRoom's social writes, and the consumer group of their read models (`SocialProjection`).
+    public var interactionsTopic: String = Topics.roomInteractions
+    public var socialGroupID: String = "room-social"
+    /// The topics the social read models are projected from.
+    public var socialTopics: [String] { [interactionsTopic, statusTopic] }
 
     /// `ROOM_TRANSCODE_REQUESTS_TOPIC`, `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_UPLOADS_TOPIC`, `TRANSCODE_GROUP_ID`,
     /// `TRANSCODE_CONCURRENCY`, `TRANSCODE_LEASE_MS`, `TRANSCODE_POLL_MS`, `TRANSCODE_MAX_BACKOFF_MS`,
@@ -54,6 +59,8 @@ public struct TranscodeConfiguration: Sendable {
         var c = TranscodeConfiguration()
         c.requestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: c.requestsTopic)
         c.statusTopic = env.string("ROOM_TRANSCODE_STATUS_TOPIC", default: c.statusTopic)
+        c.interactionsTopic = env.string("ROOM_INTERACTIONS_TOPIC", default: c.interactionsTopic)
+        c.socialGroupID = env.string("SOCIAL_GROUP_ID", default: c.socialGroupID)
         c.uploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: c.uploadsTopic)
         c.groupID = env.string("TRANSCODE_GROUP_ID", default: c.groupID)
         c.concurrency = env.int("TRANSCODE_CONCURRENCY", default: c.concurrency, range: 1...64)
@@ -78,6 +85,7 @@ public struct TranscodeConfiguration: Sendable {
 /// of the room files) on its own projection of the room topics.
 public struct TranscodeWorkerService: Sendable {
     public static let migrations = ProjectionSchema.migrations + TranscodeSchema.migrations + CatalogSchema.migrations
+        + SocialSchema.migrations
 
     let context: ServiceContext
     let configuration: TranscodeConfiguration
@@ -131,12 +139,19 @@ public struct TranscodeWorkerService: Sendable {
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.catalog.groupID,
                 topics: configuration.catalogTopics, maxBatchRecords: 500,
                 maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout), context: context)
+        let socialRunner = ProjectionRunner(
+            projection: catalog.socialProjection(interactionsTopic: configuration.interactionsTopic),
+            configuration: ProjectionRunnerConfiguration(
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.socialGroupID,
+                topics: configuration.socialTopics, maxBatchRecords: 500,
+                maxBatchWait: .milliseconds(20), sessionTimeout: configuration.sessionTimeout), context: context)
         var router = routes.router()
         router.merge(catalog.router())
         let erasure = UserErasure(service: TranscodeErasure.service, context: context, step: TranscodeErasure.step(objects: objects)).parts()
         let loops: [any Service] = [
             ClosureService(name: "transcode-intake") { try await intake.run() },
             ClosureService(name: "room-catalog") { try await catalogRunner.run() },
+            ClosureService(name: "room-social") { try await socialRunner.run() },
             ClosureService(name: "transcode-jobs") { try await loop.run() },
             ClosureService(name: "transcode-status-relay") {
                 // Statuses go out as soon as a stage commits; the interval only bounds how
@@ -151,7 +166,8 @@ public struct TranscodeWorkerService: Sendable {
             },
         ]
         return ServiceParts(router: router, background: loops + erasure.background,
-                            readiness: [ReadinessCheck(name: "transcode-consumers") { !intake.isAssignmentStalled && !catalogRunner.isAssignmentStalled }]
+                            readiness: [ReadinessCheck(name: "transcode-consumers") { !intake.isAssignmentStalled && !catalogRunner.isAssignmentStalled
+                                && !socialRunner.isAssignmentStalled }]
                                 + erasure.readiness)
     }
 }

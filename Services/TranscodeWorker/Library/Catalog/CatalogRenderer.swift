@@ -39,6 +39,10 @@ struct CatalogRenderer {
             case "state": optional(owner ? room.state : nil, &w)
             case "latest_version_id": optional(owner ? room.latestVersionID : nil, &w)
             case "latest_status": optional(owner ? room.latestStatus : nil, &w)
+            case "like_count": w.int(room.likeCount)
+            case "comment_count": w.int(room.commentCount)
+            case "remix_count": w.int(room.remixCount)
+            case "remixed_from": optional(room.remixedFrom, &w)
             default: w.null()
             }
         }
@@ -56,6 +60,8 @@ struct CatalogRenderer {
                 w.beginArray()
                 for version in versions where version.roomID == room.roomID { write(version, columns: embed.columns, to: &w) }
                 w.endArray()
+            case .author:
+                w.null()
             }
         }
         w.endObject()

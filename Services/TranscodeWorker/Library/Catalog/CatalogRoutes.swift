@@ -28,6 +28,12 @@ struct CatalogRoutes: Sendable {
         router.get("/rest/v1/rooms") { request in try await self.respond(request, .rooms) }
         router.get("/rest/v1/room_versions") { request in try await self.respond(request, .roomVersions) }
         router.get("/rest/v1/redactions") { request in try await self.respond(request, .redactions) }
+        for resource in [CatalogResource.comments, .likes, .profiles, .notifications] {
+            router.get("/rest/v1/\(resource.name)") { request in try await self.respond(request, resource) }
+        }
+        router.on(.patch, "/rest/v1/notifications") { request in
+            do { return try await self.markRead(request) } catch let error as HTTPError { return error.postgRESTResponse() }
+        }
         return router
     }
 
@@ -37,21 +43,7 @@ struct CatalogRoutes: Sendable {
         do {
             return try await answer(request, resource)
         } catch let error as HTTPError {
-            var w = JSONWriter()
-            w.beginObject()
-            w.key("code"); w.string(error.code)
-            w.key("details"); w.null()
-            w.key("error")
-            w.beginObject()
-            w.key("code"); w.string(error.code)
-            w.key("message"); w.string(error.message)
-            w.endObject()
-            w.key("hint"); w.null()
-            w.key("message"); w.string(error.message)
-            w.endObject()
-            var headers = error.headers
-            headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
-            return HTTPResponse(status: error.status, headers: headers, body: w.bytes)
+            return error.postgRESTResponse()
         }
     }
 
@@ -71,6 +63,8 @@ struct CatalogRoutes: Sendable {
             case .rooms: rendered = try await rooms(query, viewer: viewer, single: single)
             case .roomVersions: rendered = try await versions(query, viewer: viewer, single: single)
             case .redactions: rendered = try await redactions(query, viewer: viewer, single: single)
+            case .comments, .likes, .profiles, .notifications:
+                rendered = try await social(resource, query, viewer: viewer, single: single)
             }
         } catch let error as PostgresError where error.sqlState?.hasPrefix("22") == true {
             // Data exceptions: a value PostgreSQL cannot take (a malformed timestamp in a filter).
@@ -87,6 +81,7 @@ struct CatalogRoutes: Sendable {
         var key = resource.name
         switch viewer {
         case .user(let id): key += "|u:" + id
+        case .anonymous: key += "|a"
         case .service: key += "|s"
         }
         key += single ? "|1" : "|*"

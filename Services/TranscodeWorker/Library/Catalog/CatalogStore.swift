@@ -5,19 +5,28 @@ import HTTPRouting
 import Postgres
 import ServiceRuntime
 
-/// Who is asking: a user (their own rows and the public ones) or a service token (everything).
+/// Who is asking: a user (their own rows and the public ones), the project's anon key (a
+/// signed-out reader: the public rows only, as a user who owns nothing) or a service token
+/// (everything).
 enum CatalogViewer: Sendable, Hashable {
     case user(String)
+    case anonymous
     case service
 
+    /// The id the row rules compare owners with: nil for a service token (no rule), "" for
+    /// the anon key (no owner has it).
     var userID: String? {
-        if case .user(let id) = self { return id }
-        return nil
+        switch self {
+        case .user(let id): id
+        case .anonymous: ""
+        case .service: nil
+        }
     }
 
     func owns(_ ownerID: String) -> Bool {
         switch self {
         case .user(let id): id == ownerID
+        case .anonymous: false
         case .service: true
         }
     }
@@ -29,8 +38,8 @@ enum CatalogViewer: Sendable, Hashable {
         if request.bearerToken == nil, let key = request.headers["apikey"] ?? request.query["apikey"], !key.isEmpty {
             request.headers.replaceOrAdd(name: "Authorization", value: "Bearer \(key)")
         }
-        let claims = try await authenticator.claims(request)
-        return claims.isService ? .service : .user(claims.sub)
+        let claims = try await authenticator.claims(request, acceptingAnonymous: true)
+        return claims.isService ? .service : claims.isAnonymous ? .anonymous : .user(claims.sub)
     }
 }
 
@@ -51,6 +60,11 @@ struct CatalogRoomRow: Sendable, Equatable {
     var state: String
     var latestVersionID: String
     var latestStatus: String
+    /// From the social read model (`catalog_room_social`).
+    var likeCount = 0
+    var commentCount = 0
+    var remixCount = 0
+    var remixedFrom: String?
 }
 
 struct CatalogVersionRow: Sendable, Equatable {
@@ -107,8 +121,10 @@ struct CatalogStore: Sendable {
         let offset = sql.bind(Int64(query.offset))
         let text = """
             SELECT room_id, owner_id, title, tags, visibility, location_city, created_at, updated_at, current_version_id, quality_grade,
-                   thumbnail_key, manifest_key, feed_rank, state, latest_version_id, latest_status
-            FROM \(tables.rooms) r
+                   thumbnail_key, manifest_key, feed_rank, state, latest_version_id, latest_status,
+                   COALESCE(s.like_count, 0) AS like_count, COALESCE(s.comment_count, 0) AS comment_count,
+                   COALESCE(s.remix_count, 0) AS remix_count, s.remixed_from
+            FROM \(tables.rooms) r LEFT JOIN catalog_room_social s USING (room_id)
             \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
             ORDER BY \(orderSQL.joined(separator: ", "))
             LIMIT \(limit) OFFSET \(offset)
@@ -124,7 +140,9 @@ struct CatalogStore: Sendable {
                 qualityGrade: try row.decode(String?.self, "quality_grade"), thumbnailKey: try row.decode(String?.self, "thumbnail_key"),
                 manifestKey: try row.decode(String?.self, "manifest_key"), feedRank: try row.decode(String.self, "feed_rank"),
                 state: try row.decode(String.self, "state"), latestVersionID: try row.decode(String.self, "latest_version_id"),
-                latestStatus: try row.decode(String.self, "latest_status"))
+                latestStatus: try row.decode(String.self, "latest_status"), likeCount: try row.decode(Int.self, "like_count"),
+                commentCount: try row.decode(Int.self, "comment_count"), remixCount: try row.decode(Int.self, "remix_count"),
+                remixedFrom: try row.decode(String?.self, "remixed_from"))
         }
     }
 
@@ -235,6 +253,7 @@ struct CatalogStore: Sendable {
         switch kind {
         case .currentVersion: conditions.append("v.version_id = ANY(\(sql.bind(rooms.compactMap(\.currentVersionID)))::text[])")
         case .versions: conditions.append("v.room_id = ANY(\(sql.bind(rooms.map(\.roomID)))::text[])")
+        case .author: return []
         }
         if let user = viewer.userID { conditions.append(Self.versionRule(user: sql.bind(user))) }
         return try await versionRows("""

@@ -10,6 +10,8 @@ import HTTPRouting
 struct PostgRESTQuery: Sendable, Equatable {
     enum Operator: String, Sendable, CaseIterable {
         case eq, `in`, cs, ilike, like, lt, lte, gt, gte
+        /// `is.null` / `is.not_null`… only `is.null` and the notifications' `read_at`.
+        case `is`
     }
 
     struct Filter: Sendable, Equatable {
@@ -28,7 +30,11 @@ struct PostgRESTQuery: Sendable, Equatable {
     /// An embedded resource: `current_version(*)`, `current_version:room_versions(id,status)`,
     /// `room_versions(*)` (every version of the room the caller may see).
     struct Embed: Sendable, Hashable {
-        enum Kind: Sendable, Hashable { case currentVersion, versions }
+        enum Kind: Sendable, Hashable {
+            case currentVersion, versions
+            /// A comment's author: `author:profiles(display_name,avatar_path)`.
+            case author
+        }
         var kind: Kind
         var name: String
         /// nil = every column.
@@ -87,6 +93,9 @@ struct PostgRESTQuery: Sendable, Equatable {
             let values = try list(String(rest.dropFirst().dropLast()))
             guard values.count <= 1_000 else { throw invalid("in takes at most 1000 values") }
             return Filter(column: column.name, op: op, values: values)
+        case .is:
+            guard rest == "null" else { throw invalid("is takes null only: is.null") }
+            return Filter(column: column.name, op: op, values: [rest])
         case .cs:
             guard rest.hasPrefix("{"), rest.hasSuffix("}") else { throw invalid("cs needs a set: cs.{a,b}") }
             return Filter(column: column.name, op: op, values: try list(String(rest.dropFirst().dropLast())))
@@ -143,11 +152,14 @@ struct PostgRESTQuery: Sendable, Equatable {
 
     static func parseEmbed(head: String, inner: String, resource: CatalogResource) throws(HTTPError) -> Embed {
         let parts = head.split(separator: ":", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
-        guard resource == .rooms, parts.count <= 2 else {
+        guard resource == .rooms || resource == .comments, parts.count <= 2 else {
             throw unsupported(.unsupportedSelect, "\(resource.name) embeds nothing like \(head)")
         }
         let alias = parts[0]
         let target = parts.count == 2 ? parts[1] : parts[0]
+        if resource == .comments {
+            return try parseAuthorEmbed(alias: alias, target: target, inner: inner)
+        }
         let kind: Embed.Kind
         if target == "current_version" || target == "room_versions!current_version_id"
             || (target == "room_versions" && alias == "current_version") {
@@ -167,6 +179,23 @@ struct PostgRESTQuery: Sendable, Equatable {
             columns.append(column)
         }
         return Embed(kind: kind, name: alias, columns: all || columns.isEmpty ? nil : columns)
+    }
+
+    /// A comment's author profile: `author:profiles(…)`, `profiles(…)`, `profiles!author_id(…)`.
+    static func parseAuthorEmbed(alias: String, target: String, inner: String) throws(HTTPError) -> Embed {
+        guard ["profiles", "profiles!author_id", "profiles!comments_author_id_fkey"].contains(target) else {
+            throw unsupported(.unsupportedSelect, "comments can embed their author, profiles(…), not \(target)")
+        }
+        var columns: [String] = []
+        var all = false
+        for column in inner.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            if column == "*" { all = true; continue }
+            guard CatalogResource.profiles.columns.contains(column) else {
+                throw unsupported(.unsupportedColumn, "profiles has no column \(column)")
+            }
+            columns.append(column)
+        }
+        return Embed(kind: .author, name: alias, columns: all || columns.isEmpty ? nil : columns)
     }
 
     mutating func parseOrder(_ text: String, resource: CatalogResource) throws(HTTPError) {
@@ -230,12 +259,18 @@ enum CatalogResource: Sendable, Equatable {
     case rooms, roomVersions
     /// The owner's redactions (seed `002_*` §4, P-2: the PrivacyDetail page).
     case redactions
+    /// CrowdRoom's social layer (seed `002_*` §9.1): see `SocialProjection`.
+    case comments, likes, profiles, notifications
 
     var name: String {
         switch self {
         case .rooms: "rooms"
         case .roomVersions: "room_versions"
         case .redactions: "redactions"
+        case .comments: "comments"
+        case .likes: "likes"
+        case .profiles: "profiles"
+        case .notifications: "notifications"
         }
     }
 
@@ -250,13 +285,18 @@ enum CatalogResource: Sendable, Equatable {
         case .rooms:
             ["id", "owner_id", "title", "tags", "visibility", "location_city", "created_at", "updated_at", "current_version_id", "quality_grade",
              "thumbnail_path", "thumbnail_url", "manifest_path", "manifest_url", "feed_rank", "state", "latest_version_id",
-             "latest_status"]
+             "latest_status", "like_count", "comment_count", "remix_count", "remixed_from"]
         case .roomVersions:
             ["id", "room_id", "owner_id", "status", "stage", "error", "error_reason", "attempts", "quality_grade",
              "manifest_path", "manifest_url", "thumbnail_path", "thumbnail_url", "glb_paths", "glb_urls", "urls_expire_at",
              "created_at", "updated_at", "finished_at"]
         case .redactions:
             ["id", "version_id", "texture_ref", "kind", "region", "method", "created_at"]
+        case .comments: ["id", "room_id", "author_id", "body", "created_at"]
+        case .likes: ["room_id", "user_id", "created_at"]
+        case .profiles: ["id", "display_name", "avatar_path", "created_at", "updated_at"]
+        case .notifications:
+            ["id", "user_id", "kind", "room_id", "version_id", "actor_id", "comment_id", "excerpt", "created_at", "read_at"]
         }
     }
 
@@ -265,6 +305,10 @@ enum CatalogResource: Sendable, Equatable {
         case .rooms: ["created_at", "updated_at", "feed_rank", "title", "quality_grade", "id"]
         case .roomVersions: ["created_at", "updated_at", "finished_at", "id"]
         case .redactions: ["created_at", "id"]
+        case .comments: ["created_at", "id"]
+        case .likes: ["created_at"]
+        case .profiles: ["created_at", "updated_at", "id"]
+        case .notifications: ["created_at", "id"]
         }
     }
 
@@ -275,8 +319,13 @@ enum CatalogResource: Sendable, Equatable {
         case (.rooms, "id"), (.rooms, "owner_id"), (.rooms, "visibility"), (.rooms, "quality_grade"), (.rooms, "state"),
              (.rooms, "current_version_id"), (.rooms, "location_city"), (.roomVersions, "id"), (.roomVersions, "room_id"), (.roomVersions, "owner_id"),
              (.roomVersions, "status"), (.redactions, "id"), (.redactions, "version_id"), (.redactions, "kind"),
-             (.redactions, "texture_ref"):
+             (.redactions, "texture_ref"), (.comments, "id"), (.comments, "room_id"), (.comments, "author_id"),
+             (.likes, "room_id"), (.likes, "user_id"), (.profiles, "id"), (.notifications, "id"), (.notifications, "kind"),
+             (.notifications, "room_id"), (.notifications, "user_id"):
             return Column(name: name, operators: identity)
+        case (.comments, "created_at"), (.notifications, "created_at"):
+            return Column(name: name, operators: range)
+        case (.notifications, "read_at"): return Column(name: name, operators: [.is])
         case (.rooms, "tags"): return Column(name: name, operators: [.cs])
         case (.rooms, "title"): return Column(name: name, operators: [.eq, .ilike, .like])
         case (.rooms, "created_at"), (.rooms, "feed_rank"), (.roomVersions, "created_at"), (.roomVersions, "updated_at"):

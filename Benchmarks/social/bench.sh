@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Benchmark: CrowdRoom's social layer under load — comments and likes at RATE a second for
+# SECONDS through the one origin of a `backbone dev` (every service, the embedded broker, the
+# private PostgreSQL and SeaweedFS), timed from each post to the owner's push on user:{owner},
+# then the room's counts checked against the writes accepted (Benchmarks/social/social_bench.py).
+# Usage: Benchmarks/social/bench.sh BACKBONE [RATE] [SECONDS]   (defaults: 1000, 10)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="$PWD/.venv/bin:$PATH"
+BIN="$1"; RATE="${2:-1000}"; SECONDS_="${3:-10}"
+WORK="$(mktemp -d /tmp/social-bench.XXXX)"
+DEV=""
+cleanup() {
+    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+BACKBONE_HOME="$WORK/home" LOG_LEVEL=warning INGEST_SOCIAL_RATE_LIMIT_PER_SECOND=1000000 INGEST_SOCIAL_RATE_LIMIT_BURST=1000000 \
+    "$BIN" dev --port-offset "${BENCH_PORT_OFFSET:-2400}" > "$WORK/dev.log" 2>&1 &
+DEV=$!
+for _ in $(seq 1 240); do [[ -f "$WORK/home/dev.env" ]] && break; sleep 0.5; done
+[[ -f "$WORK/home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
+value() { grep "^$1=" "$WORK/home/dev.env" | cut -d= -f2- | tr -d "'"; }
+python3 Benchmarks/social/social_bench.py "$(value APP_BASE_URL)" "$(value JWT_SECRET)" \
+    Tests/USDTests/Fixtures/roomscan.usdz Tests/USDTests/Fixtures/roomscan.roomplan.json "$RATE" "$SECONDS_"
