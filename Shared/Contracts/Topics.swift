@@ -19,6 +19,9 @@ public enum Topics {
     public static let userDeletionStatus = "user.deletions.status.v1"
     /// Sequenced channel events, re-published for every notifier instance to read in full.
     public static let realtimeSequenced = "realtime.sequenced.v1"
+    /// The learning app's writes (catalog, goals, sessions, review completions), keyed by user id
+    /// (catalog writes: `catalog`). ingest → analytics-aggregator.
+    public static let learningSessions = "learning.sessions.v1"
 
     /// Every topic of the system with its default partition count.
     public static let all: [(name: String, partitions: Int32)] = [
@@ -28,6 +31,7 @@ public enum Topics {
         (deadLetter(for: roomTranscodeStatus), 1), (deadLetter(for: realtimeBroadcasts), 1),
         (deadLetter(for: readingProgress), 1), (deadLetter(for: roomUploads), 1),
         (deadLetter(for: userDeletions), 1), (deadLetter(for: userDeletionStatus), 1), (deadLetter(for: realtimeSequenced), 1),
+        (learningSessions, 6), (deadLetter(for: learningSessions), 1),
     ]
 
     /// The dead-letter topic of `topic`: `<topic>.dlq`.

@@ -18,6 +18,8 @@ import UserErasure
 /// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
+/// - the learning app's writes: `PUT /knowledge-bases|paths|lessons/{id}` (service token),
+///   `POST /learning/goal|sessions`, `POST /learning/reviews/{id}/complete` (see `LearningWriteRoutes`)
 /// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`
 ///   (user token; with an object store; see `EdgeFunctionRoutes`)
 ///
@@ -73,6 +75,10 @@ public struct IngestService: Sendable {
         router.post("/account/deletion") { try await account.request($0) }
         router.get("/account/deletion") { try await account.show($0) }
         router.delete("/account/deletion") { try await account.cancel($0) }
+        LearningWriteRoutes(catalog: catalog, producer: context.producer, authenticator: context.authenticator,
+                            limiter: UserRateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
+                            topic: configuration.learningSessionsTopic, retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
+                            logger: context.logger, clock: { Date() }).register(on: &router, guarded: guarded)
         var background: [any Service] = [purgeLoop()]
         if let objects {
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,
