@@ -298,3 +298,29 @@ public struct UserLearningProfile: Sendable, Hashable, Codable {
         self.updatedAt = updatedAt
     }
 }
+
+/// The payload of `analysis_ready` on `user:{userId}` (through `realtime.broadcasts.v1`): the
+/// session's analysis, so the app can show it without a second call.
+public struct LearningAnalysisReady: Sendable, Hashable, Codable {
+    public var userId: String
+    public var sessionId: String
+    public var lessonId: String
+    public var masteryScore: Int
+    public var understandingLevel: String
+    public var reviewNeeded: Bool
+    public var reviewAt: Date?
+    public var analysis: LearningAnalysis
+
+    public static let event = "analysis_ready"
+
+    public init(userId: String, sessionId: String, lessonId: String, reviewAt: Date?, analysis: LearningAnalysis) {
+        self.userId = userId
+        self.sessionId = sessionId
+        self.lessonId = lessonId
+        self.masteryScore = analysis.masteryScore
+        self.understandingLevel = analysis.understandingLevel
+        self.reviewNeeded = analysis.reviewNeeded
+        self.reviewAt = reviewAt
+        self.analysis = analysis
+    }
+}
