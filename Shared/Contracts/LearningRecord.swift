@@ -7,7 +7,7 @@ import Foundation
 /// Exactly one of the payloads is present, the one `kind` names.
 public struct LearningRecord: Sendable, Hashable, Codable {
     public enum Kind: String, Sendable, Hashable, Codable {
-        case knowledgeBase, path, lesson, session, goal, reviewCompleted
+        case knowledgeBase, path, lesson, session, goal, reviewCompleted, feedback
     }
 
     public static let currentSchemaVersion = 1
@@ -28,10 +28,13 @@ public struct LearningRecord: Sendable, Hashable, Codable {
     public var goal: LearningGoalRequest?
     public var reviewId: String?
     public var review: ReviewCompletionRequest?
+    /// A feedback, its `feedbackId` always set by ingest.
+    public var feedback: FeedbackRequest?
 
     public init(kind: Kind, userId: String?, receivedAt: Date, knowledgeBase: KnowledgeBase? = nil, path: LearningPath? = nil,
                 lesson: Lesson? = nil, session: LearningSessionRequest? = nil, goal: LearningGoalRequest? = nil,
-                reviewId: String? = nil, review: ReviewCompletionRequest? = nil) {
+                reviewId: String? = nil, review: ReviewCompletionRequest? = nil, feedback: FeedbackRequest? = nil) {
+        self.feedback = feedback
         self.schemaVersion = Self.currentSchemaVersion
         self.kind = kind
         self.userId = userId
@@ -76,6 +79,10 @@ public struct LearningRecord: Sendable, Hashable, Codable {
             try requireUser()
             guard let reviewId, Identifier.isValid(reviewId) else { throw .init("reviewId", "reviewId must be \(Identifier.rule)") }
             try (review ?? ReviewCompletionRequest()).validate()
+        case .feedback:
+            try requireUser()
+            guard let feedback, feedback.feedbackId != nil else { throw .init("feedback", "missing, or without its feedbackId") }
+            try feedback.validate()
         }
     }
 

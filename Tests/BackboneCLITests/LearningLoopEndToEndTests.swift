@@ -36,7 +36,7 @@ struct LearningLoopEndToEndTests {
         var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
     }
 
-    @Test("sign in, choose the sample path, read lesson 1, answer its recall question: analysis_ready arrives, the analysis follows the seed, the review is due on SM-2's day, today names lesson 2 and the review, completing it reschedules")
+    @Test("sign in, choose the sample path, read lesson 1, answer its recall question: analysis_ready arrives, the analysis follows the seed, the review is due on SM-2's day, today names lesson 2 and the review, completing it reschedules; feedback and the waitlist keep one entry each; deletion erases the learner")
     func loop() async throws {
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
@@ -225,6 +225,57 @@ struct LearningLoopEndToEndTests {
             let direct = json(await call(analytics.router, .post, "/ai/analyze-learning-input",
                                          Array(#"{"lessonId":"\#(first.id)","userInput":"\#(answer)","questionId":"q1"}"#.utf8)))
             #expect(direct["masteryScore"] as? Int == view.masteryScore)
+
+            // Feedback (kept once per id) and the website's waitlist (no account; never says who is listed).
+            let feedback = Array(#"{"feedbackId":"fb-1","text":"复习提醒很有用","lessonId":"lesson-active-recall","appVersion":"1.0","rating":5}"#.utf8)
+            for _ in 0..<2 { #expect(await call(ingest.router, .post, "/feedback", feedback).status == .accepted) }
+            #expect(await call(ingest.router, .post, "/feedback", Array(#"{"text":"   "}"#.utf8)).status == .badRequest)
+            let db = try #require(contexts["analytics-aggregator"]).database
+            try await eventually("the feedback kept once") {
+                try await db.query("SELECT count(*)::bigint AS n FROM learning_feedback WHERE user_id = $1", [Self.user]).first?
+                    .decode(Int64.self, "n") == 1
+            }
+            func join(_ body: String) async -> HTTPResponse {
+                await ingest.router.respond(to: HTTPRequest(method: .post, path: "/waitlist", headers: ["Content-Type": "application/json"],
+                                                            body: Array(body.utf8)))
+            }
+            let joined = await join(#"{"email":"Reader@Example.com","source":"website"}"#)
+            let again = await join(#"{"email":" reader@example.com ","source":"ad"}"#)
+            #expect(joined.status == .accepted && again.status == .accepted && joined.body == again.body)
+            #expect(await join(#"{"email":"not-an-address","source":"website"}"#).status == .badRequest)
+            #expect(await join(#"{"email":"a@b","source":"website"}"#).status == .badRequest)
+            let listed = try await db.query("SELECT email, source FROM waitlist_entries")
+            #expect(listed.count == 1)
+            #expect(try listed.first?.decode(String.self, "email") == "reader@example.com")
+            #expect(try listed.first?.decode(String?.self, "source") == "website")
+            var limited = 0
+            for _ in 0..<5 where await join(#"{"email":"reader@example.com"}"#).status == .tooManyRequests { limited += 1 }
+            #expect(limited > 0, "the same address is rate-limited")
+
+            // Account deletion: the learner's profile, sessions, reviews, feedback and queued pushes go; the catalog stays.
+            let deletion = UserDeletionRecord(requestId: "del-learning-1", userId: Self.user, requestedAt: Date(), purgeAt: Date())
+            _ = try await db.query("SELECT 1") // the pool is alive
+            for result in try await #require(contexts["ingest"]).producer.send([KafkaProducerRecord(
+                topic: Topics.userDeletions, key: Array(Self.user.utf8), value: try ContractCoding.encode(deletion))]) { _ = try result.get() }
+            try await eventually("the learner erased from the learning read model") {
+                var left: Int64 = 0
+                for table in ["learning_profiles", "learning_sessions", "learning_review_tasks", "learning_feedback"] {
+                    left += try await db.query("SELECT count(*)::bigint AS n FROM \(table) WHERE user_id = $1", [Self.user]).first?
+                        .decode(Int64.self, "n") ?? 0
+                }
+                return left == 0
+            }
+            // The erased user's token is refused from now on; another user still finds the catalog.
+            #expect(await call(analytics.router, .get, "/learning/sessions/\(sessionID)").status == .unauthorized)
+            #expect(await call(analytics.router, .get, "/paths/\(pathID)", token: codec.issue(userID: "next-learner", ttl: 60)).status == .ok)
+            // A late write of the erased user (here straight to the topic) is not brought back.
+            let late = LearningRecord(kind: .session, userId: Self.user, receivedAt: Date(), session: LearningSessionRequest(
+                sessionId: "after-erasure", lessonId: second.id, startedAt: start, endedAt: start, userInput: "x"))
+            for result in try await #require(contexts["ingest"]).producer.send([KafkaProducerRecord(
+                topic: Topics.learningSessions, key: Array(Self.user.utf8), value: try ContractCoding.encode(late))]) { _ = try result.get() }
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await db.query("SELECT count(*)::bigint AS n FROM learning_sessions WHERE user_id = $1", [Self.user]).first?
+                .decode(Int64.self, "n") == 0)
         } catch {
             await stopAll()
             throw error

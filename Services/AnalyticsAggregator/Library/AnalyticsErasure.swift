@@ -16,6 +16,7 @@ public enum AnalyticsErasure {
         "DELETE FROM learning_profiles WHERE user_id = $1",
         "DELETE FROM learning_sessions WHERE user_id = $1",
         "DELETE FROM learning_review_tasks WHERE user_id = $1",
+        "DELETE FROM learning_feedback WHERE user_id = $1",
         "DELETE FROM learning_outbox WHERE channel = 'user:' || $1",
     ]
 }

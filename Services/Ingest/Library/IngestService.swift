@@ -18,6 +18,7 @@ import UserErasure
 /// - `GET /rooms/quota`, `POST /rooms/uploads` (user token; with an object store)
 /// - `POST /rooms/versions` (user token)
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
+/// - `POST /waitlist` (no token; see `WaitlistRoutes`)
 /// - the learning app's writes: `PUT /knowledge-bases|paths|lessons/{id}` (service token),
 ///   `POST /learning/goal|sessions`, `POST /learning/reviews/{id}/complete` (see `LearningWriteRoutes`)
 /// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`
@@ -27,7 +28,7 @@ import UserErasure
 /// (with an object store) the sweep of abandoned uploads.
 public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
-    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations
+    public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + WaitlistRoutes.migrations
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
@@ -79,6 +80,9 @@ public struct IngestService: Sendable {
                             limiter: UserRateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
                             topic: configuration.learningSessionsTopic, retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
                             logger: context.logger, clock: { Date() }).register(on: &router, guarded: guarded)
+        WaitlistRoutes(database: context.database, perAddress: UserRateLimiter(perSecond: 1.0 / 60, burst: 3),
+                       perClient: UserRateLimiter(perSecond: 1, burst: 20), retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
+                       logger: context.logger, clock: { Date() }).register(on: &router)
         var background: [any Service] = [purgeLoop()]
         if let objects {
             let init_ = RoomUploadHandler(configuration: configuration, validator: validator, uploads: uploads, objects: objects,

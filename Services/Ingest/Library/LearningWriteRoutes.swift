@@ -15,6 +15,7 @@ import ServiceRuntime
 ///   its reading events are accepted as any lesson's.
 /// - `POST /learning/goal`, `POST /learning/sessions`, `POST /learning/reviews/{id}/complete`
 ///   (user token): 202. A session is idempotent on `sessionId` (the aggregator keeps the first).
+/// - `POST /feedback` (user token): 202; kept once per `feedbackId`.
 struct LearningWriteRoutes: Sendable {
     let catalog: MaterialCatalog
     let producer: any KafkaRecordSender
@@ -32,6 +33,17 @@ struct LearningWriteRoutes: Sendable {
         router.post("/learning/goal", guarded { try await goal($0) })
         router.post("/learning/sessions", guarded { try await session($0) })
         router.post("/learning/reviews/:id/complete", guarded { try await completeReview($0) })
+        router.post("/feedback") { try await feedback($0) }
+    }
+
+    /// `POST /feedback`: 202 `{id}` (the app's `feedbackId`, else a minted one) once the broker has it.
+    func feedback(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try await authenticator.userID(request)
+        try limiter.admit(user)
+        var feedback = try IngestRequestDecoding.decode(FeedbackRequest.self, from: request)
+        if feedback.feedbackId == nil { feedback.feedbackId = UUID().uuidString.lowercased() }
+        try await produce(LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback))
+        return .json(LearningWriteAccepted(id: feedback.feedbackId ?? ""), status: .accepted, encoder: ContractCoding.encoder)
     }
 
     func putKnowledgeBase(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -78,6 +78,14 @@ public struct LearningProjection: Projection {
                     pushes = try await applySession(user: user, session, receivedAt: record.receivedAt,
                                                     trace: projected.trace?.traceparent, in: connection) || pushes
                 }
+            case .feedback:
+                if let user = record.userId, let feedback = record.feedback, let id = feedback.feedbackId {
+                    _ = try await connection.execute("""
+                        INSERT INTO learning_feedback (id, user_id, text, lesson_id, session_id, app_version, rating, created_at)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
+                        """, [id, user, feedback.text, feedback.lessonId, feedback.sessionId, feedback.appVersion, feedback.rating,
+                              record.receivedAt])
+                }
             case .reviewCompleted:
                 if let user = record.userId, let id = record.reviewId {
                     try await completeReview(user: user, id: id, score: record.review?.masteryScore, at: record.receivedAt,

@@ -80,5 +80,19 @@ public enum LearningSchema {
                 created_at   timestamptz NOT NULL DEFAULT now()
             );
             """),
+        PostgresMigration(version: 441, name: "learning_feedback", sql: """
+            -- seed 003 §九 Feedback: kept once per the app's (or ingest's) feedback id
+            CREATE TABLE IF NOT EXISTS learning_feedback (
+                id           text        PRIMARY KEY,
+                user_id      text        NOT NULL,
+                text         text        NOT NULL,
+                lesson_id    text,
+                session_id   text,
+                app_version  text,
+                rating       integer,
+                created_at   timestamptz NOT NULL
+            );
+            CREATE INDEX IF NOT EXISTS learning_feedback_time ON learning_feedback (created_at DESC);
+            """),
     ]
 }

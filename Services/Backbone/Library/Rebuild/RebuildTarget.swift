@@ -75,7 +75,7 @@ struct RebuildTarget: Sendable {
                 name: name, service: "analytics-aggregator", topics: [configuration.learningTopic], groupID: configuration.learningGroupID,
                 migrations: AnalyticsSchema.migrations,
                 tables: ["learning_knowledge_bases", "learning_paths", "learning_lessons", "learning_profiles", "learning_review_tasks",
-                         "learning_sessions"],
+                         "learning_sessions", "learning_feedback"],
                 views: [], scratch: ["learning_outbox"]) { _, _ in
                     ProjectionApplier(projection: LearningProjection(outbox: nil))
                 }
