@@ -324,3 +324,24 @@ public struct LearningAnalysisReady: Sendable, Hashable, Codable {
         self.analysis = analysis
     }
 }
+
+/// `POST /ai/chat` body: one question about a lesson (the seed's preset questions — 帮我解释这一节,
+/// 用更简单的话讲, 给我举个例子… — are sent as the message).
+public struct AIChatRequest: Sendable, Hashable, Codable {
+    public var lessonId: String
+    public var message: String
+    public init(lessonId: String, message: String) {
+        self.lessonId = lessonId
+        self.message = message
+    }
+}
+
+/// `POST /ai/chat` 200 body.
+public struct AIChatResponse: Sendable, Hashable, Codable {
+    public var lessonId: String
+    public var reply: String
+    public init(lessonId: String, reply: String) {
+        self.lessonId = lessonId
+        self.reply = reply
+    }
+}

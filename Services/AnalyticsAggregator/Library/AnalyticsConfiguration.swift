@@ -25,6 +25,8 @@ public struct AnalyticsConfiguration: Sendable {
     public var broadcastsTopic: String = Topics.realtimeBroadcasts
     /// How often pushes left in the learning outbox (a failed after-commit publish) are sent.
     public var learningOutboxInterval: Duration = .milliseconds(500)
+    /// The model endpoint of `POST /ai/analyze-learning-input` and `POST /ai/chat` (`AI_API_*`); nil: none.
+    public var ai: AIConfiguration?
 
     public static let defaultGroupID = "analytics-aggregator"
 
@@ -54,6 +56,7 @@ public struct AnalyticsConfiguration: Sendable {
         configuration.learningTopic = reader.string("LEARNING_SESSIONS_TOPIC", default: Topics.learningSessions)
         configuration.learningGroupID = reader.string("ANALYTICS_LEARNING_GROUP_ID", default: "analytics-learning")
         configuration.broadcastsTopic = reader.string("REALTIME_BROADCASTS_TOPIC", default: Topics.realtimeBroadcasts)
+        configuration.ai = AIConfiguration.read(from: &reader)
         return configuration
     }
 }

@@ -14,7 +14,8 @@ extension AnalyticsService {
                                 logger: context.logger)
         let routes = LearningRoutes(readModel: LearningReadModel(database: context.database),
                                     analytics: AnalyticsReadModel(database: context.database), authenticator: context.authenticator,
-                                    clock: clock)
+                                    clock: clock,
+                                    model: configuration.ai.map { ChatCompletionsAnalyser(configuration: $0, logger: context.logger) })
         return (routes.router(),
                 [ClosureService(name: "analytics-learning") { try await runner.run() },
                  ClosureService(name: "analytics-learning-outbox") { try await relay.run() }],

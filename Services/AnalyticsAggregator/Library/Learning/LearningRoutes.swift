@@ -10,17 +10,22 @@ import ServiceRuntime
 /// - `GET /learning/profile`, `/learning/sessions/{id}` (the analysis), `/learning/review-plan`,
 ///   `/learning/today` (the next lesson and the reviews due on the user's local today: `tz`,
 ///   minutes east of UTC, else the offset the app last sent, else that of their latest reading event);
-/// - `POST /ai/analyze-learning-input`: the built-in analyser, at once, nothing stored;
-/// - `POST /ai/chat`: 503 `AI_UNAVAILABLE` (no model endpoint is served by this build).
+/// - `POST /ai/analyze-learning-input`: at once, nothing stored: the model adapter when an endpoint
+///   is configured (falling back to the built-in analyser), else the built-in analyser;
+/// - `POST /ai/chat`: one turn over the lesson with the model endpoint (`AI_API_URL`); without
+///   one, or when it does not answer, 503 `AI_UNAVAILABLE`.
 public struct LearningRoutes: Sendable {
     let readModel: LearningReadModel
     let analytics: AnalyticsReadModel
     let authenticator: RequestAuthenticator
     let clock: @Sendable () -> Date
     let analyser = BuiltinLearningAnalyser()
+    /// The model adapter, when `AI_API_URL` names an endpoint.
+    let model: ChatCompletionsAnalyser?
 
     public init(readModel: LearningReadModel, analytics: AnalyticsReadModel, authenticator: RequestAuthenticator,
-                clock: @escaping @Sendable () -> Date) {
+                clock: @escaping @Sendable () -> Date, model: ChatCompletionsAnalyser? = nil) {
+        self.model = model
         self.readModel = readModel
         self.analytics = analytics
         self.authenticator = authenticator
@@ -76,12 +81,27 @@ public struct LearningRoutes: Sendable {
                 throw Self.invalid("userInput", "userInput holds at most \(LearningSessionRequest.maxInputBytes) bytes")
             }
             guard let lesson = try await readModel.lesson(body.lessonId) else { throw HTTPError.notFound("no lesson \(body.lessonId)") }
-            return .json(analyser.analyse(lesson: lesson, questionId: body.questionId, answer: body.userInput), encoder: ContractCoding.encoder)
+            guard let model else {
+                return .json(analyser.analyse(lesson: lesson, questionId: body.questionId, answer: body.userInput), encoder: ContractCoding.encoder)
+            }
+            let result = await model.analyse(lesson: lesson, questionId: body.questionId, answer: body.userInput)
+            return .json(result.analysis, headers: ["X-Analyzer": result.analyzer], encoder: ContractCoding.encoder)
         }
         router.post("/ai/chat") { request in
             _ = try await authenticator.userID(request)
-            throw HTTPError(.serviceUnavailable, code: ErrorCode.aiUnavailable.rawValue,
-                            message: "the AI assistant needs a model endpoint (AI_API_URL), and none is configured")
+            guard let model else {
+                throw HTTPError(.serviceUnavailable, code: ErrorCode.aiUnavailable.rawValue,
+                                message: "the AI assistant needs a model endpoint (AI_API_URL), and none is configured")
+            }
+            let body = try Self.decode(AIChatRequest.self, request)
+            guard Identifier.isValid(body.lessonId) else { throw Self.invalid("lessonId", "lessonId must be \(Identifier.rule)") }
+            guard !body.message.isEmpty, body.message.utf8.count <= 4096 else { throw Self.invalid("message", "message must be 1…4096 bytes") }
+            guard let lesson = try await readModel.lesson(body.lessonId) else { throw HTTPError.notFound("no lesson \(body.lessonId)") }
+            guard let reply = await model.chat(lesson: lesson, message: body.message) else {
+                throw HTTPError(.serviceUnavailable, code: ErrorCode.aiUnavailable.rawValue,
+                                message: "the model endpoint did not answer; retry later", headers: ["Retry-After": "5"])
+            }
+            return .json(AIChatResponse(lessonId: lesson.id, reply: reply), encoder: ContractCoding.encoder)
         }
         return router
     }
