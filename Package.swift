@@ -90,7 +90,7 @@ let serviceBase: [Target.Dependency] = [
 let services: [Target] =
     service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
-    + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection"])
+    + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection", "HTTPClient"])
     + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer"])
     + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing"])
     + [

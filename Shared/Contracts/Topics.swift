@@ -23,6 +23,9 @@ public enum Topics {
     /// ingest → transcode-worker (the room catalog: comments, likes, counts, profiles, notifications),
     /// realtime-notifier (`user:{owner}` pushes).
     public static let roomInteractions = "room.interactions.v1"
+    /// The learning app's writes (catalog, goals, sessions, review completions), keyed by user id
+    /// (catalog writes: `catalog`). ingest → analytics-aggregator.
+    public static let learningSessions = "learning.sessions.v1"
 
     /// Every topic of the system with its default partition count.
     public static let all: [(name: String, partitions: Int32)] = [
@@ -33,6 +36,7 @@ public enum Topics {
         (deadLetter(for: readingProgress), 1), (deadLetter(for: roomUploads), 1),
         (deadLetter(for: userDeletions), 1), (deadLetter(for: userDeletionStatus), 1), (deadLetter(for: realtimeSequenced), 1),
         (roomInteractions, 3), (deadLetter(for: roomInteractions), 1),
+        (learningSessions, 6), (deadLetter(for: learningSessions), 1),
     ]
 
     /// The dead-letter topic of `topic`: `<topic>.dlq`.

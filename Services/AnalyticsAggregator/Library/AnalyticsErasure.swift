@@ -12,5 +12,11 @@ public enum AnalyticsErasure {
         "DELETE FROM analytics_sessions WHERE user_id = $1",
         "DELETE FROM analytics_users WHERE user_id = $1",
         "DELETE FROM analytics_streak_runs WHERE user_id = $1",
+        // the learning app's read model (the catalog is nobody's)
+        "DELETE FROM learning_profiles WHERE user_id = $1",
+        "DELETE FROM learning_sessions WHERE user_id = $1",
+        "DELETE FROM learning_review_tasks WHERE user_id = $1",
+        "DELETE FROM learning_feedback WHERE user_id = $1",
+        "DELETE FROM learning_outbox WHERE channel = 'user:' || $1",
     ]
 }

@@ -7,7 +7,9 @@ import Postgres
 /// advances the consumer offsets. Every aggregate is a sum, a minimum/maximum, an OR or a
 /// set membership, so the final figures do not depend on the order events arrive in.
 public enum AnalyticsSchema {
-    public static let migrations: [PostgresMigration] = [
+    public static let migrations: [PostgresMigration] = readingMigrations + LearningSchema.migrations
+
+    static let readingMigrations: [PostgresMigration] = [
         PostgresMigration(version: 400, name: "analytics_read_model", sql: """
             CREATE TABLE IF NOT EXISTS analytics_events (
                 event_id            text        PRIMARY KEY,

@@ -59,11 +59,15 @@ public struct AnalyticsService: Sendable {
     public func parts() -> ServiceParts {
         let runner = makeRunner()
         let erasure = UserErasure(service: AnalyticsErasure.service, context: context, step: .sql(AnalyticsErasure.statements)).parts()
-        return ServiceParts(router: routes.router(),
+        let learning = learningParts()
+        var router = routes.router()
+        router.merge(learning.router)
+        return ServiceParts(router: router,
                             background: [ClosureService(name: "analytics-projection") {
                                 await alignStreaks()
                                 try await runner.run()
-                            }] + erasure.background,
-                            readiness: [ReadinessCheck(name: "analytics-consumer") { !runner.isAssignmentStalled }] + erasure.readiness)
+                            }] + learning.background + erasure.background,
+                            readiness: [ReadinessCheck(name: "analytics-consumer") { !runner.isAssignmentStalled }] + learning.readiness
+                                + erasure.readiness)
     }
 }

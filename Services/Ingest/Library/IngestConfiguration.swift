@@ -24,6 +24,7 @@ import Settings
 /// | `ROOM_TRANSCODE_REQUESTS_TOPIC` | `room.transcode.requests.v1` | where transcode requests go |
 /// | `ROOM_UPLOADS_TOPIC` | `room.uploads.v1` | where upload-init and the sweep announce `uploading` / `abandoned` versions |
 /// | `INGEST_UPLOAD_OUTBOX_INTERVAL_MS` | 250 | how often those announcements are published |
+/// | `LEARNING_SESSIONS_TOPIC` | `learning.sessions.v1` | where the learning app's writes go |
 /// | `ROOM_TRANSCODE_STATUS_TOPIC` | `room.transcode.status.v1` | where the versions' current statuses come from |
 /// | `INGEST_ROOM_STATUS_GROUP_ID` | `ingest-room-status` | the consumer group following them |
 /// | `INGEST_MATERIAL_CACHE_TTL_MS` | 2000 | how long a catalog lookup is reused |
@@ -65,6 +66,8 @@ public struct IngestConfiguration: Sendable {
     /// Where upload-init and the sweep announce versions (`RoomUploadEvent`), and how often.
     public var roomUploadsTopic: String = Topics.roomUploads
     public var uploadOutboxInterval: Duration = .milliseconds(250)
+    /// Where the learning app's writes go (catalog, goals, sessions, review completions).
+    public var learningSessionsTopic: String = Topics.learningSessions
     /// Account deletion: the grace period, how often due deletions are published, the
     /// services that must confirm, and the group following their confirmations.
     public var accountDeletionGracePeriod: Duration = .seconds(7 * 86_400)
@@ -165,6 +168,7 @@ public struct IngestConfiguration: Sendable {
         configuration.roomInteractionsTopic = reader.string("ROOM_INTERACTIONS_TOPIC", default: Topics.roomInteractions)
         configuration.socialRateLimitPerSecond = Double(reader.int("INGEST_SOCIAL_RATE_LIMIT_PER_SECOND", default: 5, range: 1...1_000_000))
         configuration.socialRateLimitBurst = reader.int("INGEST_SOCIAL_RATE_LIMIT_BURST", default: 20, range: 1...1_000_000)
+        configuration.learningSessionsTopic = reader.string("LEARNING_SESSIONS_TOPIC", default: Topics.learningSessions)
         return configuration
     }
 }

@@ -21,6 +21,9 @@ import UserErasure
 /// - `POST`, `GET`, `DELETE /account/deletion` (user token; see `AccountDeletionRoutes`)
 /// - CrowdRoom's social writes, `POST`/`DELETE /rest/v1/{comments,likes}`, `POST`/`PATCH
 ///   /rest/v1/profiles` (user token; see `SocialWriteRoutes`)
+/// - `POST /waitlist` (no token; see `WaitlistRoutes`)
+/// - the learning app's writes: `PUT /knowledge-bases|paths|lessons/{id}` (service token),
+///   `POST /learning/goal|sessions`, `POST /learning/reviews/{id}/complete` (see `LearningWriteRoutes`)
 /// - the CrowdRoom app's own calls, `/functions/v1/{quota,upload-init,upload-complete,account-delete}`,
 ///   and the web editor's `/functions/v1/remix` (see `RemixFunction`)
 ///   (user token; with an object store; see `EdgeFunctionRoutes`)
@@ -30,6 +33,7 @@ import UserErasure
 public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
     public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + SocialWriteSchema.migrations
+        + WaitlistRoutes.migrations
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
@@ -82,6 +86,13 @@ public struct IngestService: Sendable {
             limiter: UserRateLimiter(perSecond: configuration.socialRateLimitPerSecond, burst: configuration.socialRateLimitBurst),
             authenticator: context.authenticator, retryAfterSeconds: configuration.unavailableRetryAfterSeconds, logger: context.logger)
         social.register(on: &router, guarded: guarded)
+        LearningWriteRoutes(catalog: catalog, producer: context.producer, authenticator: context.authenticator,
+                            limiter: UserRateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
+                            topic: configuration.learningSessionsTopic, retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
+                            logger: context.logger, clock: { Date() }).register(on: &router, guarded: guarded)
+        WaitlistRoutes(database: context.database, perAddress: UserRateLimiter(perSecond: 1.0 / 60, burst: 3),
+                       perClient: UserRateLimiter(perSecond: 1, burst: 20), retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
+                       logger: context.logger, clock: { Date() }).register(on: &router)
         var background: [any Service] = [purgeLoop()]
         if let objects {
             // Storage's signed upload on the one origin, served here (the write edge).

@@ -248,6 +248,7 @@ enum DevCommand {
         // finds the URLs it names answering and what it sends read at once (a room's channel
         // joinable right after upload-init).
         let ports = entries.map { $0.defaultPort + portOffset } + [authPort]
+        let sampleCatalogWriter = zip(entries, parts).first { $0.0.name == "ingest" }?.1.router
         let infraOnly = entries.isEmpty
         services.append(ClosureService(name: "dev-announce") { [values] in
             let deadline = ContinuousClock.now + .seconds(60)
@@ -262,6 +263,12 @@ enum DevCommand {
             if !forming.isEmpty {
                 logger.warning("consumer groups still forming; what is sent now is read once they have",
                                metadata: ["kafka.groups": forming.map(\.groupID).joined(separator: ",")])
+            }
+            // The learning app's sample path, through the write edge (a repeat changes nothing).
+            if let ingest = sampleCatalogWriter {
+                let failures = try await SampleLearningPath.load(into: ingest, serviceToken: JWTCodec(secret: secret)
+                    .issue(userID: "dev-service", ttl: 600, role: "service"))
+                if !failures.isEmpty { logger.warning("the sample learning path was not loaded", metadata: ["error": failures.joined(separator: "; ")]) }
             }
             try DevEnvironment.write(values)
             printBanner(values: values, secret: secret, infraOnly: infraOnly)

@@ -2,13 +2,13 @@ import Foundation
 import Kafka
 import ServiceLogging
 
-/// `backbone rebuild progress|analytics|catalog [--dry-run] [--allow-gaps] [--abort]`: re-projects
+/// `backbone rebuild progress|analytics|catalog|learning [--dry-run] [--allow-gaps] [--abort]`: re-projects
 /// a read model from the start of its topics into shadow tables while the live service keeps
 /// serving, then swaps them in atomically at the live consumer's exact position (see
 /// `Rebuilder`). `--dry-run` shows how the live model differs instead of swapping.
 enum RebuildCommand {
     static let usage = """
-    usage: backbone rebuild progress|analytics|catalog [--dry-run] [--allow-gaps] [--abort] [--batch N] [--rows N]
+    usage: backbone rebuild progress|analytics|catalog|learning [--dry-run] [--allow-gaps] [--abort] [--batch N] [--rows N]
 
     Re-projects the read model from offset 0 of its topics into shadow tables (schema rebuild_<model>)
     with the service's own projection while the service keeps serving reads, then swaps them in, in one

@@ -34,7 +34,7 @@ struct RebuildTarget: Sendable {
     /// The service's projection over the shadow (made once the rebuild needs it).
     let makeApplier: @Sendable (_ brokers: String, _ databaseURL: String) throws -> any ShadowApplier
 
-    static let names = ["progress", "analytics", "catalog"]
+    static let names = ["progress", "analytics", "catalog", "learning"]
 
     /// The target called `name`, configured from the environment exactly as its service is.
     static func named(_ name: String, environment: [String: String]) throws -> RebuildTarget? {
@@ -65,6 +65,19 @@ struct RebuildTarget: Sendable {
                          "analytics_streak_settings"],
                 views: ["analytics_daily_figures"], scratch: []) { _, _ in
                     ProjectionApplier(projection: AnalyticsProjection(streakThresholdSeconds: configuration.streakThresholdSeconds))
+                }
+        case "learning":
+            // The learning app's read model: the analytics aggregator's second consumer group. Its
+            // push outbox stays live (a rebuild announces nothing).
+            let configuration = AnalyticsConfiguration.read(from: &env)
+            try env.validate()
+            return RebuildTarget(
+                name: name, service: "analytics-aggregator", topics: [configuration.learningTopic], groupID: configuration.learningGroupID,
+                migrations: AnalyticsSchema.migrations,
+                tables: ["learning_knowledge_bases", "learning_paths", "learning_lessons", "learning_profiles", "learning_review_tasks",
+                         "learning_sessions", "learning_feedback"],
+                views: [], scratch: ["learning_outbox"]) { _, _ in
+                    ProjectionApplier(projection: LearningProjection(outbox: nil))
                 }
         case "catalog":
             let configuration = TranscodeConfiguration.read(from: &env)

@@ -1,0 +1,33 @@
+import Contracts
+import HTTPRouting
+import Projection
+import ServiceRuntime
+
+extension AnalyticsService {
+    /// The learning app's side of the aggregator: its routes, the projection runner on
+    /// `learning.sessions.v1` (its own consumer group) and the relay of its push outbox.
+    func learningParts() -> (router: Router, background: [any Service], readiness: [ReadinessCheck]) {
+        let outbox = LearningProjection.outbox(database: context.database, producer: context.producer,
+                                               topic: configuration.broadcastsTopic)
+        let runner = makeLearningRunner(outbox: outbox)
+        let relay = OutboxRelay(name: "learning-pushes", outbox: outbox, interval: configuration.learningOutboxInterval,
+                                logger: context.logger)
+        let routes = LearningRoutes(readModel: LearningReadModel(database: context.database),
+                                    analytics: AnalyticsReadModel(database: context.database), authenticator: context.authenticator,
+                                    clock: clock,
+                                    model: configuration.ai.map { ChatCompletionsAnalyser(configuration: $0, logger: context.logger) })
+        return (routes.router(),
+                [ClosureService(name: "analytics-learning") { try await runner.run() },
+                 ClosureService(name: "analytics-learning-outbox") { try await relay.run() }],
+                [ReadinessCheck(name: "analytics-learning-consumer") { !runner.isAssignmentStalled }])
+    }
+
+    public func makeLearningRunner(outbox: KeyedRecordOutbox?) -> ProjectionRunner<LearningProjection> {
+        ProjectionRunner(
+            projection: LearningProjection(outbox: outbox),
+            configuration: ProjectionRunnerConfiguration(
+                bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.learningGroupID,
+                topics: [configuration.learningTopic], maxBatchRecords: 500, maxBatchWait: configuration.batchWait,
+                sessionTimeout: configuration.sessionTimeout), context: context)
+    }
+}

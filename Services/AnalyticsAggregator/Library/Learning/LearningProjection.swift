@@ -1,0 +1,168 @@
+import Contracts
+import Foundation
+import Kafka
+import Postgres
+import Projection
+import ServiceLogging
+import UserErasure
+
+/// `learning.sessions.v1` → the learning read model (`LearningSchema`), effectively once: every
+/// write is idempotent per record (catalog rows move only to a higher version, a session is
+/// inserted once by its id, a review completes once), in the runner's batch transaction.
+///
+/// A session is analysed here (the built-in analyser: deterministic, so a replay or a rebuild
+/// gives the same analysis), scheduled for review by SM-2, and announced: an `analysis_ready`
+/// broadcast for `user:{id}` goes into `learning_outbox` in the same transaction, published
+/// after the commit (and by the outbox relay if that publish fails).
+public struct LearningProjection: Projection {
+    public typealias Event = LearningRecord
+    /// Whether the batch left pushes in the outbox.
+    public typealias Effects = Bool
+
+    let erasedUsers = ErasedUsers(service: AnalyticsErasure.service)
+    let analyser = BuiltinLearningAnalyser()
+    let scheduler = ReviewScheduler()
+    let outbox: KeyedRecordOutbox?
+
+    public init(outbox: KeyedRecordOutbox?) {
+        self.outbox = outbox
+    }
+
+    /// The outbox of `analysis_ready` pushes, for the relay and the after-commit publish.
+    public static func outbox(database: PostgresClient, producer: any KafkaRecordSender, topic: String) -> KeyedRecordOutbox {
+        KeyedRecordOutbox(database: database, producer: producer, table: "learning_outbox", keyColumn: "channel", topic: topic,
+                          lockKey: 0x4C45_4152_4E00, traceColumn: "traceparent")
+    }
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> LearningRecord {
+        let value: LearningRecord
+        do {
+            value = try ContractCoding.decode(LearningRecord.self, from: record.value)
+        } catch {
+            throw AnalyticsRecordError(code: .undecodable, message: "not a learning record: \(error)")
+        }
+        do { try value.validate() } catch {
+            throw AnalyticsRecordError(code: .invalidField, message: error.message, context: ["field": error.field])
+        }
+        return value
+    }
+
+    public func apply(_ events: [ProjectedEvent<LearningRecord>], in connection: PostgresConnection) async throws -> Bool {
+        let erased = try await erasedUsers.erased(among: Set(events.compactMap(\.event.userId)), in: connection)
+        var pushes = false
+        for projected in events {
+            let record = projected.event
+            if let user = record.userId, erased.contains(user) { continue }
+            switch record.kind {
+            case .knowledgeBase:
+                if let base = record.knowledgeBase {
+                    try await LearningWriter.upsertCatalog(table: "learning_knowledge_bases", id: base.id, baseID: nil,
+                                                           version: base.version, doc: base, at: record.receivedAt, in: connection)
+                }
+            case .path:
+                if let path = record.path {
+                    try await LearningWriter.upsertCatalog(table: "learning_paths", id: path.id, baseID: path.knowledgeBaseId,
+                                                           version: path.version, doc: path, at: record.receivedAt, in: connection)
+                }
+            case .lesson:
+                if let lesson = record.lesson {
+                    try await LearningWriter.upsertCatalog(table: "learning_lessons", id: lesson.id, baseID: lesson.knowledgeBaseId,
+                                                           version: lesson.version, doc: lesson, at: record.receivedAt, in: connection)
+                }
+            case .goal:
+                if let user = record.userId, let goal = record.goal {
+                    try await LearningWriter.setGoal(user: user, goal, at: record.receivedAt, in: connection)
+                }
+            case .session:
+                if let user = record.userId, let session = record.session {
+                    pushes = try await applySession(user: user, session, receivedAt: record.receivedAt,
+                                                    trace: projected.trace?.traceparent, in: connection) || pushes
+                }
+            case .feedback:
+                if let user = record.userId, let feedback = record.feedback, let id = feedback.feedbackId {
+                    _ = try await connection.execute("""
+                        INSERT INTO learning_feedback (id, user_id, text, lesson_id, session_id, app_version, rating, created_at)
+                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING
+                        """, [id, user, feedback.text, feedback.lessonId, feedback.sessionId, feedback.appVersion, feedback.rating,
+                              record.receivedAt])
+                }
+            case .reviewCompleted:
+                if let user = record.userId, let id = record.reviewId {
+                    try await completeReview(user: user, id: id, score: record.review?.masteryScore, at: record.receivedAt,
+                                             in: connection)
+                }
+            }
+        }
+        return pushes
+    }
+
+    public func afterCommit(_ effects: Bool) async throws {
+        guard effects, let outbox else { return }
+        // Another instance (or the relay) may hold the publisher's lock: it publishes these too.
+        _ = try? await outbox.publishPending(olderThan: .zero, limit: 1_000)
+    }
+
+    public func combine(_ effects: [Bool]) -> [Bool] { effects.contains(true) ? [true] : [false] }
+
+    /// Analyses and stores a session seen for the first time, schedules its review and queues
+    /// the push; a session id seen before changes nothing.
+    func applySession(user: String, _ session: LearningSessionRequest, receivedAt: Date, trace: String?,
+                      in connection: PostgresConnection) async throws -> Bool {
+        let claimed = try await connection.query("SELECT user_id FROM learning_sessions WHERE session_id = $1", [session.sessionId])
+        guard claimed.isEmpty else { return false }
+        let lesson = try await LearningWriter.lesson(session.lessonId, in: connection)
+        let analysis = analyser.analyse(lesson: lesson, questionId: session.questionId, answer: session.userInput)
+        let offset = try await LearningWriter.offset(user: user, given: session.clientTimezoneOffsetMinutes, at: receivedAt, in: connection)
+        let previous = try await LearningWriter.latestState(user: user, lesson: session.lessonId, in: connection)
+        let state = scheduler.next(after: previous ?? .new, quality: analysis.masteryScore)
+        let day = LearningWriter.day(LocalDay(instant: session.endedAt, offsetMinutes: offset), plus: state.intervalDays)
+        let reviewAt = LearningWriter.midnight(of: day, offsetMinutes: offset)
+        _ = try await connection.execute("""
+            UPDATE learning_review_tasks SET status = 'replaced' WHERE user_id = $1 AND lesson_id = $2 AND status = 'pending'
+            """, [user, session.lessonId])
+        _ = try await connection.execute("""
+            INSERT INTO learning_sessions (session_id, user_id, lesson_id, question_id, started_at, ended_at, user_input, analysis,
+                                           mastery_score, analyzer, review_at, received_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12)
+            """, [session.sessionId, user, session.lessonId, session.questionId, session.startedAt, session.endedAt, session.userInput,
+                  try LearningWriter.text(analysis), analysis.masteryScore, BuiltinLearningAnalyser.name, reviewAt, receivedAt])
+        try await LearningWriter.insertTask(id: "rv-\(session.sessionId)", user: user, lesson: session.lessonId, source: session.sessionId,
+                                            day: day, at: reviewAt, state: state, score: analysis.masteryScore, in: connection)
+        let ready = LearningAnalysisReady(userId: user, sessionId: session.sessionId, lessonId: session.lessonId, reviewAt: reviewAt,
+                                          analysis: analysis)
+        let broadcast = RealtimeBroadcast(
+            channel: "user:\(user)", event: LearningAnalysisReady.event,
+            payload: try ContractCoding.decoder.decode(JSONValue.self, from: ContractCoding.encoder.encode(ready)))
+        _ = try await connection.execute("INSERT INTO learning_outbox (channel, value, traceparent) VALUES ($1, $2, $3)",
+                                         [broadcast.channel, try LearningWriter.text(broadcast), trace])
+        return true
+    }
+
+    /// Completes a pending review of `user` and schedules the next one by SM-2 with the score
+    /// given (else the score that scheduled it); an unknown, another user's or an already
+    /// completed review changes nothing.
+    func completeReview(user: String, id: String, score: Int?, at: Date, in connection: PostgresConnection) async throws {
+        let rows = try await connection.query("""
+            SELECT lesson_id, source_session_id, repetition, interval_days, ease_factor, mastery_score FROM learning_review_tasks
+            WHERE id = $1 AND user_id = $2 AND status = 'pending' FOR UPDATE
+            """, [id, user])
+        guard let row = rows.first else { return }
+        let lesson = try row.decode(String.self, "lesson_id")
+        let source = try row.decode(String.self, "source_session_id")
+        let stored = try row.decode(Int.self, "mastery_score")
+        let quality = score ?? stored
+        let state = scheduler.next(after: .init(repetition: try row.decode(Int.self, "repetition"),
+                                                intervalDays: try row.decode(Int.self, "interval_days"),
+                                                easeFactor: try row.decode(Double.self, "ease_factor")), quality: quality)
+        _ = try await connection.execute(
+            "UPDATE learning_review_tasks SET status = 'completed', completed_at = $2 WHERE id = $1", [id, at])
+        let offset = try await LearningWriter.offset(user: user, given: nil, at: at, in: connection)
+        let day = LearningWriter.day(LocalDay(instant: at, offsetMinutes: offset), plus: state.intervalDays)
+        let generation = try await connection.query("SELECT count(*)::bigint AS n FROM learning_review_tasks WHERE source_session_id = $1",
+                                                    [source])
+        let next = "rv-\(source)-\(try generation.first?.decode(Int64.self, "n") ?? 1)"
+        try await LearningWriter.insertTask(id: next, user: user, lesson: lesson, source: source, day: day,
+                                            at: LearningWriter.midnight(of: day, offsetMinutes: offset), state: state, score: quality,
+                                            in: connection)
+    }
+}

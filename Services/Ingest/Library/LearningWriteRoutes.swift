@@ -1,0 +1,168 @@
+import Contracts
+import Foundation
+import HTTPRouting
+import Kafka
+import ServiceLogging
+import ServiceRuntime
+
+/// The learning app's writes (seed `003_*` §四–§六), each validated by `LearningRecord`'s rule
+/// and answered only after the broker acknowledged its record on `learning.sessions.v1`; the
+/// analytics aggregator applies them (catalog, profile, analysis, review plan).
+///
+/// - `PUT /knowledge-bases/{id}`, `PUT /paths/{id}`, `PUT /lessons/{id}` (service token): the
+///   catalog, versioned (a write whose version is not above the stored one changes nothing).
+///   A lesson is also registered in `materials` as a shared `knowledgeSource` of its base, so
+///   its reading events are accepted as any lesson's.
+/// - `POST /learning/goal`, `POST /learning/sessions`, `POST /learning/reviews/{id}/complete`
+///   (user token): 202. A session is idempotent on `sessionId` (the aggregator keeps the first).
+/// - `POST /feedback` (user token): 202; kept once per `feedbackId`.
+struct LearningWriteRoutes: Sendable {
+    let catalog: MaterialCatalog
+    let producer: any KafkaRecordSender
+    let authenticator: RequestAuthenticator
+    let limiter: UserRateLimiter
+    let topic: String
+    let retryAfterSeconds: Int
+    let logger: Logger
+    let clock: @Sendable () -> Date
+
+    func register(on router: inout Router, guarded: (@escaping HTTPHandler) -> HTTPHandler) {
+        router.put("/knowledge-bases/:id") { try await putKnowledgeBase($0) }
+        router.put("/paths/:id") { try await putPath($0) }
+        router.put("/lessons/:id") { try await putLesson($0) }
+        router.post("/learning/goal", guarded { try await goal($0) })
+        router.post("/learning/sessions", guarded { try await session($0) })
+        router.post("/learning/reviews/:id/complete", guarded { try await completeReview($0) })
+        router.post("/feedback") { try await feedback($0) }
+    }
+
+    /// `POST /feedback`: 202 `{id}` (the app's `feedbackId`, else a minted one) once the broker has it.
+    func feedback(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try await authenticator.userID(request)
+        try limiter.admit(user)
+        var feedback = try IngestRequestDecoding.decode(FeedbackRequest.self, from: request)
+        if feedback.feedbackId == nil { feedback.feedbackId = UUID().uuidString.lowercased() }
+        try await produce(LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback))
+        return .json(LearningWriteAccepted(id: feedback.feedbackId ?? ""), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    func putKnowledgeBase(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try await authenticator.requireService(request)
+        var base = try IngestRequestDecoding.decode(KnowledgeBase.self, from: request, filling: "id", with: try pathID(request))
+        base.id = try pathID(request)
+        let record = LearningRecord(kind: .knowledgeBase, userId: nil, receivedAt: clock(), knowledgeBase: base)
+        try await produce(record)
+        return .json(CatalogWriteAccepted(id: base.id, version: base.version), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    func putPath(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try await authenticator.requireService(request)
+        let id = try pathID(request)
+        var path = try IngestRequestDecoding.decode(LearningPath.self, from: request, filling: "id", with: id)
+        path.id = id
+        try await produce(LearningRecord(kind: .path, userId: nil, receivedAt: clock(), path: path))
+        return .json(CatalogWriteAccepted(id: id, version: path.version), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    func putLesson(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try await authenticator.requireService(request)
+        let id = try pathID(request)
+        var lesson = try IngestRequestDecoding.decode(Lesson.self, from: request, filling: "id", with: id)
+        lesson.id = id
+        try await produce(LearningRecord(kind: .lesson, userId: nil, receivedAt: clock(), lesson: lesson))
+        do {
+            _ = try await catalog.upsert(id: id, MaterialUpsertRequest(readingTargetType: .knowledgeSource,
+                                                                      knowledgeBaseId: lesson.knowledgeBaseId))
+        } catch {
+            logger.error("lesson not registered as a material", metadata: ["error": "\(error)"])
+            throw unavailable("the materials catalog is unavailable; retry later")
+        }
+        return .json(CatalogWriteAccepted(id: id, version: lesson.version), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    func goal(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try await authenticator.userID(request)
+        try limiter.admit(user)
+        let goal = try IngestRequestDecoding.decode(LearningGoalRequest.self, from: request)
+        try await produce(LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal))
+        return .json(LearningWriteAccepted(id: goal.pathId), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    func session(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try await authenticator.userID(request)
+        try limiter.admit(user)
+        let session = try IngestRequestDecoding.decode(LearningSessionRequest.self, from: request)
+        let record = LearningRecord(kind: .session, userId: user, receivedAt: clock(), session: session)
+        try check(record)
+        let lessons: [String: MaterialEntry]
+        do { lessons = try await catalog.lookup([session.lessonId]) } catch {
+            logger.error("materials catalog unavailable", metadata: ["error": "\(error)"])
+            throw unavailable("the materials catalog is unavailable; retry later")
+        }
+        guard let lesson = lessons[session.lessonId], !lesson.deleted, lesson.ownerUserID == nil || lesson.ownerUserID == user else {
+            throw HTTPError.notFound("no lesson \(session.lessonId)")
+        }
+        try await produce(record)
+        return .json(LearningWriteAccepted(id: session.sessionId), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    func completeReview(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let user = try await authenticator.userID(request)
+        try limiter.admit(user)
+        let id = try pathID(request)
+        let body = request.body.isEmpty ? ReviewCompletionRequest()
+            : try IngestRequestDecoding.decode(ReviewCompletionRequest.self, from: request)
+        try await produce(LearningRecord(kind: .reviewCompleted, userId: user, receivedAt: clock(), reviewId: id, review: body))
+        return .json(LearningWriteAccepted(id: id), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    /// 400 `INVALID_FIELD` naming the field a record breaks.
+    private func check(_ record: LearningRecord) throws(HTTPError) {
+        do { try record.validate() } catch {
+            throw IngestRequestDecoding.invalidField(error.field, error.message)
+        }
+    }
+
+    /// Validates, then produces and waits for the acknowledgement: 503 with `Retry-After` when
+    /// the broker did not take it (the app keeps its copy and retries).
+    private func produce(_ record: LearningRecord) async throws {
+        try check(record)
+        let value = try ContractCoding.encode(record)
+        do {
+            _ = try await producer.send(KafkaProducerRecord(topic: topic, key: Array(record.key.utf8), value: value))
+        } catch {
+            logger.error("Kafka did not acknowledge a learning record", metadata: ["kafka.topic": topic, "error": error.description])
+            throw unavailable("the learning queue is unavailable; retry later")
+        }
+    }
+
+    private func pathID(_ request: HTTPRequest) throws(HTTPError) -> String {
+        guard let id = request.pathParameters["id"], Identifier.isValid(id) else {
+            throw IngestRequestDecoding.invalidField("id", "an id is \(Identifier.rule)")
+        }
+        return id
+    }
+
+    private func unavailable(_ message: String) -> HTTPError {
+        HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: message,
+                  headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+}
+
+extension IngestRequestDecoding {
+    /// Decodes a catalog body whose `id` may be left out (the path names it): the path's id is
+    /// filled in when the body has none.
+    static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest, filling key: String, with value: String) throws(HTTPError) -> T {
+        guard var object = (try? JSONSerialization.jsonObject(with: Data(request.body))) as? [String: Any] else {
+            _ = try decode(T.self, from: request)
+            throw HTTPError(.badRequest, code: ErrorCode.invalidField.rawValue, message: "body must be a JSON object")
+        }
+        if object[key] == nil { object[key] = value }
+        guard let data = try? JSONSerialization.data(withJSONObject: object) else {
+            throw HTTPError(.badRequest, code: ErrorCode.invalidJSON.rawValue, message: "body is not valid JSON")
+        }
+        var filled = request
+        filled.body = Array(data)
+        return try decode(T.self, from: filled)
+    }
+}
