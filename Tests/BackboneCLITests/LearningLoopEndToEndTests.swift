@@ -8,6 +8,7 @@ import Foundation
 import HTTPRouting
 import Ingest
 import Kafka
+import Lifecycle
 import Postgres
 import ProgressProjector
 import PrometheusMetrics

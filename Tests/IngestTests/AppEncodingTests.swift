@@ -5,6 +5,7 @@ import Foundation
 import HTTPRouting
 import Ingest
 import Kafka
+import Lifecycle
 import ObjectStore
 import Postgres
 import ServiceRuntime

@@ -94,12 +94,12 @@ struct LearningWriteRoutes: Sendable {
         let session = try IngestRequestDecoding.decode(LearningSessionRequest.self, from: request)
         let record = LearningRecord(kind: .session, userId: user, receivedAt: clock(), session: session)
         try check(record)
-        let lessons: [String: MaterialEntry]
+        let lessons: [String: MaterialResponse]
         do { lessons = try await catalog.lookup([session.lessonId]) } catch {
             logger.error("materials catalog unavailable", metadata: ["error": "\(error)"])
             throw unavailable("the materials catalog is unavailable; retry later")
         }
-        guard let lesson = lessons[session.lessonId], !lesson.deleted, lesson.ownerUserID == nil || lesson.ownerUserID == user else {
+        guard let lesson = lessons[session.lessonId], !lesson.deleted, lesson.ownerUserId == nil || lesson.ownerUserId == user else {
             throw HTTPError.notFound("no lesson \(session.lessonId)")
         }
         try await produce(record)

@@ -1,5 +1,6 @@
 import Contracts
 import HTTPRouting
+import Lifecycle
 import Projection
 import ServiceRuntime
 
