@@ -162,7 +162,7 @@ let testTargets: [Target] = [
                                      "BackboneTestSupport"]),
     tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
-    tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure"]),
+    tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure", "BackboneTestSupport"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPRouting", "ServiceLogging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPRouting", "ServiceLogging"]),
     tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),

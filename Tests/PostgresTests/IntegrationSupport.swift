@@ -1,10 +1,12 @@
+import BackboneTestSupport
 import Foundation
 import Postgres
 import ServiceLogging
 import Testing
 
-enum Integration {
-    static var enabled: Bool { ProcessInfo.processInfo.environment["BACKBONE_INTEGRATION"] == "1" }
+/// The database the suites use: `TEST_DATABASE_URL` (set by `deploy/test.sh`); whether they run
+/// at all is the one switch every suite reads, `Integration.isEnabled`.
+enum TestPostgres {
     static var url: String {
         ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
     }
@@ -15,7 +17,7 @@ enum Integration {
     }
 
     static func client(maxConnections: Int = 4, acquireTimeout: Duration = .seconds(10),
-                       applicationName: String = "backbone-tests", url: String = Integration.url) -> PostgresClient {
+                       applicationName: String = "backbone-tests", url: String = TestPostgres.url) -> PostgresClient {
         PostgresClient(configuration: PostgresConfiguration(url: url, maxConnections: maxConnections,
                                                             acquireTimeout: acquireTimeout, applicationName: applicationName),
                        logger: .disabled)

@@ -1,17 +1,18 @@
+import BackboneTestSupport
 import Foundation
 import Postgres
 import ServiceLogging
 import Synchronization
 import Testing
 
-@Suite("PostgresClient against a real database", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))
+@Suite("PostgresClient against a real database", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct PostgresClientIntegrationTests {
     static let tricky = "it's \"quoted\" \\ back\\slash\ttab\nnewline\r\n 中文 ✓ émoji 🎉 \\N"
 
     @Test("every bindable type round-trips, including NULLs, unicode and escape characters")
     func roundTrip() async throws {
-        let client = Integration.client()
-        let table = Integration.uniqueName("types")
+        let client = TestPostgres.client()
+        let table = TestPostgres.uniqueName("types")
         try await client.execute("""
             CREATE TABLE \(table) (id int, s text, i bigint, i32 int, d double precision, n numeric, b boolean,
             ts timestamptz, u uuid, bytes bytea, j jsonb, tags text[], nums bigint[])
@@ -70,8 +71,8 @@ struct PostgresClientIntegrationTests {
 
     @Test("COPY loads tricky strings, NULLs and every type exactly as plain inserts do")
     func copy() async throws {
-        let client = Integration.client()
-        let table = Integration.uniqueName("copy")
+        let client = TestPostgres.client()
+        let table = TestPostgres.uniqueName("copy")
         try await client.execute("CREATE TABLE \(table) (id bigint, s text, ts timestamptz, bytes bytea, j jsonb, ok boolean)")
         let date = Date(timeIntervalSince1970: 1_700_000_000.5)
         var rows: [[any PostgresBindable]] = []
@@ -100,8 +101,8 @@ struct PostgresClientIntegrationTests {
 
     @Test("a throwing transaction body rolls back and rethrows the original error")
     func rollback() async throws {
-        let client = Integration.client()
-        let table = Integration.uniqueName("tx")
+        let client = TestPostgres.client()
+        let table = TestPostgres.uniqueName("tx")
         try await client.execute("CREATE TABLE \(table) (id int)")
         do {
             _ = try await client.withTransaction { connection -> Int in
@@ -141,8 +142,8 @@ struct PostgresClientIntegrationTests {
 
     @Test("a unique violation reports SQLSTATE 23505 without SQL or values, and the connection stays usable")
     func uniqueViolation() async throws {
-        let client = Integration.client(maxConnections: 1)
-        let table = Integration.uniqueName("uniq")
+        let client = TestPostgres.client(maxConnections: 1)
+        let table = TestPostgres.uniqueName("uniq")
         try await client.execute("CREATE TABLE \(table) (k text PRIMARY KEY)")
         try await client.execute("INSERT INTO \(table) VALUES ($1)", ["secret-value"])
         do {
@@ -165,9 +166,9 @@ struct PostgresClientIntegrationTests {
 
     @Test("50 concurrent tasks share 4 connections: the server never sees more than 4 and all finish")
     func poolLimit() async throws {
-        let application = Integration.uniqueName("pool")
-        let client = Integration.client(maxConnections: 4, acquireTimeout: .seconds(60), applicationName: application)
-        let observer = Integration.client(maxConnections: 1)
+        let application = TestPostgres.uniqueName("pool")
+        let client = TestPostgres.client(maxConnections: 4, acquireTimeout: .seconds(60), applicationName: application)
+        let observer = TestPostgres.client(maxConnections: 1)
         let progress = PoolProgress()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<50 {
@@ -199,7 +200,7 @@ struct PostgresClientIntegrationTests {
 
     @Test("waiting longer than acquireTimeout for a connection fails with poolTimeout")
     func acquireTimeout() async throws {
-        let client = Integration.client(maxConnections: 1, acquireTimeout: .milliseconds(200))
+        let client = TestPostgres.client(maxConnections: 1, acquireTimeout: .milliseconds(200))
         let clock = ContinuousClock()
         try await client.withConnection { _ in
             let start = clock.now
@@ -229,7 +230,7 @@ struct PostgresClientIntegrationTests {
 
     @Test("waiters arriving one after another each time out acquireTimeout after their own arrival; a served one does not")
     func staggeredAcquireTimeouts() async throws {
-        let client = Integration.client(maxConnections: 1, acquireTimeout: .milliseconds(400))
+        let client = TestPostgres.client(maxConnections: 1, acquireTimeout: .milliseconds(400))
         let clock = ContinuousClock()
         /// How long a query waited, and how it ended.
         @Sendable func timedQuery() async -> (waited: Duration, code: PostgresError.Code?) {
@@ -273,7 +274,7 @@ struct PostgresClientIntegrationTests {
 
     @Test("cancelling the awaiting task cancels a long statement on the server and keeps the connection usable")
     func cancellation() async throws {
-        let client = Integration.client(maxConnections: 1)
+        let client = TestPostgres.client(maxConnections: 1)
         let clock = ContinuousClock()
         let start = clock.now
         let task = Task { try await client.query("SELECT pg_sleep(30)") }
@@ -293,8 +294,8 @@ struct PostgresClientIntegrationTests {
 
     @Test("an idle connection killed by the server is discarded and the next query gets a fresh one")
     func brokenConnection() async throws {
-        let client = Integration.client(maxConnections: 1)
-        let admin = Integration.client(maxConnections: 1)
+        let client = TestPostgres.client(maxConnections: 1)
+        let admin = TestPostgres.client(maxConnections: 1)
         let pid = try await client.query("SELECT pg_backend_pid() AS pid")[0].decode(Int32.self, "pid")
         _ = try await admin.query("SELECT pg_terminate_backend($1)", [pid])
         // Until the backend is gone (it can take longer than a moment on a loaded machine).
@@ -329,9 +330,9 @@ struct PostgresClientIntegrationTests {
 extension PostgresClientIntegrationTests {
     @Test("prepared queries return what plain ones do, and a connection killed while idle is replaced")
     func preparedQueries() async throws {
-        let client = Integration.client(maxConnections: 1)
-        let admin = Integration.client(maxConnections: 1)
-        let table = Integration.uniqueName("prepared")
+        let client = TestPostgres.client(maxConnections: 1)
+        let admin = TestPostgres.client(maxConnections: 1)
+        let table = TestPostgres.uniqueName("prepared")
         try await client.execute("CREATE TABLE \(table) (id int PRIMARY KEY, name text, at timestamptz)")
         try await client.execute("INSERT INTO \(table) SELECT g, 'n' || g, now() FROM generate_series(1, 5) g")
         let sql = "SELECT id, name FROM \(table) WHERE id = $1 OR name = $2 ORDER BY id"

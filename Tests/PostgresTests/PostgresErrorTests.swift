@@ -1,3 +1,4 @@
+import BackboneTestSupport
 import Foundation
 @testable import Postgres
 import ServiceLogging
@@ -67,11 +68,11 @@ struct PostgresErrorTests {
     }
 }
 
-@Suite("Postgres errors do not quote input", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(2)))
+@Suite("Postgres errors do not quote input", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(2)))
 struct PostgresErrorQuotingTests {
     @Test("a value the server quotes back (22P02, 23505) is in debugDescription, never in description")
     func quotedInput() async throws {
-        let client = Integration.client(maxConnections: 1)
+        let client = TestPostgres.client(maxConnections: 1)
         do {
             _ = try await client.query("SELECT $1::uuid AS id", ["personal-value-4711"])
             Issue.record("an invalid uuid was accepted")

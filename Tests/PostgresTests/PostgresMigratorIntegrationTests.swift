@@ -1,10 +1,11 @@
 import DevInfrastructure
+import BackboneTestSupport
 import Foundation
 @testable import Postgres
 import ServiceLogging
 import Testing
 
-@Suite("PostgresMigrator against a real database", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))
+@Suite("PostgresMigrator against a real database", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct PostgresMigratorIntegrationTests {
     /// Migrations that log each application, so double application is visible.
     static func migrations() -> [PostgresMigration] {
@@ -21,12 +22,12 @@ struct PostgresMigratorIntegrationTests {
 
     @Test("two clients migrating at once apply each migration exactly once, in version order")
     func concurrentMigrators() async throws {
-        let schema = Integration.uniqueName("mig")
-        let setup = Integration.client(maxConnections: 1)
+        let schema = TestPostgres.uniqueName("mig")
+        let setup = TestPostgres.client(maxConnections: 1)
         try await setup.execute("CREATE SCHEMA \(schema)")
-        let url = Integration.url(searchPath: schema)
-        let first = Integration.client(maxConnections: 2, url: url)
-        let second = Integration.client(maxConnections: 2, url: url)
+        let url = TestPostgres.url(searchPath: schema)
+        let first = TestPostgres.client(maxConnections: 2, url: url)
+        let second = TestPostgres.client(maxConnections: 2, url: url)
         let migrator = PostgresMigrator(migrations: Self.migrations(), logger: .disabled)
 
         async let a = migrator.migrate(first)
@@ -55,10 +56,10 @@ struct PostgresMigratorIntegrationTests {
 
     @Test("a failing migration leaves no partial state, names its version, and releases the lock")
     func failingMigration() async throws {
-        let schema = Integration.uniqueName("migfail")
-        let setup = Integration.client(maxConnections: 1)
+        let schema = TestPostgres.uniqueName("migfail")
+        let setup = TestPostgres.client(maxConnections: 1)
         try await setup.execute("CREATE SCHEMA \(schema)")
-        let client = Integration.client(maxConnections: 2, url: Integration.url(searchPath: schema))
+        let client = TestPostgres.client(maxConnections: 2, url: TestPostgres.url(searchPath: schema))
         let broken = PostgresMigrator(migrations: [
             PostgresMigration(version: 1, name: "ok", sql: "CREATE TABLE kept (id int)"),
             PostgresMigration(version: 2, name: "bad", sql: "CREATE TABLE half (id int); SELECT no_such_column FROM kept"),
@@ -86,17 +87,17 @@ struct PostgresMigratorIntegrationTests {
 
     @Test("two OS processes and this one migrating at once apply each migration exactly once")
     func concurrentProcesses() async throws {
-        let schema = Integration.uniqueName("migproc")
-        let setup = Integration.client(maxConnections: 1)
+        let schema = TestPostgres.uniqueName("migproc")
+        let setup = TestPostgres.client(maxConnections: 1)
         try await setup.execute("CREATE SCHEMA \(schema)")
-        let url = Integration.url(searchPath: schema)
+        let url = TestPostgres.url(searchPath: schema)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(schema).path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         async let first = MigrationHelperProcess.run(url: url, output: "\(directory)/0.txt")
         async let second = MigrationHelperProcess.run(url: url, output: "\(directory)/1.txt")
-        let local = Integration.client(maxConnections: 1, url: url)
+        let local = TestPostgres.client(maxConnections: 1, url: url)
         let appliedHere = try await PostgresMigrator(migrations: Self.migrations(), logger: .disabled).migrate(local)
         let statuses = await [first, second]
         #expect(statuses == [0, 0])
@@ -124,7 +125,7 @@ struct MigrationHelperEntry {
         let environment = ProcessInfo.processInfo.environment
         let url = try #require(environment["BACKBONE_MIGRATION_HELPER_URL"])
         let output = try #require(environment["BACKBONE_MIGRATION_HELPER_OUTPUT"])
-        let client = Integration.client(maxConnections: 1, url: url)
+        let client = TestPostgres.client(maxConnections: 1, url: url)
         let applied = try await PostgresMigrator(migrations: PostgresMigratorIntegrationTests.migrations(), logger: .disabled)
             .migrate(client)
         await client.close()

@@ -1,14 +1,15 @@
 import DevInfrastructure
+import BackboneTestSupport
 import Foundation
 import Postgres
 import ServiceLogging
 import Testing
 
-@Suite("PrivatePostgresCluster", .serialized, .enabled(if: Integration.enabled), .timeLimit(.minutes(3)))
+@Suite("PrivatePostgresCluster", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(3)))
 struct PrivatePostgresClusterTests {
     @Test("a private cluster starts on a free port, serves queries, survives restart and a stale pid file, and stops")
     func lifecycle() async throws {
-        let directory = "/tmp/" + Integration.uniqueName("pgcluster")
+        let directory = "/tmp/" + TestPostgres.uniqueName("pgcluster")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let cluster = PrivatePostgresCluster(directory: directory, logger: .disabled)
 
@@ -16,7 +17,7 @@ struct PrivatePostgresClusterTests {
         #expect(url.hasPrefix("postgres://postgres@127.0.0.1:"))
         #expect(url.hasSuffix("/backbone"))
         let port = try #require(cluster.port)
-        let client = Integration.client(maxConnections: 1, url: url)
+        let client = TestPostgres.client(maxConnections: 1, url: url)
         #expect(try await client.query("SELECT current_database() AS db")[0].decode(String.self, "db") == "backbone")
         let listen = try await client.query("SELECT current_setting('listen_addresses') AS a")[0].decode(String.self, "a")
         #expect(listen == "127.0.0.1")
@@ -31,11 +32,11 @@ struct PrivatePostgresClusterTests {
         let again = PrivatePostgresCluster(directory: directory, port: port, logger: .disabled)
         let secondURL = try await again.start()
         #expect(secondURL == url)
-        let reopened = Integration.client(maxConnections: 1, url: secondURL)
+        let reopened = TestPostgres.client(maxConnections: 1, url: secondURL)
         #expect(try await reopened.query("SELECT count(*) AS n FROM survives")[0].decode(Int64.self, "n") == 0)
         await reopened.close()
         await again.stop()
-        let afterStop = Integration.client(maxConnections: 1, url: secondURL)
+        let afterStop = TestPostgres.client(maxConnections: 1, url: secondURL)
         #expect(await afterStop.ping() == false)
         await afterStop.close()
     }
@@ -43,7 +44,7 @@ struct PrivatePostgresClusterTests {
     @Test("as root, a cluster asked for inside a folder the postgres user cannot traverse lives under /var/tmp and keeps its data across restarts",
           .enabled(if: geteuid() == 0))
     func unreachableDirectoryAsRoot() async throws {
-        let home = "/tmp/" + Integration.uniqueName("pgprivate")
+        let home = "/tmp/" + TestPostgres.uniqueName("pgprivate")
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let directory = home + "/clone/.backbone/postgres"
         #expect(!PrivatePostgresCluster.reachableByOthers(directory))
@@ -54,14 +55,14 @@ struct PrivatePostgresClusterTests {
             try? FileManager.default.removeItem(atPath: cluster.clusterDirectory)
         }
         let url = try await cluster.start()
-        let client = Integration.client(maxConnections: 1, url: url)
+        let client = TestPostgres.client(maxConnections: 1, url: url)
         _ = try await client.execute("CREATE TABLE survives (id int)")
         await client.close()
         await cluster.stop()
 
         let again = PrivatePostgresCluster(directory: directory, logger: .disabled)
         #expect(again.clusterDirectory == cluster.clusterDirectory)
-        let second = Integration.client(maxConnections: 1, url: try await again.start())
+        let second = TestPostgres.client(maxConnections: 1, url: try await again.start())
         #expect(try await second.query("SELECT count(*)::bigint AS n FROM survives")[0].decode(Int64.self, "n") == 0)
         await second.close()
         await again.stop()
@@ -71,7 +72,7 @@ struct PrivatePostgresClusterTests {
         let reclone = PrivatePostgresCluster(directory: directory, logger: .disabled)
         defer { try? FileManager.default.removeItem(atPath: reclone.clusterDirectory) }
         #expect(reclone.clusterDirectory != cluster.clusterDirectory && reclone.clusterDirectory.hasPrefix("/var/tmp/backbone-postgres-"))
-        let fresh = Integration.client(maxConnections: 1, url: try await reclone.start())
+        let fresh = TestPostgres.client(maxConnections: 1, url: try await reclone.start())
         let tables = try await fresh.query("SELECT count(*)::bigint AS n FROM pg_tables WHERE tablename = 'survives'")
         #expect(try tables[0].decode(Int64.self, "n") == 0, "the deleted folder's data is not there")
         await fresh.close()
