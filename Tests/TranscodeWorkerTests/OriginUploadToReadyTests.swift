@@ -1,0 +1,143 @@
+import Auth
+import BackboneTestSupport
+import Contracts
+import DevInfrastructure
+import Foundation
+import HTTPRouting
+import HTTPServer
+import Ingest
+import Kafka
+import ObjectStore
+import Postgres
+import PrometheusMetrics
+import ServiceLogging
+import ServiceRuntime
+import Testing
+@testable import TranscodeWorker
+
+/// Uploads through the one origin until the version is `ready`: ingest with
+/// `INGEST_UPLOAD_URLS=origin` serving HTTP on `APP_BASE_URL`, the transcode worker transcoding
+/// the real scan from SeaweedFS. One version goes up as the app's raw PUT plus Supabase's
+/// `upload_to_signed_url`, another through the resumable endpoint with tuspy.
+@Suite("Uploads on the origin end to end: signed and resumable uploads become ready versions", .serialized,
+       .enabled(if: Integration.isEnabled), .timeLimit(.minutes(4)))
+struct OriginUploadToReadyTests {
+    static let clients = Integration.packageRoot.appendingPathComponent("Tests/IngestTests/Clients")
+
+    static func python(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try Integration.run(TokenWitness.python, arguments) })
+            }
+        }
+    }
+
+    @Test("a raw PUT and storage3's upload_to_signed_url through APP_BASE_URL, and a tuspy upload through /storage/v1/upload/resumable, each lead to a ready version")
+    func signedAndResumableToReady() async throws {
+        try await SeaweedFSFixture.with { s3 in
+            let store = S3ObjectStore(configuration: s3)
+            let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
+            for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
+            let database = try await TestDatabase.create("origin_ready")
+            let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
+                                             jwtSecret: FlowAEndToEndTests.secret, httpHost: "127.0.0.1", httpPort: 0,
+                                             databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
+            var contexts: [ServiceContext] = []
+            var tasks: [Task<Void, any Error>] = []
+            do {
+                for name in ["ingest", "transcode-worker"] {
+                    contexts.append(try await ServiceHost.makeContext(name: name, configuration: common, metrics: MetricsRegistry(),
+                                                                      logger: .disabled))
+                }
+                _ = try await PostgresMigrator(migrations: FlowAEndToEndTests.migrations, logger: .disabled).migrate(contexts[0].database)
+
+                let port = Integration.freePort()
+                let base = "http://127.0.0.1:\(port)"
+                var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
+                configuration.uploadURLs = .origin
+                configuration.appBaseURL = base
+                let ingest = IngestService(context: contexts[0], configuration: configuration, objects: store).parts()
+                tasks += FlowAEndToEndTests.start(ingest)
+                let http = HTTPService(name: "ingest", configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port),
+                                       router: ingest.router, readiness: [], metrics: contexts[0].metrics, logger: .disabled)
+                tasks.append(Task { try await http.run() })
+
+                var settings = TranscodeConfiguration()
+                settings.pollInterval = .milliseconds(100)
+                settings.outboxInterval = .milliseconds(200)
+                let worker = TranscodeWorkerService(
+                    context: contexts[1], configuration: settings,
+                    pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(), workDirectory: NSTemporaryDirectory(),
+                                                     maxJobBytes: 64 << 20),
+                    links: StoreOutputLinks(store: store, ttl: .seconds(300)), workerID: "origin-ready").parts()
+                tasks += FlowAEndToEndTests.start(worker)
+
+                let token = JWTCodec(secret: FlowAEndToEndTests.secret).issue(userID: "origin-app", ttl: 3600)
+                let fixtures = Integration.packageRoot.appendingPathComponent("Tests/USDTests/Fixtures")
+                let usdzPath = fixtures.appendingPathComponent("roomscan.usdz").path
+                let jsonPath = fixtures.appendingPathComponent("roomscan.roomplan.json").path
+                let usdzBytes = try Data(contentsOf: URL(fileURLWithPath: usdzPath)).count
+                let jsonBytes = try Data(contentsOf: URL(fileURLWithPath: jsonPath)).count
+                #expect(await Integration.eventually { (try? await PlainHTTP.send("GET", base + "/healthz"))?.status == 200 })
+
+                func function(_ name: String, _ body: [String: Any]) async throws -> [String: Any] {
+                    let file = NSTemporaryDirectory() + "origin-ready-\(UInt32.random(in: 0...UInt32.max)).json"
+                    try JSONSerialization.data(withJSONObject: body).write(to: URL(fileURLWithPath: file))
+                    defer { try? FileManager.default.removeItem(atPath: file) }
+                    let answer = try await PlainHTTP.send("POST", base + "/functions/v1/\(name)",
+                                                          headers: ["Authorization": "Bearer \(token)", "Content-Type": "application/json"],
+                                                          file: file)
+                    return (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] ?? ["raw": answer.body]
+                }
+                func ready(_ version: String) async -> Bool {
+                    await Integration.eventually(timeout: .seconds(90), every: .milliseconds(250)) {
+                        let response = await worker.router.respond(to: HTTPRequest(
+                            method: .get, path: "/rooms/versions/\(version)", headers: ["Authorization": "Bearer \(token)"]))
+                        return (try? ContractCoding.decode(RoomVersionDetails.self, from: response.body))?.status == .ready
+                    }
+                }
+                let initBody: [String: Any] = ["title": "客厅", "tags": ["living room"], "bytes_source": usdzBytes, "bytes_json": jsonBytes]
+
+                // The app's raw PUT of the scan, Supabase's storage client for the JSON.
+                let first = try await function("upload-init", initBody)
+                let firstVersion = try #require(first["version_id"] as? String, "\(first)")
+                #expect(try await PlainHTTP.send("PUT", try #require(first["presigned_usdz"] as? String), file: usdzPath).status == 200)
+                let (status, output) = try await Self.python([Self.clients.appendingPathComponent("storage_upload_client.py").path,
+                                                              try #require(first["presigned_json"] as? String), jsonPath])
+                #expect(status == 0, "\(output)")
+                #expect(try await function("upload-complete", ["version_id": firstVersion, "redactions": []])["status"] as? String == "queued")
+                #expect(await ready(firstVersion), "the signed upload's version becomes ready")
+
+                // The scan through the resumable endpoint (tuspy), the JSON by a raw PUT.
+                let second = try await function("upload-init", initBody)
+                let secondVersion = try #require(second["version_id"] as? String), room = try #require(second["room_id"] as? String)
+                let tus = """
+                    import sys
+                    from tusclient import client
+                    uploader = client.TusClient(sys.argv[1] + "/storage/v1/upload/resumable",
+                                                headers={"Authorization": "Bearer " + sys.argv[2]}).uploader(
+                        file_path=sys.argv[4], chunk_size=6 * 1024 * 1024,
+                        metadata={"bucketName": "rooms", "objectName": sys.argv[3], "contentType": "model/vnd.usdz+zip", "cacheControl": "3600"})
+                    uploader.upload()
+                    print(uploader.offset)
+                    """
+                let (tusStatus, tusOutput) = try await Self.python(["-c", tus, base, token, "rooms/\(room)/\(secondVersion)/source.usdz",
+                                                                    usdzPath])
+                #expect(tusStatus == 0 && tusOutput.contains(String(usdzBytes)), "\(tusOutput)")
+                #expect(try await PlainHTTP.send("PUT", try #require(second["presigned_json"] as? String), file: jsonPath).status == 200)
+                #expect(try await function("upload-complete", ["version_id": secondVersion, "redactions": []])["status"] as? String == "queued")
+                #expect(await ready(secondVersion), "the resumable upload's version becomes ready")
+            } catch {
+                await FlowAEndToEndTests.stop(tasks)
+                for context in contexts { await context.producer.shutdown(); await context.database.close() }
+                await database.drop()
+                cluster.shutdown()
+                throw error
+            }
+            await FlowAEndToEndTests.stop(tasks)
+            for context in contexts { await context.producer.shutdown(); await context.database.close() }
+            await database.drop()
+            cluster.shutdown()
+        }
+    }
+}
