@@ -57,6 +57,7 @@ public struct LearningRecord: Sendable, Hashable, Codable {
         guard (1...Self.currentSchemaVersion).contains(schemaVersion) else {
             throw .init("schemaVersion", "schema version \(schemaVersion) is not supported")
         }
+        try rejectNUL()
         switch kind {
         case .knowledgeBase:
             guard let knowledgeBase else { throw .init("knowledgeBase", "missing") }
@@ -83,6 +84,18 @@ public struct LearningRecord: Sendable, Hashable, Codable {
             try requireUser()
             guard let feedback, feedback.feedbackId != nil else { throw .init("feedback", "missing, or without its feedbackId") }
             try feedback.validate()
+        }
+    }
+
+    /// No text of a learning record holds U+0000: PostgreSQL's `text` and `jsonb` cannot keep it,
+    /// so a record with one would be accepted and never applied.
+    func rejectNUL() throws(LearningContractViolation) {
+        guard let json = try? ContractCoding.encode(self) else { throw .init("body", "not encodable") }
+        let needle = Array(#"\u0000"#.utf8)
+        if json.count >= needle.count {
+            for i in 0...(json.count - needle.count) where json[i] == needle[0] && Array(json[i..<i + needle.count]) == needle {
+                throw .init("body", "a text holds U+0000, which no field may")
+            }
         }
     }
 

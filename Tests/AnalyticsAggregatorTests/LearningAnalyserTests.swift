@@ -133,3 +133,40 @@ struct ReviewSchedulerTests {
         #expect(low.easeFactor == 1.3 && low.intervalDays == 1)
     }
 }
+
+/// The one rule of a learning record, as ingest and the aggregator both apply it.
+@Suite("Learning records")
+struct LearningRecordRuleTests {
+    @Test("a NUL in any text, times the wrong way round, a bad score or a lesson listed twice are refused, naming the field")
+    func refused() throws {
+        let now = Date()
+        func session(_ input: String, ended: Date = Date()) -> LearningRecord {
+            LearningRecord(kind: .session, userId: "u", receivedAt: now, session: LearningSessionRequest(
+                sessionId: "s", lessonId: "l", startedAt: now.addingTimeInterval(-60), endedAt: ended, userInput: input))
+        }
+        try session("好的").validate()
+        #expect(throws: LearningContractViolation.self) { try session("a\u{0}b").validate() }
+        #expect(throws: LearningContractViolation.self) { try session("x", ended: now.addingTimeInterval(-3600)).validate() }
+        #expect(throws: LearningContractViolation.self) {
+            try LearningRecord(kind: .reviewCompleted, userId: "u", receivedAt: now, reviewId: "r", review: .init(masteryScore: 6)).validate()
+        }
+        let path = LearningPath(id: "p", version: 1, knowledgeBaseId: "kb", title: "t",
+                                modules: [LearningModule(id: "m", title: "m", lessonIds: ["a", "a"])])
+        do {
+            try LearningRecord(kind: .path, userId: nil, receivedAt: now, path: path).validate()
+            Issue.record("a lesson listed twice was accepted")
+        } catch { #expect(error.field == "modules.lessonIds") }
+        #expect(throws: LearningContractViolation.self) {
+            try LearningRecord(kind: .session, userId: nil, receivedAt: now, session: session("x").session).validate()
+        }
+    }
+
+    @Test("a record survives its JSON round trip unchanged")
+    func roundTrip() throws {
+        let record = LearningRecord(kind: .lesson, userId: nil, receivedAt: Date(timeIntervalSince1970: 1_700_000_000),
+                                    lesson: LearningAnalyserTests.english)
+        let decoded = try ContractCoding.decode(LearningRecord.self, from: try ContractCoding.encode(record))
+        #expect(decoded == record)
+        try decoded.validate()
+    }
+}

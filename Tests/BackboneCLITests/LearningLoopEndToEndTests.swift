@@ -37,7 +37,7 @@ struct LearningLoopEndToEndTests {
         var read: @Sendable () -> Date { { self.now.withLock { $0 } } }
     }
 
-    @Test("sign in, choose the sample path, read lesson 1, answer its recall question: analysis_ready arrives, the analysis follows the seed, the review is due on SM-2's day, today names lesson 2 and the review, completing it reschedules; feedback and the waitlist keep one entry each; deletion erases the learner")
+    @Test("sign in, choose the sample path, read lesson 1, answer its recall question: analysis_ready arrives, the analysis follows the seed, the review is due on SM-2's day, today names lesson 2 and the review, completing it reschedules; a rebuild brings the same model back; feedback and the waitlist keep one entry each; deletion erases the learner")
     func loop() async throws {
         let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
         for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
@@ -227,11 +227,33 @@ struct LearningLoopEndToEndTests {
                                          Array(#"{"lessonId":"\#(first.id)","userInput":"\#(answer)","questionId":"q1"}"#.utf8)))
             #expect(direct["masteryScore"] as? Int == view.masteryScore)
 
+            // `backbone rebuild learning` re-projects the topic into a shadow and swaps it in: the same model comes back.
+            let db = try #require(contexts["analytics-aggregator"]).database
+            func snapshot() async throws -> [String] {
+                var lines: [String] = []
+                for sql in ["SELECT session_id, analysis::text AS a, mastery_score::text AS m, review_at::text AS r FROM learning_sessions ORDER BY 1",
+                            "SELECT id, status, scheduled_day::text AS d, interval_days::text AS i, ease_factor::text AS e, COALESCE(completed_at::text, '-') AS c FROM learning_review_tasks ORDER BY 1",
+                            "SELECT id, version::text AS v FROM learning_lessons ORDER BY 1",
+                            "SELECT user_id, path_id, tz_offset_minutes::text AS t FROM learning_profiles ORDER BY 1"] {
+                    for row in try await db.query(sql) {
+                        lines.append(row.columns.indices.map { row.text(row.columns[$0]) ?? "NULL" }.joined(separator: "|"))
+                    }
+                    lines.append("--")
+                }
+                return lines
+            }
+            let before = try await snapshot()
+            _ = try await db.execute("UPDATE learning_sessions SET mastery_score = 0")
+            _ = try await db.execute("DELETE FROM learning_review_tasks WHERE status = 'completed'")
+            let rebuilt = try await CLIProcess.run(["rebuild", "learning"], environment: [
+                "KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": database.url, "JWT_SECRET": Self.secret])
+            #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
+            #expect(try await snapshot() == before)
+
             // Feedback (kept once per id) and the website's waitlist (no account; never says who is listed).
             let feedback = Array(#"{"feedbackId":"fb-1","text":"复习提醒很有用","lessonId":"lesson-active-recall","appVersion":"1.0","rating":5}"#.utf8)
             for _ in 0..<2 { #expect(await call(ingest.router, .post, "/feedback", feedback).status == .accepted) }
             #expect(await call(ingest.router, .post, "/feedback", Array(#"{"text":"   "}"#.utf8)).status == .badRequest)
-            let db = try #require(contexts["analytics-aggregator"]).database
             try await eventually("the feedback kept once") {
                 try await db.query("SELECT count(*)::bigint AS n FROM learning_feedback WHERE user_id = $1", [Self.user]).first?
                     .decode(Int64.self, "n") == 1

@@ -9,7 +9,9 @@ import Postgres
 public enum AnalyticsSchema {
     public static let migrations: [PostgresMigration] = readingMigrations + LearningSchema.migrations
 
-    static let readingMigrations: [PostgresMigration] = [
+    /// The reading figures' own (what `backbone rebuild analytics` re-creates); the learning read
+    /// model's are `LearningSchema.migrations` (`backbone rebuild learning`).
+    public static let readingMigrations: [PostgresMigration] = [
         PostgresMigration(version: 400, name: "analytics_read_model", sql: """
             CREATE TABLE IF NOT EXISTS analytics_events (
                 event_id            text        PRIMARY KEY,

@@ -50,7 +50,11 @@ public struct LearningProjection: Projection {
     public func apply(_ events: [ProjectedEvent<LearningRecord>], in connection: PostgresConnection) async throws -> Bool {
         let erased = try await erasedUsers.erased(among: Set(events.compactMap(\.event.userId)), in: connection)
         var pushes = false
-        for projected in events {
+        // The catalog's records first: they all come from the one `catalog` partition, so each
+        // partition keeps its order, and a session of a batch finds the lesson written in it (a
+        // replay or a rebuild reads the partitions side by side).
+        let ordered = events.filter { $0.event.userId == nil } + events.filter { $0.event.userId != nil }
+        for projected in ordered {
             let record = projected.event
             if let user = record.userId, erased.contains(user) { continue }
             switch record.kind {

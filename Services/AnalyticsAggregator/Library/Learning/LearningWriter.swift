@@ -40,7 +40,8 @@ enum LearningWriter {
     }
 
     /// The user's offset: the one given (remembered on the profile), else the profile's, else
-    /// that of their latest reading event, else UTC.
+    /// that of their latest reading event (the live reading figures, `public.`: a rebuild's
+    /// shadow holds only the learning tables), else UTC.
     static func offset(user: String, given: Int?, at: Date, in connection: PostgresConnection) async throws -> Int {
         if let given {
             _ = try await connection.execute("""
@@ -52,7 +53,7 @@ enum LearningWriter {
         }
         let rows = try await connection.query("""
             SELECT COALESCE((SELECT tz_offset_minutes FROM learning_profiles WHERE user_id = $1),
-                            (SELECT tz_offset_minutes FROM analytics_users WHERE user_id = $1), 0) AS offset_minutes
+                            (SELECT tz_offset_minutes FROM public.analytics_users WHERE user_id = $1), 0) AS offset_minutes
             """, [user])
         return try rows.first?.decode(Int.self, "offset_minutes") ?? 0
     }

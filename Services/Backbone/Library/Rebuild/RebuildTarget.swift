@@ -59,7 +59,7 @@ struct RebuildTarget: Sendable {
             try env.validate()
             return RebuildTarget(
                 name: name, service: "analytics-aggregator", topics: [configuration.topic], groupID: configuration.groupID,
-                migrations: AnalyticsSchema.migrations,
+                migrations: AnalyticsSchema.readingMigrations,
                 tables: ["analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions",
                          "analytics_completions", "analytics_sessions", "analytics_users", "analytics_streak_runs",
                          "analytics_streak_settings"],
@@ -73,7 +73,7 @@ struct RebuildTarget: Sendable {
             try env.validate()
             return RebuildTarget(
                 name: name, service: "analytics-aggregator", topics: [configuration.learningTopic], groupID: configuration.learningGroupID,
-                migrations: AnalyticsSchema.migrations,
+                migrations: LearningSchema.migrations,
                 tables: ["learning_knowledge_bases", "learning_paths", "learning_lessons", "learning_profiles", "learning_review_tasks",
                          "learning_sessions", "learning_feedback"],
                 views: [], scratch: ["learning_outbox"]) { _, _ in
