@@ -18,7 +18,8 @@ import Testing
 /// Uploads through the one origin until the version is `ready`: ingest with
 /// `INGEST_UPLOAD_URLS=origin` serving HTTP on `APP_BASE_URL`, the transcode worker transcoding
 /// the real scan from SeaweedFS. One version goes up as the app's raw PUT plus Supabase's
-/// `upload_to_signed_url`, another through the resumable endpoint with tuspy.
+/// `upload_to_signed_url`, another — a 40 MB scan, cut off and resumed — through the resumable
+/// endpoint with tuspy.
 @Suite("Uploads on the origin end to end: signed and resumable uploads become ready versions", .serialized,
        .enabled(if: Integration.isEnabled), .timeLimit(.minutes(4)))
 struct OriginUploadToReadyTests {
@@ -32,7 +33,7 @@ struct OriginUploadToReadyTests {
         }
     }
 
-    @Test("a raw PUT and storage3's upload_to_signed_url through APP_BASE_URL, and a tuspy upload through /storage/v1/upload/resumable, each lead to a ready version")
+    @Test("a raw PUT and storage3's upload_to_signed_url through APP_BASE_URL, and a 40 MB scan through /storage/v1/upload/resumable with tuspy, cut off after two chunks and resumed from HEAD's offset, each lead to a ready version")
     func signedAndResumableToReady() async throws {
         try await SeaweedFSFixture.with { s3 in
             let store = S3ObjectStore(configuration: s3)
@@ -108,22 +109,49 @@ struct OriginUploadToReadyTests {
                 #expect(try await function("upload-complete", ["version_id": firstVersion, "redactions": []])["status"] as? String == "queued")
                 #expect(await ready(firstVersion), "the signed upload's version becomes ready")
 
-                // The scan through the resumable endpoint (tuspy), the JSON by a raw PUT.
-                let second = try await function("upload-init", initBody)
-                let secondVersion = try #require(second["version_id"] as? String), room = try #require(second["room_id"] as? String)
+                // A 40 MB scan through the resumable endpoint (tuspy, 6 MB chunks): the real scan with a
+                // stored padding entry (a valid USDZ that transcodes like it), cut off after two chunks
+                // and resumed by a new uploader from the offset HEAD reports; the JSON by a raw PUT.
+                let largePath = NSTemporaryDirectory() + "origin-ready-\(UInt32.random(in: 0...UInt32.max)).usdz"
+                defer { try? FileManager.default.removeItem(atPath: largePath) }
+                let pad = """
+                    import os, shutil, struct, sys, zipfile
+                    source, path, at_least = sys.argv[1], sys.argv[2], int(sys.argv[3])
+                    shutil.copyfile(source, path)
+                    with zipfile.ZipFile(path, "a") as archive:
+                        info = zipfile.ZipInfo("padding.wav", date_time=(2024, 1, 1, 0, 0, 0))
+                        info.compress_type = zipfile.ZIP_STORED
+                        padding = -(archive.start_dir + 30 + len("padding.wav") + 4) % 64
+                        info.extra = struct.pack("<HH", 0x1986, padding) + bytes(padding)
+                        archive.writestr(info, bytes(at_least - os.path.getsize(source)))
+                    print(os.path.getsize(path))
+                    """
+                let (padStatus, padOutput) = try await Self.python(["-c", pad, usdzPath, largePath, String(40_000_000)])
+                let largeBytes = try #require(Int(padOutput.trimmingCharacters(in: .whitespacesAndNewlines)), "\(padStatus) \(padOutput)")
+                #expect(largeBytes >= 40_000_000)
+                let second = try await function("upload-init", ["title": "大客厅", "tags": [], "bytes_source": largeBytes, "bytes_json": jsonBytes])
+                let secondVersion = try #require(second["version_id"] as? String, "\(second)"), room = try #require(second["room_id"] as? String)
+                #expect(second["presigned_usdz"] is String && second["resumable_url"] is String, "\(second)")
                 let tus = """
                     import sys
                     from tusclient import client
-                    uploader = client.TusClient(sys.argv[1] + "/storage/v1/upload/resumable",
-                                                headers={"Authorization": "Bearer " + sys.argv[2]}).uploader(
-                        file_path=sys.argv[4], chunk_size=6 * 1024 * 1024,
-                        metadata={"bucketName": "rooms", "objectName": sys.argv[3], "contentType": "model/vnd.usdz+zip", "cacheControl": "3600"})
-                    uploader.upload()
-                    print(uploader.offset)
+                    base, token, name, path = sys.argv[1:5]
+                    chunk = 6 * 1024 * 1024
+                    tus = client.TusClient(base + "/storage/v1/upload/resumable", headers={"Authorization": "Bearer " + token})
+                    metadata = {"bucketName": "rooms", "objectName": name, "contentType": "model/vnd.usdz+zip", "cacheControl": "3600"}
+                    first = tus.uploader(file_path=path, chunk_size=chunk, metadata=metadata)
+                    first.upload(stop_at=2 * chunk)
+                    # The phone is stopped; a new uploader asks the server where it stands (HEAD) and goes on.
+                    resumed = tus.uploader(file_path=path, chunk_size=chunk, metadata=metadata, url=first.url)
+                    print("resumed-from", resumed.get_offset())
+                    resumed.upload()
+                    print("offset", resumed.offset)
                     """
                 let (tusStatus, tusOutput) = try await Self.python(["-c", tus, base, token, "rooms/\(room)/\(secondVersion)/source.usdz",
-                                                                    usdzPath])
-                #expect(tusStatus == 0 && tusOutput.contains(String(usdzBytes)), "\(tusOutput)")
+                                                                    largePath])
+                #expect(tusStatus == 0, "\(tusOutput)")
+                #expect(tusOutput.contains("resumed-from \(2 * 6 * 1024 * 1024)"), "\(tusOutput)")
+                #expect(tusOutput.contains("offset \(largeBytes)"), "\(tusOutput)")
                 #expect(try await PlainHTTP.send("PUT", try #require(second["presigned_json"] as? String), file: jsonPath).status == 200)
                 #expect(try await function("upload-complete", ["version_id": secondVersion, "redactions": []])["status"] as? String == "queued")
                 #expect(await ready(secondVersion), "the resumable upload's version becomes ready")
