@@ -5,6 +5,8 @@ import Foundation
 import HTTPRouting
 import Ingest
 import ObjectStore
+import Postgres
+import ServiceLogging
 import ServiceRuntime
 import Testing
 
@@ -210,6 +212,50 @@ struct ResumableUploadTests {
             let done = try await Functions.call(harness, "upload-complete", token: token, ["version_id": version, "redactions": []])
             #expect(done.status == .accepted && Functions.object(done)["status"] as? String == "queued",
                     "\(String(decoding: done.body, as: UTF8.self))")
+        }
+    }
+
+    @Test("a version abandoned with a resumable upload half done: the sweep aborts the store's multipart upload behind it and forgets the upload")
+    func abandonedResumableUploadIsSwept() async throws {
+        try await SignedUploadTests.withOrigin { harness, store, base in
+            let token = harness.userToken("tus-quitter")
+            var body = Functions.initBody
+            body["bytes_source"] = 12 << 20
+            let answer = Functions.object(try await Functions.call(harness, "upload-init", token: token, body))
+            let room = try #require(answer["room_id"] as? String), version = try #require(answer["version_id"] as? String)
+            let key = "rooms/\(room)/\(version)/source.usdz"
+            let file = NSTemporaryDirectory() + "tus-quit-\(UInt32.random(in: 0...UInt32.max))"
+            #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 0x55, count: 12 << 20)))
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            // One 6 MB chunk, then the phone never comes back.
+            let (status, output) = try await SignedUploadTests.python(["-c", """
+                import sys
+                from tusclient import client
+                tus = client.TusClient(sys.argv[1] + "/storage/v1/upload/resumable", headers={"Authorization": "Bearer " + sys.argv[2]})
+                uploader = tus.uploader(file_path=sys.argv[4], chunk_size=6 * 1024 * 1024, metadata={
+                    "bucketName": "rooms", "objectName": sys.argv[3], "contentType": "model/vnd.usdz+zip", "cacheControl": "3600"})
+                uploader.upload(stop_at=6 * 1024 * 1024)
+                print(uploader.offset)
+                """, base, token, key, file])
+            #expect(status == 0 && output.contains(String(6 << 20)), "\(output)")
+            let storeUpload = try #require(try await harness.context.database.query(
+                "SELECT store_upload_id FROM storage_resumable_uploads WHERE version_id = $1", [version]).first?
+                .decode(String.self, "store_upload_id"))
+            let parts = """
+                try:
+                    print(len(s3.list_parts(Bucket=bucket, Key=sys.argv[1], UploadId=sys.argv[2]).get("Parts", [])))
+                except s3.exceptions.NoSuchUpload:
+                    print("no such upload")
+                """
+            #expect(try await Boto3Witness.run(parts, store.configuration, arguments: [key, storeUpload])
+                .trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+
+            let sweeper = RoomUploadSweeper(uploads: RoomUploadStore(database: harness.context.database), objects: store, logger: .disabled)
+            #expect(try await sweeper.sweepOnce(now: Date().addingTimeInterval(2 * 86_400)) == 1)
+            #expect(try await Boto3Witness.run(parts, store.configuration, arguments: [key, storeUpload])
+                .trimmingCharacters(in: .whitespacesAndNewlines) == "no such upload")
+            #expect(try await harness.context.database.query(
+                "SELECT 1 FROM storage_resumable_uploads WHERE version_id = $1", [version]).isEmpty)
         }
     }
 }

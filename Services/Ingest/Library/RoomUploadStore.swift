@@ -217,9 +217,18 @@ public struct RoomUploadStore: Sendable {
 
     /// Forgets an abandoned upload and gives its bytes back (only if still `uploading`), and
     /// announces it.
+    /// The store's multipart uploads behind the version's unfinished resumable (tus) uploads:
+    /// what the sweep aborts before it abandons the version.
+    public func unfinishedResumableUploads(of versionID: String) async throws -> [(key: String, storeUploadID: String)] {
+        try await database.query("""
+            SELECT object_key, store_upload_id FROM storage_resumable_uploads WHERE version_id = $1 AND NOT completed
+            """, [versionID]).map { (try $0.decode(String.self, "object_key"), try $0.decode(String.self, "store_upload_id")) }
+    }
+
     public func abandon(_ upload: Upload, now: Date = Date()) async throws {
         try await database.withTransaction { connection in
             guard try await RoomVersionStore.forget(upload.versionID, status: "uploading", on: connection) else { return }
+            try await connection.execute("DELETE FROM storage_resumable_uploads WHERE version_id = $1", [upload.versionID])
             let room = try await connection.query("SELECT title, tags, visibility FROM rooms WHERE room_id = $1", [upload.roomID]).first
             try await Self.announce(RoomUploadEvent(
                 roomId: upload.roomID, versionId: upload.versionID, ownerUserId: upload.ownerUserID, status: .abandoned,

@@ -3,7 +3,8 @@ import ObjectStore
 import ServiceLogging
 
 /// Abandoned uploads: versions still `uploading` past `INGEST_ABANDON_UPLOADS_AFTER_SECONDS`
-/// lose their objects (and an unfinished multipart upload) and give their bytes back — unless
+/// lose their objects (and an unfinished multipart upload, their unfinished resumable uploads
+/// with the store's multipart uploads behind them) and give their bytes back — unless
 /// their objects are all there: a complete scan is never thrown away (the completer finishes it).
 public struct RoomUploadSweeper: Sendable {
     let uploads: RoomUploadStore
@@ -32,6 +33,9 @@ public struct RoomUploadSweeper: Sendable {
                 }
                 if let uploadID = upload.usdzUploadID {
                     try await objects.abortMultipartUpload(key: upload.usdzKey, uploadId: uploadID)
+                }
+                for resumable in try await uploads.unfinishedResumableUploads(of: upload.versionID) {
+                    try await objects.abortMultipartUpload(key: resumable.key, uploadId: resumable.storeUploadID)
                 }
                 try await objects.delete(upload.usdzKey)
                 try await objects.delete(upload.roomplanJsonKey)
