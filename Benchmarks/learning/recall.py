@@ -139,7 +139,10 @@ SOCKET_ERRORS = []
 
 async def socket(user, token, joined):
     url = ENV["APP_BASE_URL"].replace("http", "ws", 1) + f"/realtime/v1/websocket?apikey={token}&vsn=1.0.0"
-    async with websockets.connect(url, open_timeout=30, max_size=None) as ws:
+    # The Phoenix heartbeat below keeps the channel as the apps keep theirs; the library's own
+    # ping (20 s to answer) is off, so that a stall of this load generator's loop is not taken
+    # for a lost socket. A socket the server closes is still counted (and fails the run).
+    async with websockets.connect(url, open_timeout=30, max_size=None, ping_interval=None) as ws:
         await ws.send(json.dumps({"topic": f"realtime:user:{user}", "event": "phx_join",
                                   "payload": {"config": {}, "access_token": token}, "ref": "1", "join_ref": "1"}))
         last_beat = time.monotonic()
