@@ -3,8 +3,8 @@ import Foundation
 import Kafka
 import Postgres
 import PrometheusMetrics
-import ServiceLogging
 import Lifecycle
+import ServiceLogging
 import Synchronization
 
 /// Settings of one projection's consumer.
@@ -88,6 +88,9 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     let stopping = Atomic<Bool>(false)
     /// Set in the graceful phase: no batch is fetched after the one in hand.
     let finishing = Atomic<Bool>(false)
+    /// The fetch in flight, which the graceful phase cancels: a batch not yet in hand is left for
+    /// the next owner (nothing of it is committed), so the runner need not wait out an idle fetch.
+    let fetchInFlight = Mutex<Task<FetchedBatch, any Error>?>(nil)
     /// Set while this member holds no partition although records wait that nobody processes
     /// (see `assignmentStallLimit`); cleared once a consumer of the runner is assigned again.
     let assignmentStalled = Atomic<Bool>(false)
@@ -156,6 +159,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             try await restartingConsumers()
         } onGracefulShutdown: {
             self.finishing.store(true, ordering: .relaxed)
+            self.fetchInFlight.withLock { $0 }?.cancel()
         }
     }
 
@@ -167,7 +171,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                 try await consume()
                 return
             } catch {
-                if Task.isCancelled || stopping.load(ordering: .relaxed) { return }
+                if Task.isCancelled || stopping.load(ordering: .relaxed) || finishing.load(ordering: .relaxed) { return }
                 // A consumer that ran a while before failing starts the backoff afresh.
                 if ContinuousClock.now - started > .seconds(60) { delay = Self.restartBackoff.lowerBound }
                 metrics.increment("projection_consumer_restarts_total", labels: ["group": configuration.groupID])
@@ -199,6 +203,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
         }
         logger.info("projection started", metadata: ["kafka.topics": configuration.topics.joined(separator: ",")])
         var next = Task { try await fetch(consumer) }
+        fetchInFlight.withLock { $0 = next }
         let afterCommit = AfterCommitQueue<P.Effects>()
         var lastLagReport = ContinuousClock.now
         var lastMoveCheck = ContinuousClock.now
@@ -222,6 +227,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
                 await pickUpMovedPositions(consumer)
             }
             next = Task { try await fetch(consumer) }
+            fetchInFlight.withLock { $0 = next }
+            if finishing.load(ordering: .relaxed) { next.cancel() }
             if !batch.items.isEmpty, let effects = await process(batch) {
                 if afterCommit.pendingCount >= configuration.maxPendingAfterCommit { await afterCommit.drained() }
                 afterCommit.submit(effects) { pending in await self.runAfterCommit(self.projection.combine(pending)) }
