@@ -55,10 +55,11 @@ public final class HTTPBodyStream: @unchecked Sendable {
     package func append(_ bytes: UnsafeRawBufferPointer) {
         condition.lock()
         defer { condition.unlock() }
-        guard !answered, !closed else { return }
+        guard !closed else { return }
+        received += Int64(bytes.count)
+        guard !answered else { return }  // discarded, but received
         chunks.append(Array(bytes))
         buffered += bytes.count
-        received += Int64(bytes.count)
         if buffered >= Self.highWater, !paused {
             paused = true
             suspendConnection()

@@ -37,6 +37,9 @@ final class RequestContext: @unchecked Sendable {
     /// The body of a streaming route, read by the handler while it arrives. Set on the MHD
     /// thread before the handler is dispatched (at the headers), never changed afterwards.
     var stream: HTTPBodyStream?
+    /// Calls without data in a row while a streamed body with a declared length is still short
+    /// of it (the daemon's thread only); see `ServerCore.requestComplete`.
+    var emptyBodyCalls = 0
     private let phase = Mutex<Phase>(.receiving)
 
     init(connection: OpaquePointer, methodName: String, path: String) {

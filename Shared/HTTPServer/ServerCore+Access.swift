@@ -90,6 +90,7 @@ extension ServerCore {
     /// a client that keeps sending far beyond it is disconnected.
     private func bodyReceived(_ context: RequestContext, bytes: UnsafeRawBufferPointer) -> MHD_Result {
         if let stream = context.stream {
+            context.emptyBodyCalls = 0
             stream.append(bytes)
             return .YES
         }
@@ -110,6 +111,16 @@ extension ServerCore {
     /// Call (3): the request is complete — dispatch it, or queue the response a handler left.
     private func requestComplete(_ context: RequestContext) -> MHD_Result {
         if let stream = context.stream {
+            // libmicrohttpd also calls without data in the middle of a body: after a resume that
+            // found nothing buffered yet (the client is slow), and over and over once the client is
+            // gone (its socket reads end of file). Neither is the end of a body whose declared
+            // length has not arrived: the first is waited out, a run of them ends the connection.
+            if let declared = stream.declaredLength, stream.receivedBytes < declared {
+                context.emptyBodyCalls += 1
+                guard context.emptyBodyCalls > Self.emptyBodyCallsBeforeClosing else { return .YES }
+                stream.connectionClosed()
+                return .NO
+            }
             stream.finish()
             guard let response = context.suspendUntilAnswered() else { return .YES }
             return queue(response, on: context.connection)
@@ -130,6 +141,10 @@ extension ServerCore {
         Task { await self.handle(request, context: context) }
         return .YES
     }
+
+    /// How many calls without data in a row, short of a streamed body's declared length, mean
+    /// the client is gone (a slow client's resume costs one).
+    static let emptyBodyCallsBeforeClosing = 64
 
     private var tooLarge: HTTPError {
         HTTPError(.payloadTooLarge, code: "PAYLOAD_TOO_LARGE",
