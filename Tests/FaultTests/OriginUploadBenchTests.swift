@@ -36,12 +36,10 @@ struct OriginUploadBenchTests {
 
     @Test("a 50 MiB PUT through the origin raises ingest's RSS by a few MB at most and runs at ≥ 80 % of a direct PUT's throughput (printed)")
     func memoryAndThroughput() async throws {
-        try await SeaweedFSFixture.with { s3 in
-            let stack = try await FaultStack(name: "origin-bench", s3: s3)
+        try await SeaweedFSFixture.with { s3 in try await FaultStack.with("origin-bench", s3: s3) { stack in
             let base = "http://127.0.0.1:\(stack.ports["ingest"]!)"
             stack.extraEnvironment["ingest"] = ["APP_BASE_URL": base, "INGEST_MONTHLY_UPLOAD_QUOTA_BYTES": String(1 << 34)]
             let ingest = try stack.spawn("ingest")
-            defer { _ = stack.terminateAll() }
             #expect(await stack.waitReady(["ingest"]) != nil, "\(stack.logs)")
             let pid = ingest.process.processIdentifier
             let size = 50 << 20
@@ -79,7 +77,7 @@ struct OriginUploadBenchTests {
                   + "direct MiB/s \(direct.map { String(format: "%.1f", $0) }); origin/direct \(String(format: "%.2f", ratio)); "
                   + "ingest RSS growth kB \(growth)")
             #expect(growth.allSatisfy { $0 < 8 * 1024 }, "RSS growth \(growth) kB")
-        }
+        } }
     }
 }
 
