@@ -248,13 +248,7 @@ struct ResumableUploadRoutes: Sendable {
                    etags: try row.decode([String].self, "part_etags"))
     }
 
-    private func storageUnavailable(_ error: any Error) -> HTTPError {
-        logger.error("object store unavailable", metadata: ["error": "\(error)"])
-        return unavailable("the object store is unavailable; retry later")
-    }
+    private func storageUnavailable(_ error: any Error) -> HTTPError { configuration.storageUnavailable(error, logger: logger) }
 
-    private func unavailable(_ message: String) -> HTTPError {
-        HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: message,
-                  headers: ["Retry-After": String(configuration.unavailableRetryAfterSeconds)])
-    }
+    private func unavailable(_ message: String) -> HTTPError { configuration.unavailable(message) }
 }

@@ -342,15 +342,9 @@ struct RoomUploadHandler: Sendable {
         try? await objects.abortMultipartUpload(key: upload.usdzKey, uploadId: id)
     }
 
-    private func storageUnavailable(_ error: any Error) -> HTTPError {
-        logger.error("object store unavailable", metadata: ["error": "\(error)"])
-        return unavailable("the object store is unavailable; retry later")
-    }
+    private func storageUnavailable(_ error: any Error) -> HTTPError { configuration.storageUnavailable(error, logger: logger) }
 
-    private func unavailable(_ message: String) -> HTTPError {
-        HTTPError(.serviceUnavailable, code: ErrorCode.serviceUnavailable.rawValue, message: message,
-                  headers: ["Retry-After": String(configuration.unavailableRetryAfterSeconds)])
-    }
+    private func unavailable(_ message: String) -> HTTPError { configuration.unavailable(message) }
 
     /// The parts of a multipart upload of `total` bytes: numbered from 1, `partBytes` each but the last.
     static func partSizes(total: Int64, partBytes: Int64) -> [(number: Int, bytes: Int64)] {
