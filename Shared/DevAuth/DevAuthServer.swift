@@ -122,17 +122,6 @@ public struct DevAuthServer: Sendable {
         return object
     }
 
-    /// The client's address: the gateway's `X-Forwarded-For` (its last entry, the one nginx
-    /// added) when the request came through it on loopback, else the peer.
-    func clientAddress(_ request: HTTPRequest) -> String {
-        let peer = request.remoteAddress ?? "unknown"
-        let loopback = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
-        if loopback, let forwarded = request.headers["X-Forwarded-For"]?.split(separator: ",").last {
-            return forwarded.trimmingCharacters(in: .whitespaces)
-        }
-        return peer
-    }
-
     func limit(_ limiter: UserRateLimiter, _ key: String) throws(AuthAPIError) {
         if let retryAfter = limiter.acquire(key) { throw AuthAPIError.rateLimited(retryAfter: retryAfter) }
     }
@@ -164,7 +153,7 @@ public struct DevAuthServer: Sendable {
     // MARK: - Sign-up and sign-in
 
     @Sendable func signUp(_ request: HTTPRequest) async throws -> Answer {
-        try limit(addresses, clientAddress(request))
+        try limit(addresses, request.clientAddress)
         let object = try body(request)
         let email = try validEmail(object["email"])
         guard let password = object["password"] as? String, !password.isEmpty else {
@@ -198,7 +187,7 @@ public struct DevAuthServer: Sendable {
     }
 
     func passwordGrant(_ request: HTTPRequest) async throws -> Answer {
-        try limit(addresses, clientAddress(request))
+        try limit(addresses, request.clientAddress)
         let object = try body(request)
         guard let given = object["email"] as? String, !given.isEmpty, let password = object["password"] as? String else {
             throw AuthAPIError.invalidCredentials
@@ -214,7 +203,7 @@ public struct DevAuthServer: Sendable {
     }
 
     func idTokenGrant(_ request: HTTPRequest) async throws -> Answer {
-        try limit(addresses, clientAddress(request))
+        try limit(addresses, request.clientAddress)
         let object = try body(request)
         let provider = object["provider"] as? String ?? ""
         guard provider == "apple" || provider == AppleIDTokens.issuer else {

@@ -69,6 +69,20 @@ public struct HTTPRequest: Sendable {
         return token.isEmpty ? nil : token
     }
 
+    /// The client's address, for per-client limits: the last entry of `X-Forwarded-For` (the one
+    /// the gateway added: nginx's `$proxy_add_x_forwarded_for` appends its peer to whatever the
+    /// client sent) when the request came from the gateway on loopback, else the peer itself. The
+    /// entries before it are the client's own words, so a client cannot choose its limit's key.
+    public var clientAddress: String {
+        let peer = remoteAddress ?? "unknown"
+        let loopback = peer.hasPrefix("127.") || peer == "::1" || peer.hasPrefix("::ffff:127.")
+        if loopback, let forwarded = headers["X-Forwarded-For"]?.split(separator: ",").last {
+            let address = forwarded.trimmingCharacters(in: .whitespaces)
+            if !address.isEmpty { return address }
+        }
+        return peer
+    }
+
     /// Decodes the JSON body; malformed JSON is a 400 `INVALID_JSON`.
     public func decode<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws(HTTPError) -> T {
         do {

@@ -27,9 +27,7 @@ struct WaitlistRoutes: Sendable {
     }
 
     func join(_ request: HTTPRequest) async throws -> HTTPResponse {
-        if let client = request.headers["X-Forwarded-For"]?.split(separator: ",").first.map(String.init) ?? request.remoteAddress {
-            try perClient.admit("client:" + client.trimmingCharacters(in: .whitespaces))
-        }
+        try perClient.admit("client:" + request.clientAddress)
         let body = try IngestRequestDecoding.decode(WaitlistRequest.self, from: request)
         do { try body.validate() } catch { throw IngestRequestDecoding.invalidField(error.field, error.message) }
         let email = body.normalizedEmail
