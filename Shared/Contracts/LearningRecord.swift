@@ -91,11 +91,8 @@ public struct LearningRecord: Sendable, Hashable, Codable {
     /// so a record with one would be accepted and never applied.
     func rejectNUL() throws(LearningContractViolation) {
         guard let json = try? ContractCoding.encode(self) else { throw .init("body", "not encodable") }
-        let needle = Array(#"\u0000"#.utf8)
-        if json.count >= needle.count {
-            for i in 0...(json.count - needle.count) where json[i] == needle[0] && Array(json[i..<i + needle.count]) == needle {
-                throw .init("body", "a text holds U+0000, which no field may")
-            }
+        if json.firstRange(of: Array(#"\u0000"#.utf8)) != nil {
+            throw .init("body", "a text holds U+0000, which no field may")
         }
     }
 

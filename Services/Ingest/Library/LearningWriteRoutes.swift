@@ -47,14 +47,15 @@ struct LearningWriteRoutes: Sendable {
         try limiter.admit(user)
         var feedback = try IngestRequestDecoding.decode(FeedbackRequest.self, from: request)
         if feedback.feedbackId == nil { feedback.feedbackId = UUID().uuidString.lowercased() }
-        try check(LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback))
+        let record = LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback)
+        try check(record)
         if let lesson = feedback.lessonId { try await requireLesson(lesson, user: user) }
         if let session = feedback.sessionId {
             guard try await registered({ try await registry.owner(ofSession: session) }) == user else {
                 throw HTTPError.notFound("no session \(session)")
             }
         }
-        try await produce(LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback))
+        try await produce(record, checked: true)
         return .json(LearningWriteAccepted(id: feedback.feedbackId ?? ""), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -98,11 +99,12 @@ struct LearningWriteRoutes: Sendable {
         let user = try await authenticator.userID(request)
         try limiter.admit(user)
         let goal = try IngestRequestDecoding.decode(LearningGoalRequest.self, from: request)
-        try check(LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal))
+        let record = LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal)
+        try check(record)
         let known = try await registered { try await registry.knows(knowledgeBaseId: goal.knowledgeBaseId, pathId: goal.pathId) }
         guard known.base else { throw HTTPError.notFound("no knowledge base \(goal.knowledgeBaseId)") }
         guard known.path else { throw HTTPError.notFound("no path \(goal.pathId) in knowledge base \(goal.knowledgeBaseId)") }
-        try await produce(LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal))
+        try await produce(record, checked: true)
         return .json(LearningWriteAccepted(id: goal.pathId), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -117,7 +119,7 @@ struct LearningWriteRoutes: Sendable {
             throw HTTPError(.unprocessableEntity, code: ErrorCode.idempotencyKeyReused.rawValue,
                             message: "sessionId \(session.sessionId) is already used; send a new id")
         }
-        try await produce(record)
+        try await produce(record, checked: true)
         try await registered { try await registry.accepted(session: session.sessionId, user: user) }
         return .json(LearningWriteAccepted(id: session.sessionId), status: .accepted, encoder: ContractCoding.encoder)
     }
@@ -128,9 +130,10 @@ struct LearningWriteRoutes: Sendable {
         let id = try pathID(request)
         let body = request.body.isEmpty ? ReviewCompletionRequest()
             : try IngestRequestDecoding.decode(ReviewCompletionRequest.self, from: request)
-        try check(LearningRecord(kind: .reviewCompleted, userId: user, receivedAt: clock(), reviewId: id, review: body))
+        let record = LearningRecord(kind: .reviewCompleted, userId: user, receivedAt: clock(), reviewId: id, review: body)
+        try check(record)
         guard try await registered({ try await registry.ownsReview(id, user: user) }) else { throw HTTPError.notFound("no review \(id)") }
-        try await produce(LearningRecord(kind: .reviewCompleted, userId: user, receivedAt: clock(), reviewId: id, review: body))
+        try await produce(record, checked: true)
         return .json(LearningWriteAccepted(id: id), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -163,10 +166,10 @@ struct LearningWriteRoutes: Sendable {
         }
     }
 
-    /// Validates, then produces and waits for the acknowledgement: 503 with `Retry-After` when
-    /// the broker did not take it (the app keeps its copy and retries).
-    private func produce(_ record: LearningRecord) async throws {
-        try check(record)
+    /// Validates (unless the caller just did), then produces and waits for the acknowledgement:
+    /// 503 with `Retry-After` when the broker did not take it (the app keeps its copy and retries).
+    private func produce(_ record: LearningRecord, checked: Bool = false) async throws {
+        if !checked { try check(record) }
         let value = try ContractCoding.encode(record)
         do {
             _ = try await producer.send(KafkaProducerRecord(topic: topic, key: Array(record.key.utf8), value: value))
