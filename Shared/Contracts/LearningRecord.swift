@@ -110,7 +110,7 @@ public struct LearningRecord: Sendable, Hashable, Codable {
     }
 
     static func version(_ value: Int) throws(LearningContractViolation) {
-        guard value >= 1 else { throw .init("version", "version must be a whole number ≥ 1") }
+        guard (1...Int(Int32.max)).contains(value) else { throw .init("version", "version must be a whole number 1…2147483647") }
     }
 
     static func title(_ value: String) throws(LearningContractViolation) {

@@ -159,10 +159,11 @@ struct OpenAPIFuzzTests {
             // The learning app's writes on ingest (its reads and /ai/* are the aggregator's: fuzzEveryOtherService):
             // the catalog PUTs with the service token, the learner's POSTs (and the website's waitlist) with a user's.
             let catalog = try Self.fuzz(tag: "learning", port: port, token: harness.serviceToken, examples: 50,
-                                        filters: ["--include-method", "PUT"], log: "learning-catalog")
+                                        filters: ["--exclude-method", "GET", "--exclude-method", "POST"], log: "learning-catalog")
             #expect(catalog.status == 0, "full output in \(catalog.log):\n\(catalog.output.suffix(4000))")
             let learner = try Self.fuzz(tag: "learning", port: port, token: harness.userToken("learning-fuzz"), examples: 50,
-                                        filters: ["--include-method", "POST", "--exclude-path-regex", "^/ai/"], log: "learning-writes")
+                                        filters: ["--exclude-method", "GET", "--exclude-method", "PUT", "--exclude-path-regex", "^/ai/"],
+                                        log: "learning-writes")
             #expect(learner.status == 0, "full output in \(learner.log):\n\(learner.output.suffix(4000))")
             #expect(!learner.output.contains("Authentication failed"), "the learner's calls were answered: \(learner.log)")
         } catch {
@@ -256,7 +257,14 @@ struct OpenAPIFuzzTests {
                 }
             }
             // The learning app's reads and /ai/* on the aggregator (its writes are ingest's: fuzzIngest).
-            for (index, filters) in [["--include-method", "GET"], ["--include-path-regex", "^/ai/"]].enumerated() {
+            // (Filters of one kind add operations; exclusions take them away.)
+            // /ai/chat answers 503 AI_UNAVAILABLE by design here (no model endpoint): every other check holds.
+            for (index, filters) in [["--exclude-method", "PUT", "--exclude-method", "POST"],
+                                     ["--exclude-method", "GET", "--exclude-method", "PUT",
+                                      "--exclude-path-regex", "^/(learning|feedback|waitlist|ai/chat)"],
+                                     ["--exclude-method", "GET", "--exclude-method", "PUT",
+                                      "--exclude-path-regex", "^/(learning|feedback|waitlist|ai/analyze)",
+                                      "--exclude-checks", "not_a_server_error"]].enumerated() {
                 let result = try Self.fuzz(tag: "learning", port: ports["analytics-aggregator"]!, token: harness.userToken(user), examples: 25,
                                            filters: filters, log: "analytics-learning-\(index)")
                 #expect(result.status == 0, "learning on the aggregator, full output in \(result.log):\n\(result.output.suffix(4000))")

@@ -14,8 +14,10 @@ import Postgres
 ///   `SESSION_ID_TAKEN`.
 /// - Feedback may name only a known lesson and a session of the user.
 ///
-/// Rows are written after the broker acknowledged the record they stand for, so a refused or
-/// failed write leaves none. Account deletion erases the user's sessions here.
+/// Catalog rows are written after the broker acknowledged their record; a session is claimed
+/// (one statement that also says who holds the id) just before its record is produced, and the
+/// claim is withdrawn when the broker refuses it, so a refused or failed write leaves nothing.
+/// Account deletion erases the user's sessions here.
 struct LearningRegistry: Sendable {
     let database: PostgresClient
 
@@ -55,11 +57,21 @@ struct LearningRegistry: Sendable {
             .first?.decode(String.self, "user_id")
     }
 
-    /// Remembers an acknowledged session (the first sender keeps it).
-    func accepted(session id: String, user: String) async throws {
-        _ = try await database.execute("""
-            INSERT INTO ingest_learning_sessions (session_id, user_id) VALUES ($1, $2) ON CONFLICT (session_id) DO NOTHING
+    /// Claims session `id` for `user` in one statement: the user who holds it (the first sender)
+    /// and whether this call inserted the claim (to withdraw it when the broker refuses the record).
+    func claim(session id: String, user: String) async throws -> (owner: String, inserted: Bool) {
+        let rows = try await database.query("""
+            INSERT INTO ingest_learning_sessions (session_id, user_id) VALUES ($1, $2)
+            ON CONFLICT (session_id) DO UPDATE SET session_id = EXCLUDED.session_id
+            RETURNING user_id, (xmax = 0) AS inserted
             """, [id, user])
+        guard let row = rows.first else { return (user, false) }
+        return (try row.decode(String.self, "user_id"), try row.decode(Bool.self, "inserted"))
+    }
+
+    /// Withdraws a claim this request made for a record the broker did not take.
+    func withdraw(session id: String, user: String) async {
+        _ = try? await database.execute("DELETE FROM ingest_learning_sessions WHERE session_id = $1 AND user_id = $2", [id, user])
     }
 
     /// Whether review `id` names a session `user` sent.

@@ -115,12 +115,15 @@ struct LearningWriteRoutes: Sendable {
         let record = LearningRecord(kind: .session, userId: user, receivedAt: clock(), session: session)
         try check(record)
         try await requireLesson(session.lessonId, user: user)
-        if let owner = try await registered({ try await registry.owner(ofSession: session.sessionId) }), owner != user {
+        let claim = try await registered { try await registry.claim(session: session.sessionId, user: user) }
+        guard claim.owner == user else {
             throw HTTPError(.unprocessableEntity, code: ErrorCode.idempotencyKeyReused.rawValue,
                             message: "sessionId \(session.sessionId) is already used; send a new id")
         }
-        try await produce(record, checked: true)
-        try await registered { try await registry.accepted(session: session.sessionId, user: user) }
+        do { try await produce(record, checked: true) } catch {
+            if claim.inserted { await registry.withdraw(session: session.sessionId, user: user) }
+            throw error
+        }
         return .json(LearningWriteAccepted(id: session.sessionId), status: .accepted, encoder: ContractCoding.encoder)
     }
 
