@@ -109,6 +109,15 @@ struct LearningPipelineTests {
         #expect(try sessions.first { try $0.decode(String.self, "session_id") == "s3" }?.decode(String.self, "user_id") == "u2")
         let pushes = try await batched.client.query("SELECT count(*)::bigint AS n FROM learning_outbox")
         #expect(try pushes.first?.decode(Int64.self, "n") == 9)
+        // The push is a realtime broadcast the notifier reads: analysis_ready on user:u1 with s1's analysis.
+        let first = try #require(try await batched.client.query("SELECT value FROM learning_outbox ORDER BY id LIMIT 1").first)
+        let broadcast = try ContractCoding.decode(RealtimeBroadcast.self, from: Array(try first.decode(String.self, "value").utf8))
+        #expect(broadcast.channel == "user:u1" && broadcast.event == "analysis_ready" && broadcast.schemaVersion == 1)
+        let ready = try ContractCoding.decode(LearningAnalysisReady.self, from: try ContractCoding.encode(broadcast.payload))
+        let stored = try #require(try await batched.client.query("SELECT analysis::text AS a FROM learning_sessions WHERE session_id = 's1'").first)
+        #expect(ready.sessionId == "s1" && ready.userId == "u1" && ready.lessonId == "zh-spaced")
+        #expect(ready.analysis == (try ContractCoding.decode(LearningAnalysis.self, from: Array(try stored.decode(String.self, "a").utf8))))
+        #expect(ready.masteryScore == ready.analysis.masteryScore && ready.reviewAt != nil)
         let u1 = try await batched.client.query("""
             SELECT id, status, repetition FROM learning_review_tasks WHERE user_id = 'u1' ORDER BY scheduled_at, id
             """)

@@ -1,4 +1,6 @@
 @testable import Ingest
+import Contracts
+import Foundation
 import Testing
 
 /// Which sessions a review id can come from: the aggregator names a session's review
@@ -17,5 +19,25 @@ struct LearningRegistryTests {
         #expect(LearningRegistry.sessions(ofReview: "rv-").isEmpty)
         #expect(LearningRegistry.sessions(ofReview: "review-s1").isEmpty)
         #expect(LearningRegistry.sessions(ofReview: "s1").isEmpty)
+    }
+}
+
+/// A NUL in any text of a learning record is refused (PostgreSQL's text holds none).
+@Suite("Learning records: NUL")
+struct LearningRecordNULTests {
+    func record(_ input: String) -> LearningRecord {
+        LearningRecord(kind: .session, userId: "u1", receivedAt: Date(timeIntervalSince1970: 1_780_000_000),
+                       session: LearningSessionRequest(sessionId: "s1", lessonId: "l1", startedAt: Date(timeIntervalSince1970: 1_780_000_000),
+                                                       endedAt: Date(timeIntervalSince1970: 1_780_000_060), userInput: input))
+    }
+
+    @Test("an answer holding U+0000 anywhere is refused; backslashes and other control characters are kept")
+    func nul() {
+        for text in ["\u{0}", "答案\u{0}", "a b \u{0} c", String(repeating: "x", count: 5000) + "\u{0}"] {
+            #expect(throws: LearningContractViolation.self, "\(text.utf8.count) bytes") { try record(text).validate() }
+        }
+        for text in ["a\\b", "\\", "\\u000", "tab\there", "答案\u{1}", String(repeating: "\\", count: 7)] {
+            #expect(throws: Never.self) { try record(text).validate() }
+        }
     }
 }

@@ -101,6 +101,50 @@ struct LearningSessionBatch {
         return latest
     }
 
+    /// One session's row of the statement's input, as JSON (`json_to_recordset`): one
+    /// parameter for the whole run, encoded by Foundation's encoder, instead of a Postgres array
+    /// literal a column (whose quoting of each answer and analysis, character by character, was
+    /// the write's main cost).
+    struct Row: Encodable {
+        var n: Int
+        var s: String
+        var u: String
+        var l: String
+        var q: String?
+        var st: String
+        var en: String
+        var input: String
+        var analysis: String
+        var score: Int
+        var analyzer: String
+        var reviewAt: String
+        var receivedAt: String
+        var day: String
+        var status: String
+        var rep: Int
+        var iv: Int
+        var ef: Double
+        var channel: String
+        var push: String
+        var trace: String?
+    }
+
+    /// A `RealtimeBroadcast` of `analysis_ready`, its payload encoded straight from the typed
+    /// value (the same JSON as the broadcast's, without the round trip through `JSONValue`, which
+    /// cost more than the analysis).
+    struct ReadyBroadcast: Encodable {
+        var schemaVersion = 1
+        var channel: String
+        var event = LearningAnalysisReady.event
+        var payload: LearningAnalysisReady
+    }
+
+    static let rowEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return encoder
+    }()
+
     /// Stores the planned sessions (in the run's order) and their pushes in one statement;
     /// `offsets` are the offsets sessions gave, to remember on the profiles (user → offset and
     /// the latest receipt among the sessions that gave one).
@@ -108,35 +152,32 @@ struct LearningSessionBatch {
                       in connection: PostgresConnection) async throws {
         let profiles = offsets.sorted { $0.key < $1.key }
         let sortedPairs = pairs.sorted { ($0.user, $0.lesson) < ($1.user, $1.lesson) }
-        var pushes: [String] = []
-        var channels: [String] = []
-        for plan in planned {
-            let ready = LearningAnalysisReady(userId: plan.item.user, sessionId: plan.item.session.sessionId,
-                                              lessonId: plan.item.session.lessonId, reviewAt: plan.reviewAt, analysis: plan.analysis)
-            let broadcast = RealtimeBroadcast(
-                channel: "user:\(plan.item.user)", event: LearningAnalysisReady.event,
-                payload: try ContractCoding.decoder.decode(JSONValue.self, from: ContractCoding.encoder.encode(ready)))
-            channels.append(broadcast.channel)
-            pushes.append(try LearningWriter.text(broadcast))
-        }
         func instant(_ date: Date) -> String { date.postgresText ?? "" }
-        let sessions = planned.map(\.item.session)
+        var rows: [Row] = []
+        rows.reserveCapacity(planned.count)
+        for (index, plan) in planned.enumerated() {
+            let session = plan.item.session
+            let ready = LearningAnalysisReady(userId: plan.item.user, sessionId: session.sessionId, lessonId: session.lessonId,
+                                              reviewAt: plan.reviewAt, analysis: plan.analysis)
+            let broadcast = ReadyBroadcast(channel: "user:\(plan.item.user)", payload: ready)
+            rows.append(Row(n: index, s: session.sessionId, u: plan.item.user, l: session.lessonId, q: session.questionId,
+                            st: instant(session.startedAt), en: instant(session.endedAt), input: session.userInput,
+                            analysis: try LearningWriter.text(plan.analysis), score: plan.analysis.masteryScore,
+                            analyzer: plan.analyzer, reviewAt: instant(plan.reviewAt), receivedAt: instant(plan.item.receivedAt),
+                            day: plan.day.description, status: plan.status, rep: plan.state.repetition, iv: plan.state.intervalDays,
+                            ef: plan.state.easeFactor, channel: broadcast.channel, push: try LearningWriter.text(broadcast),
+                            trace: plan.item.trace))
+        }
+        let input = String(decoding: try rowEncoder.encode(rows), as: UTF8.self)
         _ = try await connection.execute(statement, [
             profiles.map(\.key), profiles.map(\.value.offset), profiles.map { instant($0.value.at) },
-            sortedPairs.map(\.user), sortedPairs.map(\.lesson),
-            sessions.map(\.sessionId), planned.map(\.item.user), sessions.map(\.lessonId), sessions.map { $0.questionId ?? "" },
-            sessions.map { instant($0.startedAt) }, sessions.map { instant($0.endedAt) }, sessions.map(\.userInput),
-            try planned.map { try LearningWriter.text($0.analysis) }, planned.map(\.analysis.masteryScore), planned.map(\.analyzer),
-            planned.map { instant($0.reviewAt) }, planned.map { instant($0.item.receivedAt) },
-            planned.map(\.day.description), planned.map(\.status), planned.map(\.state.repetition), planned.map(\.state.intervalDays),
-            planned.map { String($0.state.easeFactor) },
-            channels, pushes, planned.map { $0.item.trace ?? "" },
+            sortedPairs.map(\.user), sortedPairs.map(\.lesson), input,
         ])
     }
 
-    /// Profiles' offsets ($1–$3), pending reviews of the run's lessons replaced ($4–$5), the
-    /// sessions ($6–$17), their review tasks ($18–$22 and the sessions' columns), the pushes
-    /// ($23–$25) in the run's order (the outbox's ids give the relay its order).
+    /// Profiles' offsets ($1–$3), pending reviews of the run's lessons replaced ($4–$5), then
+    /// from the rows ($6): the sessions, their review tasks and the pushes in the run's order
+    /// (the outbox's ids give the relay its order).
     static let statement = """
         WITH profiles AS (
             INSERT INTO learning_profiles (user_id, tz_offset_minutes, updated_at)
@@ -147,22 +188,20 @@ struct LearningSessionBatch {
             UPDATE learning_review_tasks r SET status = 'replaced' FROM unnest($4::text[], $5::text[]) AS t(u, l)
             WHERE r.user_id = t.u AND r.lesson_id = t.l AND r.status = 'pending'
         ), input AS MATERIALIZED (
-            SELECT * FROM unnest($6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[],
-                                 $13::text[], $14::int[], $15::text[], $16::timestamptz[], $17::timestamptz[], $18::text[],
-                                 $19::text[], $20::int[], $21::int[], $22::float8[])
-                AS t(s, u, l, q, st, en, input, analysis, score, analyzer, review_at, received_at, day, status, rep, iv, ef)
+            SELECT * FROM json_to_recordset($6::json) AS t(
+                n int, s text, u text, l text, q text, st timestamptz, en timestamptz, input text, analysis text, score int,
+                analyzer text, "reviewAt" timestamptz, "receivedAt" timestamptz, day date, status text, rep int, iv int, ef float8,
+                channel text, push text, trace text)
         ), sessions AS (
             INSERT INTO learning_sessions (session_id, user_id, lesson_id, question_id, started_at, ended_at, user_input, analysis,
                                            mastery_score, analyzer, review_at, received_at)
-            SELECT s, u, l, NULLIF(q, ''), st, en, input, analysis::jsonb, score, analyzer, review_at, received_at FROM input
+            SELECT s, u, l, q, st, en, input, analysis::jsonb, score, analyzer, "reviewAt", "receivedAt" FROM input
         ), tasks AS (
             INSERT INTO learning_review_tasks (id, user_id, lesson_id, source_session_id, review_type, scheduled_at, scheduled_day,
                                                status, repetition, interval_days, ease_factor, mastery_score)
-            SELECT 'rv-' || s, u, l, s, 'recall', review_at, day::date, status, rep, iv, ef, score FROM input
+            SELECT 'rv-' || s, u, l, s, 'recall', "reviewAt", day, status, rep, iv, ef, score FROM input
             ON CONFLICT (id) DO NOTHING
         )
-        INSERT INTO learning_outbox (channel, value, traceparent)
-        SELECT t.c, t.v, NULLIF(t.tr, '') FROM unnest($23::text[], $24::text[], $25::text[]) WITH ORDINALITY AS t(c, v, tr, n)
-        ORDER BY t.n
+        INSERT INTO learning_outbox (channel, value, traceparent) SELECT channel, push, trace FROM input ORDER BY n
         """
 }
