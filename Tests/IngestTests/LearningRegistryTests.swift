@@ -41,3 +41,22 @@ struct LearningRecordNULTests {
         }
     }
 }
+
+/// A catalog version is kept in an `integer` by the read models: one above 2147483647 is
+/// refused at the edge (it once reached the aggregator, whose write of it failed).
+@Suite("Learning records: catalog versions")
+struct LearningCatalogVersionTests {
+    @Test("versions 1…2147483647 are taken; 0 and 2147483648 are refused naming version")
+    func versions() {
+        func record(_ version: Int) -> LearningRecord {
+            LearningRecord(kind: .knowledgeBase, userId: nil, receivedAt: Date(timeIntervalSince1970: 1_780_000_000),
+                           knowledgeBase: KnowledgeBase(id: "kb-1", version: version, title: "学会学习"))
+        }
+        for version in [1, 7, 2_147_483_647] { #expect(throws: Never.self) { try record(version).validate() } }
+        for version in [0, -1, 2_147_483_648, 7_314_782_882] {
+            #expect(throws: LearningContractViolation.self) { try record(version).validate() }
+            #expect((try? record(version).validate()) == nil)
+            do { try record(version).validate() } catch { #expect(error.field == "version") }
+        }
+    }
+}
