@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The value of a `learning.sessions.v1` record: one write of the learning app, produced by
 /// ingest once validated, applied by the analytics aggregator. Key: the user id (catalog
@@ -91,11 +94,19 @@ public struct LearningRecord: Sendable, Hashable, Codable {
     /// so a record with one would be accepted and never applied.
     func rejectNUL() throws(LearningContractViolation) {
         guard let json = try? ContractCoding.encode(self) else { throw .init("body", "not encodable") }
-        let needle = Array(#"\u0000"#.utf8)
-        if json.count >= needle.count {
-            for i in 0...(json.count - needle.count) where json[i] == needle[0] && Array(json[i..<i + needle.count]) == needle {
-                throw .init("body", "a text holds U+0000, which no field may")
+        // The encoder writes U+0000 as `\u0000`: each backslash found by memchr, the rest compared.
+        let found = json.withUnsafeBytes { bytes -> Bool in
+            guard let base = bytes.baseAddress else { return false }
+            var offset = 0
+            while offset + 6 <= bytes.count, let hit = memchr(base + offset, 0x5C, bytes.count - offset) {
+                let at = base.distance(to: UnsafeRawPointer(hit))
+                if at + 6 <= bytes.count, memcmp(base + at + 1, "u0000", 5) == 0 { return true }
+                offset = at + 1
             }
+            return false
+        }
+        if found {
+            throw .init("body", "a text holds U+0000, which no field may")
         }
     }
 
@@ -113,7 +124,7 @@ public struct LearningRecord: Sendable, Hashable, Codable {
     }
 
     static func version(_ value: Int) throws(LearningContractViolation) {
-        guard value >= 1 else { throw .init("version", "version must be a whole number ≥ 1") }
+        guard (1...Int(Int32.max)).contains(value) else { throw .init("version", "version must be a whole number 1…2147483647") }
     }
 
     static func title(_ value: String) throws(LearningContractViolation) {

@@ -124,6 +124,15 @@ struct LearningLoopEndToEndTests {
             try await eventually("the goal on the profile") {
                 json(await call(analytics.router, .get, "/learning/profile"))["currentPathId"] as? String == pathID
             }
+            // A goal naming a knowledge base or path ingest never took is 404 and produces nothing: the
+            // other learner who sent them has no profile.
+            let stranger = codec.issue(userID: "stranger-learner", ttl: 3600)
+            for (base, path) in [("kb-nowhere", pathID), (SampleLearningPath.knowledgeBaseID, "path-nowhere"), ("kb-nowhere", "path-nowhere")] {
+                let refused = await call(ingest.router, .post, "/learning/goal", token: stranger,
+                                         Array(#"{"knowledgeBaseId":"\#(base)","pathId":"\#(path)"}"#.utf8))
+                #expect(refused.status == .notFound, "\(base) \(path)")
+                #expect(json(refused)["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } == "NOT_FOUND")
+            }
 
             // Reading lesson 1, as reading events always are.
             let start = clock.read().addingTimeInterval(-600)
@@ -206,6 +215,30 @@ struct LearningLoopEndToEndTests {
             #expect(today.nextLesson?.id == second.id)
             #expect(today.reviewsDue.map(\.id) == [review.id])
 
+            // Someone else's review, a review of no session, a review id of the wrong form, a session id
+            // another user already sent, feedback naming an unknown lesson or someone else's session:
+            // 404 (422 for the id) and nothing produced — the other learner's writes leave no trace.
+            for id in [review.id, "rv-nowhere", "rv-\(sessionID)-2", "nowhere"] {
+                let refused = await call(ingest.router, .post, "/learning/reviews/\(id)/complete", token: stranger,
+                                         Array(#"{"masteryScore":5}"#.utf8))
+                #expect(refused.status == .notFound, "\(id)")
+                #expect(json(refused)["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } == "NOT_FOUND")
+            }
+            #expect(await call(ingest.router, .post, "/learning/reviews/rv-nowhere/complete", Array(#"{}"#.utf8)).status == .notFound)
+            let stolen = await call(ingest.router, .post, "/learning/sessions", token: stranger, try ContractCoding.encode(LearningSessionRequest(
+                sessionId: sessionID, lessonId: second.id, startedAt: start, endedAt: now, userInput: "我的答案")))
+            #expect(stolen.status == .unprocessableEntity)
+            #expect(json(stolen)["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } == "IDEMPOTENCY_KEY_REUSED")
+            for body in [#"{"text":"好","lessonId":"lesson-nowhere"}"#, #"{"text":"好","sessionId":"\#(sessionID)"}"#] {
+                #expect(await call(ingest.router, .post, "/feedback", token: stranger, Array(body.utf8)).status == .notFound, "\(body)")
+            }
+            #expect(await call(analytics.router, .get, "/learning/profile", token: stranger).status == .ok)
+            let strangerPlan = try ContractCoding.decode(ReviewPlan.self, from: await call(analytics.router, .get, "/learning/review-plan",
+                                                                                         token: stranger).body)
+            #expect(strangerPlan.pending.isEmpty && strangerPlan.completed.isEmpty)
+            let strangerProfile = json(await call(analytics.router, .get, "/learning/profile", token: stranger))
+            #expect(strangerProfile["currentPathId"] == nil || strangerProfile["currentPathId"] is NSNull)
+
             // Completing the review reschedules it by SM-2.
             #expect(await call(ingest.router, .post, "/learning/reviews/\(review.id)/complete", Array(#"{"masteryScore":5}"#.utf8)).status
                     == .accepted)
@@ -253,10 +286,12 @@ struct LearningLoopEndToEndTests {
             // Feedback (kept once per id) and the website's waitlist (no account; never says who is listed).
             let feedback = Array(#"{"feedbackId":"fb-1","text":"复习提醒很有用","lessonId":"lesson-active-recall","appVersion":"1.0","rating":5}"#.utf8)
             for _ in 0..<2 { #expect(await call(ingest.router, .post, "/feedback", feedback).status == .accepted) }
+            #expect(await call(ingest.router, .post, "/feedback",
+                               Array(#"{"text":"这次分析很准","sessionId":"\#(sessionID)"}"#.utf8)).status == .accepted)
             #expect(await call(ingest.router, .post, "/feedback", Array(#"{"text":"   "}"#.utf8)).status == .badRequest)
             try await eventually("the feedback kept once") {
                 try await db.query("SELECT count(*)::bigint AS n FROM learning_feedback WHERE user_id = $1", [Self.user]).first?
-                    .decode(Int64.self, "n") == 1
+                    .decode(Int64.self, "n") == 2
             }
             func join(_ body: String) async -> HTTPResponse {
                 await ingest.router.respond(to: HTTPRequest(method: .post, path: "/waitlist", headers: ["Content-Type": "application/json"],
@@ -282,7 +317,8 @@ struct LearningLoopEndToEndTests {
                 topic: Topics.userDeletions, key: Array(Self.user.utf8), value: try ContractCoding.encode(deletion))]) { _ = try result.get() }
             try await eventually("the learner erased from the learning read model") {
                 var left: Int64 = 0
-                for table in ["learning_profiles", "learning_sessions", "learning_review_tasks", "learning_feedback"] {
+                for table in ["learning_profiles", "learning_sessions", "learning_review_tasks", "learning_feedback",
+                              "ingest_learning_sessions"] {
                     left += try await db.query("SELECT count(*)::bigint AS n FROM \(table) WHERE user_id = $1", [Self.user]).first?
                         .decode(Int64.self, "n") ?? 0
                 }

@@ -141,6 +141,7 @@ struct OpenAPIFuzzTests {
             .appendingPathComponent("openapi-objects-\(UInt32.random(in: 0...UInt32.max))"))
         let harness = try await IngestHarness(objects: objects)
         do {
+            try harness.cluster.createTopic(Topics.learningSessions, partitions: 2)
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
             let port = try await harness.startHTTP()
             let result = try Self.fuzz(tag: "ingest", port: port, token: harness.serviceToken, examples: 100, log: "ingest")
@@ -155,6 +156,16 @@ struct OpenAPIFuzzTests {
                                          filters: ["--exclude-path-regex", "^/functions/v1/(quota|upload-init|upload-complete)$"],
                                          log: "functions-account-delete")
             #expect(deletion.status == 0, "full output in \(deletion.log):\n\(deletion.output.suffix(4000))")
+            // The learning app's writes on ingest (its reads and /ai/* are the aggregator's: fuzzEveryOtherService):
+            // the catalog PUTs with the service token, the learner's POSTs (and the website's waitlist) with a user's.
+            let catalog = try Self.fuzz(tag: "learning", port: port, token: harness.serviceToken, examples: 50,
+                                        filters: ["--exclude-method", "GET", "--exclude-method", "POST"], log: "learning-catalog")
+            #expect(catalog.status == 0, "full output in \(catalog.log):\n\(catalog.output.suffix(4000))")
+            let learner = try Self.fuzz(tag: "learning", port: port, token: harness.userToken("learning-fuzz"), examples: 50,
+                                        filters: ["--exclude-method", "GET", "--exclude-method", "PUT", "--exclude-path-regex", "^/ai/"],
+                                        log: "learning-writes")
+            #expect(learner.status == 0, "full output in \(learner.log):\n\(learner.output.suffix(4000))")
+            #expect(!learner.output.contains("Authentication failed"), "the learner's calls were answered: \(learner.log)")
         } catch {
             await harness.close()
             throw error
@@ -244,6 +255,19 @@ struct OpenAPIFuzzTests {
                                                log: "\(service.name)-\(index)")
                     #expect(result.status == 0, "\(service.name), full output in \(result.log):\n\(result.output.suffix(4000))")
                 }
+            }
+            // The learning app's reads and /ai/* on the aggregator (its writes are ingest's: fuzzIngest).
+            // (Filters of one kind add operations; exclusions take them away.)
+            // /ai/chat answers 503 AI_UNAVAILABLE by design here (no model endpoint): every other check holds.
+            for (index, filters) in [["--exclude-method", "PUT", "--exclude-method", "POST"],
+                                     ["--exclude-method", "GET", "--exclude-method", "PUT",
+                                      "--exclude-path-regex", "^/(learning|feedback|waitlist|ai/chat)"],
+                                     ["--exclude-method", "GET", "--exclude-method", "PUT",
+                                      "--exclude-path-regex", "^/(learning|feedback|waitlist|ai/analyze)",
+                                      "--exclude-checks", "not_a_server_error"]].enumerated() {
+                let result = try Self.fuzz(tag: "learning", port: ports["analytics-aggregator"]!, token: harness.userToken(user), examples: 25,
+                                           filters: filters, log: "analytics-learning-\(index)")
+                #expect(result.status == 0, "learning on the aggregator, full output in \(result.log):\n\(result.output.suffix(4000))")
             }
             // A NUL byte in a query value is refused, not cut off (`days=7%00` is not `days=7`).
             for path in ["/learning/trend?days=7%00", "/learning/history?cursor=%00"] {

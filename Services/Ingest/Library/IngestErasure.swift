@@ -52,5 +52,5 @@ enum IngestErasure {
         "DELETE FROM materials WHERE owner_user_id = $1",
         "DELETE FROM account_deletion_outbox WHERE user_id = $1",
         "UPDATE account_deletions SET user_id = NULL WHERE user_id = $1",
-    ]
+    ] + LearningRegistry.erasure
 }

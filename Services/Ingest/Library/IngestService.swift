@@ -34,6 +34,7 @@ public struct IngestService: Sendable {
     /// The runner's offsets table (the room status projection) and ingest's own tables.
     public static let migrations = ProjectionSchema.migrations + IngestSchema.migrations + SocialWriteSchema.migrations
         + WaitlistRoutes.migrations
+        + LearningRegistry.migrations
 
     public let context: ServiceContext
     public let configuration: IngestConfiguration
@@ -86,7 +87,7 @@ public struct IngestService: Sendable {
             limiter: UserRateLimiter(perSecond: configuration.socialRateLimitPerSecond, burst: configuration.socialRateLimitBurst),
             authenticator: context.authenticator, retryAfterSeconds: configuration.unavailableRetryAfterSeconds, logger: context.logger)
         social.register(on: &router, guarded: guarded)
-        LearningWriteRoutes(catalog: catalog, producer: context.producer, authenticator: context.authenticator,
+        LearningWriteRoutes(catalog: catalog, registry: LearningRegistry(database: context.database), producer: context.producer, authenticator: context.authenticator,
                             limiter: UserRateLimiter(perSecond: configuration.rateLimitPerSecond, burst: configuration.rateLimitBurst),
                             topic: configuration.learningSessionsTopic, retryAfterSeconds: configuration.unavailableRetryAfterSeconds,
                             logger: context.logger, clock: { Date() }).register(on: &router, guarded: guarded)

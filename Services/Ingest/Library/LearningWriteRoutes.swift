@@ -16,8 +16,13 @@ import ServiceRuntime
 /// - `POST /learning/goal`, `POST /learning/sessions`, `POST /learning/reviews/{id}/complete`
 ///   (user token): 202. A session is idempotent on `sessionId` (the aggregator keeps the first).
 /// - `POST /feedback` (user token): 202; kept once per `feedbackId`.
+///
+/// A write naming something the write edge never accepted — a goal's knowledge base or path, a
+/// session's lesson, a review not from one of the user's sessions, a feedback's lesson or
+/// session — is 404 `NOT_FOUND` and produces nothing (`LearningRegistry`).
 struct LearningWriteRoutes: Sendable {
     let catalog: MaterialCatalog
+    let registry: LearningRegistry
     let producer: any KafkaRecordSender
     let authenticator: RequestAuthenticator
     let limiter: UserRateLimiter
@@ -42,7 +47,15 @@ struct LearningWriteRoutes: Sendable {
         try limiter.admit(user)
         var feedback = try IngestRequestDecoding.decode(FeedbackRequest.self, from: request)
         if feedback.feedbackId == nil { feedback.feedbackId = UUID().uuidString.lowercased() }
-        try await produce(LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback))
+        let record = LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback)
+        try check(record)
+        if let lesson = feedback.lessonId { try await requireLesson(lesson, user: user) }
+        if let session = feedback.sessionId {
+            guard try await registered({ try await registry.owner(ofSession: session) }) == user else {
+                throw HTTPError.notFound("no session \(session)")
+            }
+        }
+        try await produce(record, checked: true)
         return .json(LearningWriteAccepted(id: feedback.feedbackId ?? ""), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -52,6 +65,7 @@ struct LearningWriteRoutes: Sendable {
         base.id = try pathID(request)
         let record = LearningRecord(kind: .knowledgeBase, userId: nil, receivedAt: clock(), knowledgeBase: base)
         try await produce(record)
+        try await registered { try await registry.register(.knowledgeBase, id: base.id, knowledgeBaseId: nil, version: base.version) }
         return .json(CatalogWriteAccepted(id: base.id, version: base.version), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -61,6 +75,7 @@ struct LearningWriteRoutes: Sendable {
         var path = try IngestRequestDecoding.decode(LearningPath.self, from: request, filling: "id", with: id)
         path.id = id
         try await produce(LearningRecord(kind: .path, userId: nil, receivedAt: clock(), path: path))
+        try await registered { try await registry.register(.path, id: id, knowledgeBaseId: path.knowledgeBaseId, version: path.version) }
         return .json(CatalogWriteAccepted(id: id, version: path.version), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -84,7 +99,12 @@ struct LearningWriteRoutes: Sendable {
         let user = try await authenticator.userID(request)
         try limiter.admit(user)
         let goal = try IngestRequestDecoding.decode(LearningGoalRequest.self, from: request)
-        try await produce(LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal))
+        let record = LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal)
+        try check(record)
+        let known = try await registered { try await registry.knows(knowledgeBaseId: goal.knowledgeBaseId, pathId: goal.pathId) }
+        guard known.base else { throw HTTPError.notFound("no knowledge base \(goal.knowledgeBaseId)") }
+        guard known.path else { throw HTTPError.notFound("no path \(goal.pathId) in knowledge base \(goal.knowledgeBaseId)") }
+        try await produce(record, checked: true)
         return .json(LearningWriteAccepted(id: goal.pathId), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -94,15 +114,16 @@ struct LearningWriteRoutes: Sendable {
         let session = try IngestRequestDecoding.decode(LearningSessionRequest.self, from: request)
         let record = LearningRecord(kind: .session, userId: user, receivedAt: clock(), session: session)
         try check(record)
-        let lessons: [String: MaterialResponse]
-        do { lessons = try await catalog.lookup([session.lessonId]) } catch {
-            logger.error("materials catalog unavailable", metadata: ["error": "\(error)"])
-            throw unavailable("the materials catalog is unavailable; retry later")
+        try await requireLesson(session.lessonId, user: user)
+        let claim = try await registered { try await registry.claim(session: session.sessionId, user: user) }
+        guard claim.owner == user else {
+            throw HTTPError(.unprocessableEntity, code: ErrorCode.idempotencyKeyReused.rawValue,
+                            message: "sessionId \(session.sessionId) is already used; send a new id")
         }
-        guard let lesson = lessons[session.lessonId], !lesson.deleted, lesson.ownerUserId == nil || lesson.ownerUserId == user else {
-            throw HTTPError.notFound("no lesson \(session.lessonId)")
+        do { try await produce(record, checked: true) } catch {
+            if claim.inserted { await registry.withdraw(session: session.sessionId, user: user) }
+            throw error
         }
-        try await produce(record)
         return .json(LearningWriteAccepted(id: session.sessionId), status: .accepted, encoder: ContractCoding.encoder)
     }
 
@@ -112,8 +133,33 @@ struct LearningWriteRoutes: Sendable {
         let id = try pathID(request)
         let body = request.body.isEmpty ? ReviewCompletionRequest()
             : try IngestRequestDecoding.decode(ReviewCompletionRequest.self, from: request)
-        try await produce(LearningRecord(kind: .reviewCompleted, userId: user, receivedAt: clock(), reviewId: id, review: body))
+        let record = LearningRecord(kind: .reviewCompleted, userId: user, receivedAt: clock(), reviewId: id, review: body)
+        try check(record)
+        guard try await registered({ try await registry.ownsReview(id, user: user) }) else { throw HTTPError.notFound("no review \(id)") }
+        try await produce(record, checked: true)
         return .json(LearningWriteAccepted(id: id), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    /// 404 unless `id` is a lesson the catalog holds (not deleted, shared or the user's).
+    private func requireLesson(_ id: String, user: String) async throws {
+        let lessons: [String: MaterialResponse]
+        do { lessons = try await catalog.lookup([id]) } catch {
+            logger.error("materials catalog unavailable", metadata: ["error": "\(error)"])
+            throw unavailable("the materials catalog is unavailable; retry later")
+        }
+        guard let lesson = lessons[id], !lesson.deleted, lesson.ownerUserId == nil || lesson.ownerUserId == user else {
+            throw HTTPError.notFound("no lesson \(id)")
+        }
+    }
+
+    /// A question to or write of the registry; 503 with `Retry-After` when the database fails
+    /// (a record already produced is idempotent: the app's retry finds it).
+    @discardableResult
+    private func registered<T>(_ body: () async throws -> T) async throws -> T {
+        do { return try await body() } catch {
+            logger.error("learning registry unavailable", metadata: ["error": "\(error)"])
+            throw unavailable("the learning registry is unavailable; retry later")
+        }
     }
 
     /// 400 `INVALID_FIELD` naming the field a record breaks.
@@ -123,10 +169,10 @@ struct LearningWriteRoutes: Sendable {
         }
     }
 
-    /// Validates, then produces and waits for the acknowledgement: 503 with `Retry-After` when
-    /// the broker did not take it (the app keeps its copy and retries).
-    private func produce(_ record: LearningRecord) async throws {
-        try check(record)
+    /// Validates (unless the caller just did), then produces and waits for the acknowledgement:
+    /// 503 with `Retry-After` when the broker did not take it (the app keeps its copy and retries).
+    private func produce(_ record: LearningRecord, checked: Bool = false) async throws {
+        if !checked { try check(record) }
         let value = try ContractCoding.encode(record)
         do {
             _ = try await producer.send(KafkaProducerRecord(topic: topic, key: Array(record.key.utf8), value: value))

@@ -25,7 +25,10 @@ extension AnalyticsService {
 
     public func makeLearningRunner(outbox: KeyedRecordOutbox?) -> ProjectionRunner<LearningProjection> {
         ProjectionRunner(
-            projection: LearningProjection(outbox: outbox),
+            // The model, when one is configured, analyses the pipeline's sessions too (bounded per
+            // batch, falling back to the built-in analyser).
+            projection: LearningProjection(outbox: outbox,
+                                           model: configuration.ai.map { ChatCompletionsAnalyser(configuration: $0, logger: context.logger) }),
             configuration: ProjectionRunnerConfiguration(
                 bootstrapServers: context.configuration.kafkaBrokers, groupID: configuration.learningGroupID,
                 topics: [configuration.learningTopic], maxBatchRecords: 500, maxBatchWait: configuration.batchWait,

@@ -13,19 +13,26 @@ import Settings
 /// | `AI_MODEL` | `gpt-4o-mini` | the `model` of each request |
 /// | `AI_TIMEOUT_SECONDS` | 8 | one attempt's bound |
 /// | `AI_RETRIES` | 1 | attempts after the first when one fails (transport, 5xx, 429, an answer off the schema) |
+/// | `AI_PIPELINE_BUDGET_SECONDS` | 10 | the most the aggregator waits on the model for one fetched batch of sessions (0: the pipeline uses the built-in analyser only) |
+/// | `AI_PIPELINE_CONCURRENCY` | 4 | the model calls one batch has out at once |
 public struct AIConfiguration: Sendable {
     public var url: String
     public var apiKey: String?
     public var model: String
     public var timeoutSeconds: Int
     public var retries: Int
+    public var pipelineBudgetSeconds: Double
+    public var pipelineConcurrency: Int
 
-    public init(url: String, apiKey: String? = nil, model: String = "gpt-4o-mini", timeoutSeconds: Int = 8, retries: Int = 1) {
+    public init(url: String, apiKey: String? = nil, model: String = "gpt-4o-mini", timeoutSeconds: Int = 8, retries: Int = 1,
+                pipelineBudgetSeconds: Double = 10, pipelineConcurrency: Int = 4) {
         self.url = url
         self.apiKey = apiKey
         self.model = model
         self.timeoutSeconds = timeoutSeconds
         self.retries = retries
+        self.pipelineBudgetSeconds = pipelineBudgetSeconds
+        self.pipelineConcurrency = pipelineConcurrency
     }
 
     /// The endpoint of `AI_API_*`, or nil when `AI_API_URL` is not set.
@@ -34,7 +41,9 @@ public struct AIConfiguration: Sendable {
         return AIConfiguration(url: url, apiKey: reader.optionalString("AI_API_KEY"),
                                model: reader.string("AI_MODEL", default: "gpt-4o-mini"),
                                timeoutSeconds: reader.int("AI_TIMEOUT_SECONDS", default: 8, range: 1...120),
-                               retries: reader.int("AI_RETRIES", default: 1, range: 0...5))
+                               retries: reader.int("AI_RETRIES", default: 1, range: 0...5),
+                               pipelineBudgetSeconds: reader.double("AI_PIPELINE_BUDGET_SECONDS", default: 10, range: 0...120),
+                               pipelineConcurrency: reader.int("AI_PIPELINE_CONCURRENCY", default: 4, range: 1...64))
     }
 
     /// The chat-completions URL.

@@ -20,12 +20,16 @@ public struct LearningProjection: Projection {
     public typealias Effects = Bool
 
     let erasedUsers = ErasedUsers(service: AnalyticsErasure.service)
-    let analyser = BuiltinLearningAnalyser()
+    let analyser: PipelineAnalyser
     let scheduler = ReviewScheduler()
     let outbox: KeyedRecordOutbox?
 
-    public init(outbox: KeyedRecordOutbox?) {
+    /// `model`: the adapter the pipeline's sessions go through (bounded per batch, falling back
+    /// to the built-in analyser); nil: the built-in analyser alone (deterministic: a replay or a
+    /// rebuild gives the same analyses).
+    public init(outbox: KeyedRecordOutbox?, model: ChatCompletionsAnalyser? = nil) {
         self.outbox = outbox
+        self.analyser = PipelineAnalyser(model: model)
     }
 
     /// The outbox of `analysis_ready` pushes, for the relay and the after-commit publish.
@@ -54,9 +58,20 @@ public struct LearningProjection: Projection {
         // partition keeps its order, and a session of a batch finds the lesson written in it (a
         // replay or a rebuild reads the partitions side by side).
         let ordered = events.filter { $0.event.userId == nil } + events.filter { $0.event.userId != nil }
+        // Consecutive sessions are applied together (`LearningSessionBatch`), in their place
+        // among the other records.
+        var run: [LearningSessionBatch.Item] = []
         for projected in ordered {
             let record = projected.event
             if let user = record.userId, erased.contains(user) { continue }
+            if record.kind == .session, let user = record.userId, let session = record.session {
+                run.append(.init(user: user, session: session, receivedAt: record.receivedAt, trace: projected.trace?.traceparent))
+                continue
+            }
+            if !run.isEmpty {
+                pushes = try await applySessions(run, in: connection) || pushes
+                run = []
+            }
             switch record.kind {
             case .knowledgeBase:
                 if let base = record.knowledgeBase {
@@ -78,10 +93,7 @@ public struct LearningProjection: Projection {
                     try await LearningWriter.setGoal(user: user, goal, at: record.receivedAt, in: connection)
                 }
             case .session:
-                if let user = record.userId, let session = record.session {
-                    pushes = try await applySession(user: user, session, receivedAt: record.receivedAt,
-                                                    trace: projected.trace?.traceparent, in: connection) || pushes
-                }
+                break
             case .feedback:
                 if let user = record.userId, let feedback = record.feedback, let id = feedback.feedbackId {
                     _ = try await connection.execute("""
@@ -97,6 +109,7 @@ public struct LearningProjection: Projection {
                 }
             }
         }
+        if !run.isEmpty { pushes = try await applySessions(run, in: connection) || pushes }
         return pushes
     }
 
@@ -108,37 +121,41 @@ public struct LearningProjection: Projection {
 
     public func combine(_ effects: [Bool]) -> [Bool] { effects.contains(true) ? [true] : [false] }
 
-    /// Analyses and stores a session seen for the first time, schedules its review and queues
-    /// the push; a session id seen before changes nothing.
-    func applySession(user: String, _ session: LearningSessionRequest, receivedAt: Date, trace: String?,
-                      in connection: PostgresConnection) async throws -> Bool {
-        let claimed = try await connection.query("SELECT user_id FROM learning_sessions WHERE session_id = $1", [session.sessionId])
-        guard claimed.isEmpty else { return false }
-        let lesson = try await LearningWriter.lesson(session.lessonId, in: connection)
-        let analysis = analyser.analyse(lesson: lesson, questionId: session.questionId, answer: session.userInput)
-        let offset = try await LearningWriter.offset(user: user, given: session.clientTimezoneOffsetMinutes, at: receivedAt, in: connection)
-        let previous = try await LearningWriter.latestState(user: user, lesson: session.lessonId, in: connection)
-        let state = scheduler.next(after: previous ?? .new, quality: analysis.masteryScore)
-        let day = LearningWriter.day(LocalDay(instant: session.endedAt, offsetMinutes: offset), plus: state.intervalDays)
-        let reviewAt = LearningWriter.midnight(of: day, offsetMinutes: offset)
-        _ = try await connection.execute("""
-            UPDATE learning_review_tasks SET status = 'replaced' WHERE user_id = $1 AND lesson_id = $2 AND status = 'pending'
-            """, [user, session.lessonId])
-        _ = try await connection.execute("""
-            INSERT INTO learning_sessions (session_id, user_id, lesson_id, question_id, started_at, ended_at, user_input, analysis,
-                                           mastery_score, analyzer, review_at, received_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10, $11, $12)
-            """, [session.sessionId, user, session.lessonId, session.questionId, session.startedAt, session.endedAt, session.userInput,
-                  try LearningWriter.text(analysis), analysis.masteryScore, BuiltinLearningAnalyser.name, reviewAt, receivedAt])
-        try await LearningWriter.insertTask(id: "rv-\(session.sessionId)", user: user, lesson: session.lessonId, source: session.sessionId,
-                                            day: day, at: reviewAt, state: state, score: analysis.masteryScore, in: connection)
-        let ready = LearningAnalysisReady(userId: user, sessionId: session.sessionId, lessonId: session.lessonId, reviewAt: reviewAt,
-                                          analysis: analysis)
-        let broadcast = RealtimeBroadcast(
-            channel: "user:\(user)", event: LearningAnalysisReady.event,
-            payload: try ContractCoding.decoder.decode(JSONValue.self, from: ContractCoding.encoder.encode(ready)))
-        _ = try await connection.execute("INSERT INTO learning_outbox (channel, value, traceparent) VALUES ($1, $2, $3)",
-                                         [broadcast.channel, try LearningWriter.text(broadcast), trace])
+    /// Analyses and stores the sessions of a run seen for the first time, schedules their
+    /// reviews and queues their pushes, set-wise; a session id seen before changes nothing.
+    func applySessions(_ items: [LearningSessionBatch.Item], in connection: PostgresConnection) async throws -> Bool {
+        let fresh = try await LearningSessionBatch(items: items).fresh(in: connection)
+        guard !fresh.isEmpty else { return false }
+        let lessons = try await LearningSessionBatch.lessons(Set(fresh.map(\.session.lessonId)), in: connection)
+        var offsets = try await LearningSessionBatch.offsets(Set(fresh.map(\.user)), in: connection)
+        let pairs = Set(fresh.map { LearningSessionBatch.PairKey(user: $0.user, lesson: $0.session.lessonId) })
+        var latest = try await LearningSessionBatch.latest(pairs, in: connection)
+        let analyses = await analyser.analyse(fresh.map {
+            PipelineAnalyser.Question(lesson: lessons[$0.session.lessonId], questionId: $0.session.questionId, answer: $0.session.userInput)
+        })
+        var given: [String: (offset: Int, at: Date)] = [:]
+        var planned: [LearningSessionBatch.Planned] = []
+        var pending: [LearningSessionBatch.PairKey: Int] = [:]
+        for (index, item) in fresh.enumerated() {
+            let session = item.session
+            let key = LearningSessionBatch.PairKey(user: item.user, lesson: session.lessonId)
+            if let offset = session.clientTimezoneOffsetMinutes {
+                offsets[item.user] = offset
+                given[item.user] = (offset, max(given[item.user]?.at ?? item.receivedAt, item.receivedAt))
+            }
+            let offset = offsets[item.user] ?? 0
+            let (analysis, analyzer) = analyses[index]
+            let state = scheduler.next(after: latest[key]?.state ?? .new, quality: analysis.masteryScore)
+            let day = LearningWriter.day(LocalDay(instant: session.endedAt, offsetMinutes: offset), plus: state.intervalDays)
+            let reviewAt = LearningWriter.midnight(of: day, offsetMinutes: offset)
+            let id = "rv-\(session.sessionId)"
+            if let previous = pending[key] { planned[previous].status = "replaced" }
+            pending[key] = planned.count
+            planned.append(.init(item: item, analysis: analysis, analyzer: analyzer, day: day, reviewAt: reviewAt, state: state))
+            if let known = latest[key], (known.scheduledAt, known.id) > (reviewAt, id) { continue }
+            latest[key] = .init(scheduledAt: reviewAt, id: id, state: state)
+        }
+        try await LearningSessionBatch.write(planned, offsets: given, replacing: Array(pairs), in: connection)
         return true
     }
 
