@@ -129,10 +129,10 @@ struct LearningPipelineTests {
         #expect(try profile.first?.decode(Int.self, "tz_offset_minutes") == 840)
     }
 
-    @Test("a batch of 500 sessions is applied in a bounded number of statements: one batch is much faster than its sessions one by one")
-    func batchIsSetWise() async throws {
-        let single = try await ScratchDatabase.create("learning_single_time")
-        let batched = try await ScratchDatabase.create("learning_batched_time")
+    @Test("500 sessions of 50 learners in one batch (ten of each learner in it) leave exactly what they leave applied one at a time")
+    func largeBatchMatchesOneByOne() async throws {
+        let single = try await ScratchDatabase.create("learning_single_large")
+        let batched = try await ScratchDatabase.create("learning_batched_large")
         defer { Task { await single.drop(); await batched.drop() } }
         let catalog = Array(Self.records.prefix(2))
         let sessions = (0..<500).map { i in
@@ -141,13 +141,10 @@ struct LearningPipelineTests {
         }
         try await Self.apply(catalog, batch: 10, to: single)
         try await Self.apply(catalog, batch: 10, to: batched)
-        let clock = ContinuousClock()
-        let oneByOne = try await clock.measure { try await Self.apply(sessions, batch: 1, to: single) }
-        let together = try await clock.measure { try await Self.apply(sessions, batch: 500, to: batched) }
+        try await Self.apply(sessions, batch: 1, to: single)
+        try await Self.apply(sessions, batch: 500, to: batched)
+        // How much cheaper the batch is is the benchmark's to show (docs/benchmarks.md), not a timed test's.
         #expect(try await Self.snapshot(single) == Self.snapshot(batched))
-        // One by one is 500 transactions of five statements; the batch is one of five. The
-        // bound is loose (a shared machine): set-wise is several times faster, not a little.
-        #expect(together * 3 < oneByOne, "one batch \(together), one by one \(oneByOne)")
     }
 
     @Test("with a model configured, the pipeline's sessions are analysed by it (the analyser recorded); a malformed answer falls back to the built-in analyser; a slow model never holds a batch past its budget")
