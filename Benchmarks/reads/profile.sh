@@ -136,11 +136,17 @@ for entry in "${ENDPOINTS[@]}"; do
         sleep 1
         perf record -q -e cpu-clock -g -p "$pid" -o "$WORK/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 || true
         wait "$loader" || true
+        set +o pipefail  # head closes perf report's pipe early
         {
             echo "# perf record -e cpu-clock -g -p <$service> -- sleep $DURATION, under wrk -t2 -c$CONNECTIONS $path"
             echo "# (Benchmarks/reads/profile.sh $DURATION; $(date -u +%F), release build, 2 shared cores)"
-            perf report -i "$WORK/$name.perf" --stdio --no-children --percent-limit 0.7 -g none 2>/dev/null \
-                | grep -v '^$' | head -n 80 | cut -c1-200
+            echo "# by shared object"
+            perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso -g none 2>/dev/null \
+                | grep -v '^#' | grep -v '^$' | head -n 12
+            echo "# by symbol (all threads)"
+            perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso,sym -g none 2>/dev/null \
+                | grep -v '^#' | grep -v '^$' | head -n 60 | cut -c1-200
         } >"$OUT/$name.txt"
+        set -o pipefail
     fi
 done
