@@ -87,7 +87,9 @@ enum AnalyticsWriter {
     /// Users last (every user of the batch is among them): besides the offset, the row the
     /// summary reads (`UserSummary`), from what the other upserts return — new completions
     /// (`xmax = 0`: the row was inserted, not updated), the latest day with active time, the
-    /// crossed users' runs as they are now, and the latest day with materials and its new rows.
+    /// crossed users' runs as they are now, and the latest day with materials and its new rows —
+    /// gathered by one grouping of their union (the planner knows nothing of the sizes of a
+    /// CTE's rows, and joins of them could come out as nested loops).
     static let upsertAll = """
         WITH daily AS (
             INSERT INTO analytics_daily (user_id, day, active_seconds, events)
@@ -153,16 +155,25 @@ enum AnalyticsWriter {
         ), users AS (
             INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes, materials_completed, last_active_day,
                                          longest_streak_days, last_run_start, last_run_end, materials_day, materials_day_count)
-            SELECT t.u, \(fromMillis) t.at, t.tz, COALESCE(c.n, 0), a.day, COALESCE(r.longest, 0), r.start_day, r.end_day,
-                   m.day, COALESCE(m.n, 0)
-            FROM unnest($25::text[], $26::bigint[], $27::int[]) AS t(u, at, tz)
-            LEFT JOIN (SELECT user_id, count(*) AS n FROM completions WHERE inserted GROUP BY user_id) AS c ON c.user_id = t.u
-            LEFT JOIN (SELECT user_id, max(day) AS day FROM daily WHERE active_seconds > 0 GROUP BY user_id) AS a ON a.user_id = t.u
-            LEFT JOIN (SELECT DISTINCT ON (user_id) user_id, start_day, end_day,
-                              max(end_day - start_day + 1) OVER (PARTITION BY user_id) AS longest
-                       FROM fresh ORDER BY user_id, start_day DESC) AS r ON r.user_id = t.u
-            LEFT JOIN (SELECT DISTINCT ON (user_id) user_id, day, count(*) FILTER (WHERE inserted) AS n
-                       FROM day_materials GROUP BY user_id, day ORDER BY user_id, day DESC) AS m ON m.user_id = t.u
+            SELECT g.u, \(fromMillis) max(g.at), max(g.tz), count(*) FILTER (WHERE g.completed), max(g.active),
+                   COALESCE(max(g.longest), 0), max(g.run_start), max(g.run_end), max(g.m_day), COALESCE(max(g.m_n), 0)
+            FROM (SELECT t.u, t.at, t.tz, false, NULL::date, NULL::int, NULL::date, NULL::date, NULL::date, NULL::bigint
+                  FROM unnest($25::text[], $26::bigint[], $27::int[]) AS t(u, at, tz)
+                  UNION ALL
+                  SELECT user_id, NULL, NULL, true, NULL, NULL, NULL, NULL, NULL, NULL FROM completions WHERE inserted
+                  UNION ALL
+                  SELECT user_id, NULL, NULL, false, day, NULL, NULL, NULL, NULL, NULL FROM daily WHERE active_seconds > 0
+                  UNION ALL
+                  (SELECT DISTINCT ON (user_id) user_id, NULL, NULL, false, NULL,
+                          max(end_day - start_day + 1) OVER (PARTITION BY user_id), start_day, end_day, NULL, NULL
+                   FROM fresh ORDER BY user_id, start_day DESC)
+                  UNION ALL
+                  (SELECT DISTINCT ON (user_id) user_id, NULL, NULL, false, NULL, NULL, NULL, NULL, day,
+                          count(*) FILTER (WHERE inserted)
+                   FROM day_materials GROUP BY user_id, day ORDER BY user_id, day DESC)
+                 ) AS g(u, at, tz, completed, active, longest, run_start, run_end, m_day, m_n)
+            GROUP BY g.u HAVING count(g.at) > 0
+            ORDER BY g.u
             ON CONFLICT (user_id) DO UPDATE SET
                 tz_offset_minutes = CASE
                     WHEN (EXCLUDED.latest_event_at, EXCLUDED.tz_offset_minutes)
