@@ -142,15 +142,22 @@ cat >"$WORK/sql/learning/summary.sql" <<SQL
 \\set u random(1, 100)
 WITH t AS MATERIALIZED (
     SELECT today,
-           (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) AS read,
-           (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed,
-           (SELECT max(day) - DATE '1970-01-01' FROM analytics_daily WHERE user_id = 'user-' || :u AND active_seconds > 0) AS last_active,
-           (SELECT CASE WHEN end_day >= DATE '1970-01-01' + (today - 1) THEN LEAST(end_day, DATE '1970-01-01' + today) - start_day + 1 ELSE 0 END
-            FROM analytics_streak_runs WHERE user_id = 'user-' || :u AND start_day <= DATE '1970-01-01' + today
-            ORDER BY start_day DESC LIMIT 1) AS current,
-           (SELECT max(end_day - start_day) + 1 FROM analytics_streak_runs WHERE user_id = 'user-' || :u) AS longest
-    FROM (SELECT $TODAY AS today) AS now)
-SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), COALESCE(t.longest, 0),
+           CASE WHEN u.materials_day IS NULL OR u.materials_day < DATE '1970-01-01' + today THEN 0
+                WHEN u.materials_day = DATE '1970-01-01' + today THEN u.materials_day_count
+                ELSE (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) END AS read,
+           COALESCE(u.materials_completed, 0) AS completed,
+           u.last_active_day - DATE '1970-01-01' AS last_active,
+           CASE WHEN u.last_run_start IS NULL THEN 0
+                WHEN u.last_run_start <= DATE '1970-01-01' + today THEN
+                    CASE WHEN u.last_run_end >= DATE '1970-01-01' + (today - 1)
+                         THEN LEAST(u.last_run_end, DATE '1970-01-01' + today) - u.last_run_start + 1 ELSE 0 END
+                ELSE (SELECT CASE WHEN end_day >= DATE '1970-01-01' + (today - 1) THEN LEAST(end_day, DATE '1970-01-01' + today) - start_day + 1 ELSE 0 END
+                      FROM analytics_streak_runs WHERE user_id = 'user-' || :u AND start_day <= DATE '1970-01-01' + today
+                      ORDER BY start_day DESC LIMIT 1) END AS current,
+           COALESCE(u.longest_streak_days, 0) AS longest
+    FROM (SELECT floor((extract(epoch FROM now())::bigint + 60 * COALESCE(NULL::int, u.tz_offset_minutes, 0)) / 86400.0)::int AS today, u.*
+          FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u) AS u)
+SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), t.longest,
        d.day - DATE '1970-01-01' AS n, d.active_seconds
 FROM t LEFT JOIN analytics_daily d
   ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 6) AND DATE '1970-01-01' + t.today
