@@ -15,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/lib/common.sh
+source Benchmarks/reads/seed.sh
 DURATION="${1:-10}"
 CONNECTIONS="${2:-100}"
 USERS="${USERS:-1000}"
@@ -56,29 +57,7 @@ start() {  # name port
 PROGRESS_PORT=$(free_port); start progress-projector "$PROGRESS_PORT"
 ANALYTICS_PORT=$(free_port); start analytics-aggregator "$ANALYTICS_PORT"
 
-# Seed: USERS × MATERIALS rows, every 4th in progress.
-"$PSQL" -q "$DATABASE_URL" <<SQL
-INSERT INTO reading_progress (user_id, material_id, status, last_position, position_percent, progress_percent,
-    total_active_seconds, first_read_at, last_read_at, last_session_id, reading_target_type, latest_ts, latest_seq, latest_event_id)
-SELECT 'user-' || u, 'material-' || m, CASE WHEN m % 4 = 0 THEN 'in_progress' ELSE 'completed' END,
-       '{"type":"pdf","page":12,"totalPages":40}'::jsonb, 30.0, 30.0, 600,
-       now() - interval '2 days', now() - (m || ' minutes')::interval, 'session-' || m, 'document', now(), m, 'event-' || u || '-' || m
-FROM generate_series(1, $USERS) u, generate_series(1, $MATERIALS) m;
--- Analytics of users 1–100: a year of daily activity, sessions, completions.
-INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes)
-SELECT 'user-' || u, now(), 480 FROM generate_series(1, $USERS) u;
-INSERT INTO analytics_daily (user_id, day, active_seconds, events)
-SELECT 'user-' || u, current_date - d, (d * 37) % 4000, 10 FROM generate_series(1, 100) u, generate_series(0, 364) d;
-INSERT INTO analytics_day_materials (user_id, day, material_id, completed)
-SELECT 'user-' || u, current_date - d, 'material-' || m, m = 1 FROM generate_series(1, 100) u, generate_series(0, 29) d, generate_series(1, 3) m;
-INSERT INTO analytics_completions (user_id, material_id, first_completed_at)
-SELECT 'user-' || u, 'material-' || m, now() - (m || ' days')::interval FROM generate_series(1, 100) u, generate_series(1, 20) m;
-INSERT INTO analytics_sessions (user_id, client_session_id, material_id, started_at, last_event_at, active_seconds, completed, events)
-SELECT 'user-' || u, 'session-' || s, 'material-' || (s % 20), now() - (s || ' hours')::interval,
-       now() - (s || ' hours')::interval + interval '20 minutes', 1200, s % 7 = 0, 40
-FROM generate_series(1, 100) u, generate_series(1, 200) s;
-DELETE FROM analytics_streak_settings;
-SQL
+reads_seed  # Benchmarks/reads/seed.sh
 # The aggregator computes the seeded users' streak runs when it starts and finds no stored threshold.
 kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
 start analytics-aggregator "$ANALYTICS_PORT"
@@ -163,15 +142,22 @@ cat >"$WORK/sql/learning/summary.sql" <<SQL
 \\set u random(1, 100)
 WITH t AS MATERIALIZED (
     SELECT today,
-           (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) AS read,
-           (SELECT count(*) FROM analytics_completions WHERE user_id = 'user-' || :u) AS completed,
-           (SELECT max(day) - DATE '1970-01-01' FROM analytics_daily WHERE user_id = 'user-' || :u AND active_seconds > 0) AS last_active,
-           (SELECT CASE WHEN end_day >= DATE '1970-01-01' + (today - 1) THEN LEAST(end_day, DATE '1970-01-01' + today) - start_day + 1 ELSE 0 END
-            FROM analytics_streak_runs WHERE user_id = 'user-' || :u AND start_day <= DATE '1970-01-01' + today
-            ORDER BY start_day DESC LIMIT 1) AS current,
-           (SELECT max(end_day - start_day) + 1 FROM analytics_streak_runs WHERE user_id = 'user-' || :u) AS longest
-    FROM (SELECT $TODAY AS today) AS now)
-SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), COALESCE(t.longest, 0),
+           CASE WHEN u.materials_day IS NULL OR u.materials_day < DATE '1970-01-01' + today THEN 0
+                WHEN u.materials_day = DATE '1970-01-01' + today THEN u.materials_day_count
+                ELSE (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) END AS read,
+           COALESCE(u.materials_completed, 0) AS completed,
+           u.last_active_day - DATE '1970-01-01' AS last_active,
+           CASE WHEN u.last_run_start IS NULL THEN 0
+                WHEN u.last_run_start <= DATE '1970-01-01' + today THEN
+                    CASE WHEN u.last_run_end >= DATE '1970-01-01' + (today - 1)
+                         THEN LEAST(u.last_run_end, DATE '1970-01-01' + today) - u.last_run_start + 1 ELSE 0 END
+                ELSE (SELECT CASE WHEN end_day >= DATE '1970-01-01' + (today - 1) THEN LEAST(end_day, DATE '1970-01-01' + today) - start_day + 1 ELSE 0 END
+                      FROM analytics_streak_runs WHERE user_id = 'user-' || :u AND start_day <= DATE '1970-01-01' + today
+                      ORDER BY start_day DESC LIMIT 1) END AS current,
+           COALESCE(u.longest_streak_days, 0) AS longest
+    FROM (SELECT floor((extract(epoch FROM now())::bigint + 60 * COALESCE(NULL::int, u.tz_offset_minutes, 0)) / 86400.0)::int AS today, u.*
+          FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u) AS u)
+SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), t.longest,
        d.day - DATE '1970-01-01' AS n, d.active_seconds
 FROM t LEFT JOIN analytics_daily d
   ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 6) AND DATE '1970-01-01' + t.today

@@ -53,6 +53,7 @@ struct ScratchDatabase {
             "SELECT user_id, client_session_id, material_id, started_at::text, last_event_at::text, COALESCE(closed_at::text, '-'), active_seconds, completed::text, events FROM analytics_sessions ORDER BY 1, 2",
             "SELECT user_id, material_id, first_completed_at::text FROM analytics_completions ORDER BY 1, 2",
             "SELECT user_id, latest_event_at::text, tz_offset_minutes FROM analytics_users ORDER BY 1",
+            "SELECT \(UserSummary.columns) FROM analytics_users ORDER BY 1",
             "SELECT user_id, start_day::text, end_day::text FROM analytics_streak_runs ORDER BY 1, 2",
             "SELECT count(*) FROM analytics_events",
         ]

@@ -38,24 +38,33 @@ public struct AnalyticsReadModel: Sendable {
         return (try Self.today(rows), try Self.days(rows, dayColumn: 1))
     }
 
-    /// The rows of `GET /learning/summary` (today as in `window`): one statement of point reads
-    /// and short index ranges, whatever the length of the user's history. The streaks come from
-    /// the runs the aggregator keeps (`StreakRuns`): the current one is the run holding today or
-    /// yesterday — the latest run starting by today, if it reaches yesterday — counted up to today.
+    /// The rows of `GET /learning/summary` (today as in `window`): the user's summary row
+    /// (`UserSummary`, one point read) and the days of the seven ending today (one short range
+    /// scan), whatever the length of the user's history. The current streak is the run holding
+    /// today or yesterday — the latest run starting by today, if it reaches yesterday — counted
+    /// up to today: the row's latest run when it starts by today, else (a today before it, from
+    /// a `tz` west of the user's own) the runs themselves; likewise the materials read today.
     public func summary(user: String, now: Date, offsetMinutes: Int?) async throws -> SummaryRows {
         let day = AnalyticsWriter.fromDay
         let sql = """
             WITH t AS MATERIALIZED (
                 SELECT today,
-                       (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = \(day) today) AS read,
-                       (SELECT count(*) FROM analytics_completions WHERE user_id = $1) AS completed,
-                       (SELECT max(day) - DATE '1970-01-01' FROM analytics_daily WHERE user_id = $1 AND active_seconds > 0) AS last_active,
-                       (SELECT CASE WHEN end_day >= \(day) (today - 1) THEN LEAST(end_day, \(day) today) - start_day + 1 ELSE 0 END
-                        FROM analytics_streak_runs WHERE user_id = $1 AND start_day <= \(day) today
-                        ORDER BY start_day DESC LIMIT 1) AS current,
-                       (SELECT max(end_day - start_day) + 1 FROM analytics_streak_runs WHERE user_id = $1) AS longest
-                FROM (SELECT \(Self.today) AS today) AS now)
-            SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), COALESCE(t.longest, 0),
+                       CASE WHEN u.materials_day IS NULL OR u.materials_day < \(day) today THEN 0
+                            WHEN u.materials_day = \(day) today THEN u.materials_day_count
+                            ELSE (SELECT count(*) FROM analytics_day_materials WHERE user_id = $1 AND day = \(day) today) END AS read,
+                       COALESCE(u.materials_completed, 0) AS completed,
+                       u.last_active_day - DATE '1970-01-01' AS last_active,
+                       CASE WHEN u.last_run_start IS NULL THEN 0
+                            WHEN u.last_run_start <= \(day) today THEN
+                                CASE WHEN u.last_run_end >= \(day) (today - 1)
+                                     THEN LEAST(u.last_run_end, \(day) today) - u.last_run_start + 1 ELSE 0 END
+                            ELSE (SELECT CASE WHEN end_day >= \(day) (today - 1) THEN LEAST(end_day, \(day) today) - start_day + 1 ELSE 0 END
+                                  FROM analytics_streak_runs WHERE user_id = $1 AND start_day <= \(day) today
+                                  ORDER BY start_day DESC LIMIT 1) END AS current,
+                       COALESCE(u.longest_streak_days, 0) AS longest
+                FROM (SELECT floor(($2::bigint + 60 * COALESCE($3::int, u.tz_offset_minutes, 0)) / 86400.0)::int AS today, u.*
+                      FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = $1) AS u)
+            SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), t.longest,
                    d.day - DATE '1970-01-01' AS n, d.active_seconds
             FROM t LEFT JOIN analytics_daily d
               ON d.user_id = $1 AND d.day BETWEEN \(day) (t.today - 6) AND \(day) t.today

@@ -49,7 +49,7 @@ public struct AnalyticsRoutes: Sendable {
         let count = try QueryParameters.int(request, "days", default: 365, range: 1...366)
         let window = try await readModel.window(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
-                            body: LearningFigures.heatmap(window.days, today: window.today, count: count).json)
+                            body: HeatmapBody.json(window.days, today: window.today, count: count))
     }
 
     func history(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -109,5 +109,6 @@ public enum AnalyticsSchema {
                 threshold_seconds  integer NOT NULL
             );
             """),
+        PostgresMigration(version: 460, name: "analytics_user_summary", sql: UserSummary.migration),
     ]
 }

@@ -83,6 +83,13 @@ enum AnalyticsWriter {
     /// islands are the user's runs now. Each old run lies within a new one (runs only grow and
     /// merge): the runs starting inside a new run are deleted, the new ones inserted or extended
     /// — disjoint rows. The qualifying days are read per crossed user (a lateral index scan).
+    ///
+    /// Users last (every user of the batch is among them): besides the offset, the row the
+    /// summary reads (`UserSummary`), from what the other upserts return — new completions
+    /// (`xmax = 0`: the row was inserted, not updated), the latest day with active time, the
+    /// crossed users' runs as they are now, and the latest day with materials and its new rows —
+    /// gathered by one grouping of their union (the planner knows nothing of the sizes of a
+    /// CTE's rows, and joins of them could come out as nested loops).
     static let upsertAll = """
         WITH daily AS (
             INSERT INTO analytics_daily (user_id, day, active_seconds, events)
@@ -96,6 +103,7 @@ enum AnalyticsWriter {
             SELECT t.u, \(fromDay) t.d, t.m, t.c <> 0 FROM unnest($5::text[], $6::int[], $7::text[], $8::int[]) AS t(u, d, m, c)
             ON CONFLICT (user_id, day, material_id) DO UPDATE
                 SET completed = analytics_day_materials.completed OR EXCLUDED.completed
+            RETURNING user_id, day, xmax = 0 AS inserted
         ), day_sessions AS (
             INSERT INTO analytics_day_sessions (user_id, day, client_session_id)
             SELECT t.u, \(fromDay) t.d, t.s FROM unnest($9::text[], $10::int[], $11::text[]) AS t(u, d, s)
@@ -105,6 +113,7 @@ enum AnalyticsWriter {
             SELECT t.u, t.m, \(fromMillis) t.at FROM unnest($12::text[], $13::text[], $14::bigint[]) AS t(u, m, at)
             ON CONFLICT (user_id, material_id) DO UPDATE
                 SET first_completed_at = LEAST(analytics_completions.first_completed_at, EXCLUDED.first_completed_at)
+            RETURNING user_id, xmax = 0 AS inserted
         ), sessions AS (
             INSERT INTO analytics_sessions (user_id, client_session_id, material_id, started_at, last_event_at, closed_at,
                                             active_seconds, completed, events)
@@ -123,15 +132,6 @@ enum AnalyticsWriter {
                 active_seconds = analytics_sessions.active_seconds + EXCLUDED.active_seconds,
                 completed = analytics_sessions.completed OR EXCLUDED.completed,
                 events = analytics_sessions.events + EXCLUDED.events
-        ), users AS (
-            INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes)
-            SELECT t.u, \(fromMillis) t.at, t.tz FROM unnest($25::text[], $26::bigint[], $27::int[]) AS t(u, at, tz)
-            ON CONFLICT (user_id) DO UPDATE SET
-                tz_offset_minutes = CASE
-                    WHEN (EXCLUDED.latest_event_at, EXCLUDED.tz_offset_minutes)
-                         > (analytics_users.latest_event_at, analytics_users.tz_offset_minutes)
-                    THEN EXCLUDED.tz_offset_minutes ELSE analytics_users.tz_offset_minutes END,
-                latest_event_at = GREATEST(analytics_users.latest_event_at, EXCLUDED.latest_event_at)
         ), crossed AS MATERIALIZED (
             SELECT daily.user_id, daily.day
             FROM daily JOIN unnest($1::text[], $2::int[], $3::bigint[]) AS t(u, d, a)
@@ -152,6 +152,47 @@ enum AnalyticsWriter {
             SELECT user_id, start_day, end_day FROM fresh ORDER BY user_id, start_day
             ON CONFLICT (user_id, start_day) DO UPDATE SET end_day = EXCLUDED.end_day
                 WHERE analytics_streak_runs.end_day <> EXCLUDED.end_day
+        ), users AS (
+            INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes, materials_completed, last_active_day,
+                                         longest_streak_days, last_run_start, last_run_end, materials_day, materials_day_count)
+            SELECT g.u, \(fromMillis) max(g.at), max(g.tz), count(*) FILTER (WHERE g.completed), max(g.active),
+                   COALESCE(max(g.longest), 0), max(g.run_start), max(g.run_end), max(g.m_day), COALESCE(max(g.m_n), 0)
+            FROM (SELECT t.u, t.at, t.tz, false, NULL::date, NULL::int, NULL::date, NULL::date, NULL::date, NULL::bigint
+                  FROM unnest($25::text[], $26::bigint[], $27::int[]) AS t(u, at, tz)
+                  UNION ALL
+                  SELECT user_id, NULL, NULL, true, NULL, NULL, NULL, NULL, NULL, NULL FROM completions WHERE inserted
+                  UNION ALL
+                  SELECT user_id, NULL, NULL, false, day, NULL, NULL, NULL, NULL, NULL FROM daily WHERE active_seconds > 0
+                  UNION ALL
+                  (SELECT DISTINCT ON (user_id) user_id, NULL, NULL, false, NULL,
+                          max(end_day - start_day + 1) OVER (PARTITION BY user_id), start_day, end_day, NULL, NULL
+                   FROM fresh ORDER BY user_id, start_day DESC)
+                  UNION ALL
+                  (SELECT DISTINCT ON (user_id) user_id, NULL, NULL, false, NULL, NULL, NULL, NULL, day,
+                          count(*) FILTER (WHERE inserted)
+                   FROM day_materials GROUP BY user_id, day ORDER BY user_id, day DESC)
+                 ) AS g(u, at, tz, completed, active, longest, run_start, run_end, m_day, m_n)
+            GROUP BY g.u HAVING count(g.at) > 0
+            ORDER BY g.u
+            ON CONFLICT (user_id) DO UPDATE SET
+                tz_offset_minutes = CASE
+                    WHEN (EXCLUDED.latest_event_at, EXCLUDED.tz_offset_minutes)
+                         > (analytics_users.latest_event_at, analytics_users.tz_offset_minutes)
+                    THEN EXCLUDED.tz_offset_minutes ELSE analytics_users.tz_offset_minutes END,
+                latest_event_at = GREATEST(analytics_users.latest_event_at, EXCLUDED.latest_event_at),
+                materials_completed = analytics_users.materials_completed + EXCLUDED.materials_completed,
+                last_active_day = GREATEST(analytics_users.last_active_day, EXCLUDED.last_active_day),
+                longest_streak_days = GREATEST(analytics_users.longest_streak_days, EXCLUDED.longest_streak_days),
+                last_run_start = COALESCE(EXCLUDED.last_run_start, analytics_users.last_run_start),
+                last_run_end = CASE WHEN EXCLUDED.last_run_start IS NULL THEN analytics_users.last_run_end
+                                    ELSE EXCLUDED.last_run_end END,
+                materials_day = GREATEST(analytics_users.materials_day, EXCLUDED.materials_day),
+                materials_day_count = CASE
+                    WHEN EXCLUDED.materials_day = analytics_users.materials_day
+                    THEN analytics_users.materials_day_count + EXCLUDED.materials_day_count
+                    WHEN EXCLUDED.materials_day > analytics_users.materials_day OR analytics_users.materials_day IS NULL
+                    THEN EXCLUDED.materials_day_count
+                    ELSE analytics_users.materials_day_count END
         )
         SELECT 1
         """

@@ -13,7 +13,8 @@ import Postgres
 /// The threshold is configuration (`ANALYTICS_STREAK_THRESHOLD_SECONDS`); the one the runs were
 /// computed with is stored (`analytics_streak_settings`), and when it differs from the
 /// configured one every user's runs are recomputed (`align`): when the service starts, and in
-/// every batch's transaction before its runs are touched (a point read while they agree).
+/// every batch's transaction before its runs are touched (a point read while they agree); the
+/// users' summary rows (`UserSummary`) are recomputed with them.
 public struct StreakRuns: Sendable {
     public let thresholdSeconds: Int
 
@@ -32,6 +33,7 @@ public struct StreakRuns: Sendable {
         guard try await connection.query(select + " FOR UPDATE").first?.decode(Int.self, 0) != thresholdSeconds else { return false }
         try await connection.execute("DELETE FROM analytics_streak_runs")
         try await connection.execute(Self.recomputeAll, [thresholdSeconds])
+        try await connection.execute(UserSummary.recomputeAll)
         try await connection.execute("UPDATE analytics_streak_settings SET threshold_seconds = $1", [thresholdSeconds])
         return true
     }

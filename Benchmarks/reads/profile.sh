@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Profile of the read endpoints (issue #43): figures per request that do not depend on how busy
+# the shared cores are, and where the CPU goes. Release builds of progress-projector and
+# analytics-aggregator against a throwaway PostgreSQL seeded as Benchmarks/reads/bench.sh seeds it
+# (Kafka at a closed port: only the read path runs). Per endpoint, `wrk` with CONNECTIONS
+# keep-alive connections for DURATION seconds (one token, user-7), and over that window:
+#   - req/s and its share of `/healthz` in the same run,
+#   - CPU of the service per request (utime + stime of the process, /proc/<pid>/stat),
+#   - CPU of the service's PostgreSQL backends per request (found by application_name),
+#   - shared-buffer hits and tuples fetched per request (pg_stat_database deltas: the same
+#     statements give the same counts, however loaded the machine is).
+# Then, for PROFILED endpoints, `perf record -e cpu-clock -g` of the service over another window
+# under the same load, and the top frames (`perf report --no-children`) in OUT/<endpoint>.txt.
+# (callgrind cannot run these services: valgrind 3.19 faults in libdispatch's thread creation.)
+# Usage: Benchmarks/reads/profile.sh [DURATION] [OUT]   (defaults 6, docs/profiles/reads)
+#        CONNECTIONS (50), PROFILED ("healthz reading-progress learning-summary activity-heatmap"),
+#        SKIP_BUILD=1 skips the build; BENCH_BIN=dir runs the binaries in dir.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source deploy/lib/common.sh
+source Benchmarks/reads/seed.sh
+DURATION="${1:-6}"
+OUT="${2:-docs/profiles/reads}"
+CONNECTIONS="${CONNECTIONS:-50}"
+PROFILED="${PROFILED:-healthz reading-progress learning-summary activity-heatmap}"
+USERS="${USERS:-1000}"
+MATERIALS="${MATERIALS:-20}"
+WORK="$(mktemp -d /tmp/reads-profile.XXXX)"
+PGDIR="$(mktemp -d /tmp/pg.XXXX)"
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pg_stop_throwaway "$PGDIR"
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$OUT"
+
+if [[ -z "${SKIP_BUILD:-}" ]]; then
+    swift build -c release --product progress-projector >/dev/null
+    swift build -c release --product analytics-aggregator >/dev/null
+fi
+BIN="${BENCH_BIN:-$(swift build -c release --show-bin-path)}"
+PG_PORT=$(free_port)
+export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
+PSQL="$(pg_bindir)/psql"
+export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
+
+start() {  # name port
+    HTTP_PORT="$2" "$BIN/$1" >"$WORK/$1.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 200); do
+        curl -fs "http://127.0.0.1:$2/healthz" >/dev/null 2>&1 && return 0
+        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$1.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "$1 did not start" >&2; exit 1
+}
+# The services create their tables; then the seed, and the aggregator restarted: it computes the
+# seeded users' streak runs as it starts.
+declare -A PID_OF
+PROGRESS_PORT=$(free_port); start progress-projector "$PROGRESS_PORT"; PID_OF[progress-projector]=${PIDS[-1]}
+ANALYTICS_PORT=$(free_port); start analytics-aggregator "$ANALYTICS_PORT"
+reads_seed
+kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
+start analytics-aggregator "$ANALYTICS_PORT"; PID_OF[analytics-aggregator]=${PIDS[-1]}
+"$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
+# Past the projections' first assignment check with no broker (a 100–700 ms hiccup, bench.sh).
+sleep "${SETTLE:-35}"
+
+TOKEN=$(python3 - "$JWT_SECRET" <<'PY'
+import base64, hashlib, hmac, json, sys, time
+b = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b(json.dumps({"sub": "user-7", "iat": int(time.time()), "exp": int(time.time()) + 86400}).encode())
+sig = b(hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest())
+print(f"{head}.{body}.{sig}")
+PY
+)
+cat >"$WORK/report.lua" <<'LUA'
+done = function(summary, latency, requests)
+    local e = summary.errors
+    io.write(string.format("RESULT %d %.0f %d\n", summary.requests, summary.requests / (summary.duration / 1e6),
+        e.connect + e.read + e.write + e.timeout + e.status))
+end
+LUA
+load() {  # url seconds → "requests rps errors"
+    wrk -t2 -c"$CONNECTIONS" -d"$2s" --timeout 10s -s "$WORK/report.lua" -H "Authorization: Bearer $TOKEN" "$1" \
+        | awk '/^RESULT/ { print $2, $3, $4 }'
+}
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }  # utime + stime of a process
+backend_ticks() {  # of the PostgreSQL backends of application $1
+    local total=0 pid
+    for pid in $("$PSQL" -Atq "$DATABASE_URL" -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$1'"); do
+        [[ -r /proc/$pid/stat ]] && total=$(( total + $(ticks "$pid") ))
+    done
+    echo "$total"
+}
+db_counters() {  # "blks_hit tup_fetched"
+    "$PSQL" -Atq -F' ' "$DATABASE_URL" -c "SELECT blks_hit, tup_fetched FROM pg_stat_database WHERE datname = current_database()"
+}
+per() { awk -v a="$1" -v b="$2" -v n="$3" -v k="${4:-1}" 'BEGIN { printf "%.1f", (b - a) * k / (n > 0 ? n : 1) }'; }
+
+TICK_US=$(( 1000000 / $(getconf CLK_TCK) ))
+ENDPOINTS=(
+    "healthz|progress-projector|$PROGRESS_PORT|/healthz"
+    "reading-progress|progress-projector|$PROGRESS_PORT|/materials/material-8/reading-progress"
+    "learning-continue|progress-projector|$PROGRESS_PORT|/learning/continue"
+    "analytics-healthz|analytics-aggregator|$ANALYTICS_PORT|/healthz"
+    "learning-summary|analytics-aggregator|$ANALYTICS_PORT|/learning/summary"
+    "learning-trend|analytics-aggregator|$ANALYTICS_PORT|/learning/trend"
+    "activity-heatmap|analytics-aggregator|$ANALYTICS_PORT|/activity/heatmap"
+    "learning-history|analytics-aggregator|$ANALYTICS_PORT|/learning/history"
+)
+printf '%-18s %9s %7s %6s %12s %12s %9s %10s\n' endpoint "req/s" "of hz" errors "svc µs/req" "pg µs/req" "hits/req" "tuples/req"
+HEALTHZ=0
+for entry in "${ENDPOINTS[@]}"; do
+    IFS='|' read -r name service port path <<<"$entry"
+    pid=${PID_OF[$service]}
+    load "http://127.0.0.1:$port$path" 1 >/dev/null  # warm: connections and prepared statements
+    sleep 1.1  # pg_stat_database is flushed about once a second
+    read -r hits0 fetched0 < <(db_counters)
+    t0=$(ticks "$pid"); b0=$(backend_ticks "$service")
+    read -r requests rps errors < <(load "http://127.0.0.1:$port$path" "$DURATION")
+    t1=$(ticks "$pid"); b1=$(backend_ticks "$service")
+    sleep 1.1
+    read -r hits1 fetched1 < <(db_counters)
+    [[ $name == healthz ]] && HEALTHZ=$rps
+    printf '%-18s %9s %6s%% %6s %12s %12s %9s %10s\n' "$name" "$rps" "$(( rps * 100 / (HEALTHZ > 0 ? HEALTHZ : 1) ))" "$errors" \
+        "$(per "$t0" "$t1" "$requests" "$TICK_US")" "$(per "$b0" "$b1" "$requests" "$TICK_US")" \
+        "$(per "$hits0" "$hits1" "$requests")" "$(per "$fetched0" "$fetched1" "$requests")"
+    if [[ " $PROFILED " == *" $name "* ]]; then
+        load "http://127.0.0.1:$port$path" $(( DURATION + 2 )) >/dev/null &
+        loader=$!
+        sleep 1
+        perf record -q -e cpu-clock -g -p "$pid" -o "$WORK/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 || true
+        wait "$loader" || true
+        set +o pipefail  # head closes perf report's pipe early
+        {
+            echo "# perf record -e cpu-clock -g -p <$service> -- sleep $DURATION, under wrk -t2 -c$CONNECTIONS $path"
+            echo "# (Benchmarks/reads/profile.sh $DURATION; $(date -u +%F), release build, 2 shared cores)"
+            echo "# by shared object"
+            perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso -g none 2>/dev/null \
+                | grep -v '^#' | grep -v '^$' | head -n 12
+            echo "# by symbol (all threads)"
+            perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso,sym -g none 2>/dev/null \
+                | grep -v '^#' | grep -v '^$' | head -n 60 | cut -c1-200
+        } >"$OUT/$name.txt"
+        set -o pipefail
+    fi
+done

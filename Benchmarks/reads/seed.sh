@@ -1,0 +1,30 @@
+# The read benchmarks' seed (sourced by bench.sh and profile.sh): USERS users with MATERIALS
+# reading_progress rows each and, for users 1–100, a year of analytics_daily plus sessions,
+# completions and day materials. Needs PSQL, DATABASE_URL, USERS and MATERIALS set. The streak
+# settings are left empty, so the aggregator, when it next starts, computes the seeded users'
+# streak runs (and their summary rows) from the daily rows.
+reads_seed() {
+    # USERS × MATERIALS rows, every 4th in progress.
+    "$PSQL" -q "$DATABASE_URL" <<SQL
+    INSERT INTO reading_progress (user_id, material_id, status, last_position, position_percent, progress_percent,
+        total_active_seconds, first_read_at, last_read_at, last_session_id, reading_target_type, latest_ts, latest_seq, latest_event_id)
+    SELECT 'user-' || u, 'material-' || m, CASE WHEN m % 4 = 0 THEN 'in_progress' ELSE 'completed' END,
+           '{"type":"pdf","page":12,"totalPages":40}'::jsonb, 30.0, 30.0, 600,
+           now() - interval '2 days', now() - (m || ' minutes')::interval, 'session-' || m, 'document', now(), m, 'event-' || u || '-' || m
+    FROM generate_series(1, $USERS) u, generate_series(1, $MATERIALS) m;
+    -- Analytics of users 1–100: a year of daily activity, sessions, completions.
+    INSERT INTO analytics_users (user_id, latest_event_at, tz_offset_minutes)
+    SELECT 'user-' || u, now(), 480 FROM generate_series(1, $USERS) u;
+    INSERT INTO analytics_daily (user_id, day, active_seconds, events)
+    SELECT 'user-' || u, current_date - d, (d * 37) % 4000, 10 FROM generate_series(1, 100) u, generate_series(0, 364) d;
+    INSERT INTO analytics_day_materials (user_id, day, material_id, completed)
+    SELECT 'user-' || u, current_date - d, 'material-' || m, m = 1 FROM generate_series(1, 100) u, generate_series(0, 29) d, generate_series(1, 3) m;
+    INSERT INTO analytics_completions (user_id, material_id, first_completed_at)
+    SELECT 'user-' || u, 'material-' || m, now() - (m || ' days')::interval FROM generate_series(1, 100) u, generate_series(1, 20) m;
+    INSERT INTO analytics_sessions (user_id, client_session_id, material_id, started_at, last_event_at, active_seconds, completed, events)
+    SELECT 'user-' || u, 'session-' || s, 'material-' || (s % 20), now() - (s || ' hours')::interval,
+           now() - (s || ' hours')::interval + interval '20 minutes', 1200, s % 7 = 0, 40
+    FROM generate_series(1, 100) u, generate_series(1, 200) s;
+    DELETE FROM analytics_streak_settings;
+SQL
+}
