@@ -4,6 +4,7 @@
 # private PostgreSQL and SeaweedFS), timed from each post to the owner's push on user:{owner},
 # then the room's counts checked against the writes accepted (Benchmarks/social/social_bench.py).
 # Usage: Benchmarks/social/bench.sh BACKBONE [RATE] [SECONDS]   (defaults: 1000, 10)
+# Environment: WORKERS (posting processes, default 2), CONNECTIONS (keep-alive connections each, default 48).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -21,5 +22,6 @@ DEV=$!
 for _ in $(seq 1 240); do [[ -f "$WORK/home/dev.env" ]] && break; sleep 0.5; done
 [[ -f "$WORK/home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
 value() { grep "^$1=" "$WORK/home/dev.env" | cut -d= -f2- | tr -d "'"; }
-python3 Benchmarks/social/social_bench.py "$(value APP_BASE_URL)" "$(value JWT_SECRET)" \
-    Tests/USDTests/Fixtures/roomscan.usdz Tests/USDTests/Fixtures/roomscan.roomplan.json "$RATE" "$SECONDS_"
+BENCH_DEV_PID="$DEV" BENCH_DEV_HOME="$WORK/home" python3 Benchmarks/social/social_bench.py "$(value APP_BASE_URL)" "$(value JWT_SECRET)" \
+    Tests/USDTests/Fixtures/roomscan.usdz Tests/USDTests/Fixtures/roomscan.roomplan.json "$RATE" "$SECONDS_" \
+    "${WORKERS:-2}" "${CONNECTIONS:-48}"

@@ -155,6 +155,14 @@ struct OpenAPIFuzzTests {
                                          filters: ["--exclude-path-regex", "^/functions/v1/(quota|upload-init|upload-complete)$"],
                                          log: "functions-account-delete")
             #expect(deletion.status == 0, "full output in \(deletion.log):\n\(deletion.output.suffix(4000))")
+            // The social layer's writes (tag social, served here: comments, likes, profiles, the
+            // remix); its reads and the read marks are the catalog's (`fuzzEveryOtherService`).
+            try harness.cluster.createTopic(Topics.roomInteractions, partitions: 3)
+            let social = try Self.fuzz(tag: "social", port: port, token: harness.userToken("app-fuzz-social"), examples: 50,
+                                       filters: ["--exclude-method", "GET", "--exclude-path", "/rest/v1/notifications"],
+                                       log: "social-writes")
+            #expect(social.status == 0, "full output in \(social.log):\n\(social.output.suffix(4000))")
+            #expect(!social.output.contains("Authentication failed"), "the user's calls were answered: \(social.log)")
         } catch {
             await harness.close()
             throw error
@@ -244,6 +252,15 @@ struct OpenAPIFuzzTests {
                                                log: "\(service.name)-\(index)")
                     #expect(result.status == 0, "\(service.name), full output in \(result.log):\n\(result.output.suffix(4000))")
                 }
+            }
+            // The social layer's reads (tag social: comments, likes, profiles, notifications) and the
+            // read marks (PATCH notifications), which the catalog serves; its writes are ingest's (`fuzzIngest`).
+            for (name, filters) in [("social-reads", ["--include-method", "GET"]),
+                                    ("social-marks", ["--include-method", "PATCH", "--include-path", "/rest/v1/notifications"])] {
+                let result = try Self.fuzz(tag: "social", port: ports["transcode-worker"]!, token: harness.userToken(user), examples: 25,
+                                           filters: filters, log: name)
+                #expect(result.status == 0, "\(name), full output in \(result.log):\n\(result.output.suffix(4000))")
+                #expect(!result.output.contains("No operations"), "\(name) selected no operation: \(result.log)")
             }
             // A NUL byte in a query value is refused, not cut off (`days=7%00` is not `days=7`).
             for path in ["/learning/trend?days=7%00", "/learning/history?cursor=%00"] {
