@@ -35,6 +35,7 @@ workers = int(sys.argv[7]) if len(sys.argv) > 7 else 2
 connections = int(sys.argv[8]) if len(sys.argv) > 8 else 48
 dev_pid = int(os.environ.get("BENCH_DEV_PID", "0"))
 dev_home = os.environ.get("BENCH_DEV_HOME", "")
+dev_database_port = urlsplit(os.environ.get("BENCH_DEV_DATABASE_URL", "")).port
 
 
 def token(user, role=None):
@@ -171,6 +172,29 @@ def cpu_ticks(pid):
         return 0
 
 
+def thread_groups(pid):
+    """CPU seconds so far of the stack's threads by kind (their names): the services' Swift code
+    (the concurrency pool), the embedded Kafka broker (`rdk:mock`), the services' Kafka clients
+    (other `rdk:` threads), the HTTP servers (libmicrohttpd's `MHD-` threads), the rest."""
+    groups = {"swift": 0, "kafka_broker": 0, "kafka_clients": 0, "http": 0, "other": 0}
+    hz = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return groups
+    for task in tasks:
+        try:
+            name = open(f"/proc/{pid}/task/{task}/comm").read().strip()
+            fields = open(f"/proc/{pid}/task/{task}/stat").read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks = int(fields[11]) + int(fields[12])
+        kind = ("swift" if "qos" in name else "kafka_broker" if name == "rdk:mock" else "kafka_clients" if name.startswith("rdk:")
+                else "http" if name.startswith("MHD") else "other")
+        groups[kind] += ticks / hz
+    return groups
+
+
 def cpu_snapshot():
     """CPU seconds so far of the stack's process, its PostgreSQL and nginx (the processes whose
     command line names the stack's folder, and their children), this process, and the machine."""
@@ -188,8 +212,8 @@ def cpu_snapshot():
     for pid, (ppid, _, _) in table.items():
         children.setdefault(ppid, []).append(pid)
 
-    def tree(name):
-        roots = [p for p, (_, comm, cmd) in table.items() if comm == name and dev_home and dev_home in cmd]
+    def tree(name, mark):
+        roots = [p for p, (_, comm, cmd) in table.items() if comm == name and mark and mark in cmd]
         found, stack = set(), list(roots)
         while stack:
             p = stack.pop()
@@ -203,9 +227,10 @@ def cpu_snapshot():
         cpu = [int(x) for x in stat.readline().split()[1:]]
     me = resource.getrusage(resource.RUSAGE_SELF)
     return {"backbone": cpu_ticks(dev_pid) / hz if dev_pid else 0.0,
-            "postgres": sum(cpu_ticks(p) for p in tree("postgres")) / hz,
-            "nginx": sum(cpu_ticks(p) for p in tree("nginx")) / hz,
-            "listener": me.ru_utime + me.ru_stime,
+            # The stack's PostgreSQL: the postmaster listening on DATABASE_URL's port; its nginx: the one with its folder.
+            "postgres": sum(cpu_ticks(p) for p in tree("postgres", dev_database_port and f"\0-p\0{dev_database_port}\0")) / hz,
+            "nginx": sum(cpu_ticks(p) for p in tree("nginx", dev_home)) / hz,
+            "listener": me.ru_utime + me.ru_stime, "threads": thread_groups(dev_pid) if dev_pid else {},
             "machine": (sum(cpu) - cpu[3] - cpu[4]) / hz, "wall": time.monotonic()}
 
 
@@ -251,6 +276,9 @@ async def main():
         wall = after["wall"] - before["wall"]
         cores = {name: round((after[name] - before[name]) / wall, 2) for name in ("backbone", "postgres", "nginx", "listener", "machine")}
         cores["workers"] = round(sum(cpu for _, cpu in outcomes) / max(posting_seconds(shares, started), wall), 2)
+        cores["backbone_threads"] = {k: round((after["threads"][k] - before["threads"].get(k, 0)) / wall, 2) for k in after["threads"]}
+        # What the rest of the machine (other users' processes) took meanwhile.
+        cores["others"] = round(max(0.0, cores["machine"] - sum(cores[k] for k in ("backbone", "postgres", "nginx", "listener", "workers"))), 2)
         statuses, comments, likes = {}, 0, 0
         for share in shares:
             for key, at, status in share:
