@@ -37,6 +37,8 @@ struct RebuildSocialTests {
         remix.tags = ["remix"]
         remix.outputKeys = ["rooms/\(fork)/\(fork)-v0/layer_manifest.json", "rooms/\(fork)/\(fork)-v0/thumbnail.png",
                             "rooms/\(fork)/\(fork)-v0/layers/walls.glb"]
+        // The source version's grade as ingest saw it ready (RebuildCatalogTests.rooms: room-0 is C, the others B).
+        remix.sourceQualityGrade = source == "room-0" ? "C" : "B"
         return remix
     }
 

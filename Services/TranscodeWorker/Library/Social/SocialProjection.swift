@@ -85,7 +85,7 @@ public struct SocialProjection: Projection {
             try require(i.forkVersionId, "forkVersionId")
             guard let keys = i.outputKeys, keys.count <= 1_000, let fork = i.forkRoomId, let version = i.forkVersionId,
                   keys.allSatisfy({ $0.hasPrefix("rooms/\(fork)/\(version)/") && $0.utf8.count <= 1_024 }),
-                  (i.title?.count ?? 0) <= 1_000, (i.tags?.count ?? 0) <= 100 else {
+                  (i.title?.count ?? 0) <= 1_000, (i.tags?.count ?? 0) <= 100, (i.sourceQualityGrade?.utf8.count ?? 0) <= 16 else {
                 throw InvalidSocialRecord(description: "a remix names at most 1000 copies, each in the fork's folder, a title and tags")
             }
         case .profileUpdated:
@@ -182,16 +182,20 @@ public struct SocialProjection: Projection {
     /// What a remix (validated) is to the room catalog: the fork's request and its ready status,
     /// with the copies and the source version's grade. Both the social projection and
     /// `backbone rebuild catalog` (which replays the remixes with the catalog's topics) make the
-    /// fork's rows from this. The grade is the source version's in the catalog this connection
-    /// writes, else in the live one (`public`): a rebuild's shadow may not hold the source's
-    /// status yet when it meets the remix, which is on another topic.
+    /// fork's rows from this. The grade is the one the record carries; a record written before
+    /// it was carried takes the source version's in the catalog this connection writes, else in
+    /// the live one (`public`: a rebuild's shadow may not hold the source's status yet when it
+    /// meets the remix, which is on another topic).
     public static func forkEvents(_ i: RoomInteraction, _ connection: PostgresConnection) async throws -> [CatalogProjection.Event] {
         let (fork, version) = (i.forkRoomId!, i.forkVersionId!)
         let keys = i.outputKeys ?? []
-        let grade = try await connection.query("""
-            SELECT COALESCE((SELECT quality_grade FROM catalog_versions WHERE version_id = $1),
-                            (SELECT quality_grade FROM public.catalog_versions WHERE version_id = $1)) AS quality_grade
-            """, [i.sourceVersionId ?? ""]).first?.decode(String?.self, "quality_grade")
+        var grade = i.sourceQualityGrade
+        if grade == nil {
+            grade = try await connection.query("""
+                SELECT COALESCE((SELECT quality_grade FROM catalog_versions WHERE version_id = $1),
+                                (SELECT quality_grade FROM public.catalog_versions WHERE version_id = $1)) AS quality_grade
+                """, [i.sourceVersionId ?? ""]).first?.decode(String?.self, "quality_grade")
+        }
         let folder = "rooms/\(fork)/\(version)/"
         let request = RoomTranscodeRequest(ownerUserId: i.actorId, request: RoomVersionCompleteRequest(
             roomId: fork, versionId: version, title: i.title ?? "", tags: i.tags ?? [], visibility: .public,
