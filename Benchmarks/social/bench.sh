@@ -4,6 +4,7 @@
 # private PostgreSQL and SeaweedFS), timed from each post to the owner's push on user:{owner},
 # then the room's counts checked against the writes accepted (Benchmarks/social/social_bench.py).
 # Usage: Benchmarks/social/bench.sh BACKBONE [RATE] [SECONDS]   (defaults: 1000, 10)
+# Environment: WORKERS (posting processes, default 2), CONNECTIONS (keep-alive connections each, default 48).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
@@ -15,11 +16,15 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+# DATABASE_POOL_SIZE, when set, sizes every service's pool (each social write holds one of
+# ingest's connections until the broker acknowledged its record).
 BACKBONE_HOME="$WORK/home" LOG_LEVEL=warning INGEST_SOCIAL_RATE_LIMIT_PER_SECOND=1000000 INGEST_SOCIAL_RATE_LIMIT_BURST=1000000 \
+    DATABASE_POOL_SIZE="${DATABASE_POOL_SIZE:-10}" \
     "$BIN" dev --port-offset "${BENCH_PORT_OFFSET:-2400}" > "$WORK/dev.log" 2>&1 &
 DEV=$!
 for _ in $(seq 1 240); do [[ -f "$WORK/home/dev.env" ]] && break; sleep 0.5; done
 [[ -f "$WORK/home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
 value() { grep "^$1=" "$WORK/home/dev.env" | cut -d= -f2- | tr -d "'"; }
-python3 Benchmarks/social/social_bench.py "$(value APP_BASE_URL)" "$(value JWT_SECRET)" \
-    Tests/USDTests/Fixtures/roomscan.usdz Tests/USDTests/Fixtures/roomscan.roomplan.json "$RATE" "$SECONDS_"
+BENCH_DEV_PID="$DEV" BENCH_DEV_HOME="$WORK/home" BENCH_DEV_DATABASE_URL="$(value DATABASE_URL)" python3 Benchmarks/social/social_bench.py "$(value APP_BASE_URL)" "$(value JWT_SECRET)" \
+    Tests/USDTests/Fixtures/roomscan.usdz Tests/USDTests/Fixtures/roomscan.roomplan.json "$RATE" "$SECONDS_" \
+    "${WORKERS:-2}" "${CONNECTIONS:-48}"

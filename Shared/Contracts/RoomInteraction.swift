@@ -49,6 +49,9 @@ public struct RoomInteraction: Sendable, Hashable, Codable {
     public var title: String?
     public var tags: [String]?
     public var outputKeys: [String]?
+    /// `remix_created`: the source version's quality grade (from its `ready` status), which the
+    /// fork's version shares; absent in records written before it was carried.
+    public var sourceQualityGrade: String?
     /// When the write was taken (the comment's, like's or profile change's `created_at`/`updated_at`).
     public var at: Date
 

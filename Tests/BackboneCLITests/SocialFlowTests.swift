@@ -88,6 +88,12 @@ struct SocialFlowTests {
         let marked = (seen["marked"] as? [[String: Any]])?.first
         #expect(marked?["read_at"] as? String != nil && marked?["id"] as? String == noted?["id"] as? String)
         #expect(!(seen["unread"] as? [[String: Any]] ?? []).contains { $0["id"] as? String == noted?["id"] as? String })
+        // A stranger's PATCH of her notifications (marking one read, unmarking the read one) changes no row.
+        #expect((seen["stranger_patch"] as? [Any])?.isEmpty == true, "\(seen["stranger_patch"] ?? "")")
+        #expect((seen["stranger_unmark"] as? [Any])?.isEmpty == true, "\(seen["stranger_unmark"] ?? "")")
+        let after = (seen["owner_after_stranger"] as? [[String: Any]] ?? []).map { "\($0["id"] ?? "") \($0["read_at"] ?? "null")" }
+        let before = (seen["owner_before_stranger"] as? [[String: Any]] ?? []).map { "\($0["id"] ?? "") \($0["read_at"] ?? "null")" }
+        #expect(after.count == 2 && after == before, "the owner's notifications after the stranger's PATCH: \(after), before: \(before)")
 
         // A signed-out reader: the comment with its author's name, no notification, no private room.
         let shown = (seen["anonymous_comments"] as? [[String: Any]])?.first

@@ -6,6 +6,7 @@ import HTTPRouting
 import Ingest
 import Kafka
 import ObjectStore
+import Postgres
 import ServiceRuntime
 import Testing
 
@@ -166,6 +167,36 @@ struct OpenAPIFuzzTests {
                                         log: "learning-writes")
             #expect(learner.status == 0, "full output in \(learner.log):\n\(learner.output.suffix(4000))")
             #expect(!learner.output.contains("Authentication failed"), "the learner's calls were answered: \(learner.log)")
+            // The social layer's writes (tag social, served here: comments, likes, profiles, the
+            // remix); its reads and the read marks are the catalog's (`fuzzEveryOtherService`).
+            try harness.cluster.createTopic(Topics.roomInteractions, partitions: 3)
+            // The documents' example room, public and published (as ingest knows it once its version
+            // was ready on the status topic): the examples phase comments on it, likes and remixes it.
+            let client = harness.database.client(maxConnections: 1)
+            _ = try await client.execute("""
+                INSERT INTO rooms (room_id, owner_user_id, visibility, title, tags)
+                VALUES ('5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b', 'fuzz-owner', 'public', 'Kitchen', '{kitchen}')
+                """)
+            _ = try await client.execute("""
+                INSERT INTO room_versions (version_id, room_id, owner_user_id, status, usdz_key, usdz_bytes, roomplan_json_key,
+                                           roomplan_json_bytes, quota_month)
+                VALUES ('0e7c2a5e-4b1d-4f3a-9a61-2f1e3d4c5b6a', '5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b', 'fuzz-owner', 'ready',
+                        'rooms/5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b/0e7c2a5e-4b1d-4f3a-9a61-2f1e3d4c5b6a/source.usdz', 1000,
+                        'rooms/5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b/0e7c2a5e-4b1d-4f3a-9a61-2f1e3d4c5b6a/roomplan.json', 100,
+                        date_trunc('month', now())::date)
+                """)
+            await client.close()
+            let social = try Self.fuzz(tag: "social", port: port, token: harness.userToken("app-fuzz-social"), examples: 50,
+                                       filters: ["--exclude-method", "GET", "--exclude-path", "/rest/v1/notifications"],
+                                       log: "social-writes")
+            #expect(social.status == 0, "full output in \(social.log):\n\(social.output.suffix(4000))")
+            #expect(!social.output.contains("Authentication failed"), "the user's calls were answered: \(social.log)")
+            #expect(social.output.contains("7 selected"), "comments, likes and profiles written, the remix: \(social.log)")
+            // At least one generated write was taken on the example room (and answered with its row).
+            let written = try harness.readTopic(Topics.roomInteractions, expecting: 1)
+                .compactMap { try? ContractCoding.decode(RoomInteraction.self, from: Array($0.value.utf8)) }
+            #expect(written.first?.roomId == "5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b" || written.first?.kind == .profileUpdated,
+                    "\(written)")
         } catch {
             await harness.close()
             throw error
@@ -269,6 +300,15 @@ struct OpenAPIFuzzTests {
                                            filters: filters, log: "analytics-learning-\(index)")
                 #expect(result.status == 0, "learning on the aggregator, full output in \(result.log):\n\(result.output.suffix(4000))")
             }
+            // The social layer's reads (tag social: comments, likes, profiles, notifications) and the
+            // read marks (PATCH notifications), which the catalog serves; its writes are ingest's (`fuzzIngest`).
+            // (Filters of one kind add up; an exclusion takes out whatever it matches.)
+            let reads = try Self.fuzz(tag: "social", port: ports["transcode-worker"]!, token: harness.userToken(user), examples: 25,
+                                      filters: ["--exclude-operation-id-regex",
+                                                "^(insertComment|deleteComment|insertLike|deleteLike|upsertProfile|updateProfile|remix)$"],
+                                      log: "social-reads")
+            #expect(reads.status == 0, "full output in \(reads.log):\n\(reads.output.suffix(4000))")
+            #expect(reads.output.contains("5 selected"), "the four reads and the read marks: \(reads.log)")
             // A NUL byte in a query value is refused, not cut off (`days=7%00` is not `days=7`).
             for path in ["/learning/trend?days=7%00", "/learning/history?cursor=%00"] {
                 let answer = try get(ports["analytics-aggregator"]!, path)

@@ -26,13 +26,18 @@ struct RoomStatusProjection: Projection {
 
     func apply(_ events: [ProjectedEvent<RoomTranscodeStatus>], in connection: PostgresConnection) async throws {
         var latest: [String: String] = [:]
-        for event in events { latest[event.event.versionId] = event.event.status.rawValue }
+        var grades: [String: String] = [:]
+        for event in events {
+            latest[event.event.versionId] = event.event.status.rawValue
+            if let grade = event.event.qualityGrade, event.event.status == .ready { grades[event.event.versionId] = grade }
+        }
         guard !latest.isEmpty else { return }
         let versions = Array(latest.keys)
         _ = try await connection.execute("""
-            UPDATE room_versions v SET status = t.status, updated_at = now()
-            FROM unnest($1::text[], $2::text[]) AS t(version_id, status)
-            WHERE v.version_id = t.version_id AND v.status NOT IN ('uploading', 'pending') AND v.status <> t.status
-            """, [versions, versions.map { latest[$0]! }])
+            UPDATE room_versions v SET status = t.status, quality_grade = COALESCE(NULLIF(t.grade, ''), v.quality_grade), updated_at = now()
+            FROM unnest($1::text[], $2::text[], $3::text[]) AS t(version_id, status, grade)
+            WHERE v.version_id = t.version_id AND v.status NOT IN ('uploading', 'pending')
+              AND (v.status <> t.status OR v.quality_grade IS DISTINCT FROM COALESCE(NULLIF(t.grade, ''), v.quality_grade))
+            """, [versions, versions.map { latest[$0]! }, versions.map { grades[$0] ?? "" }])
     }
 }

@@ -133,8 +133,18 @@ public struct ChannelSequencer: Projection {
         if interaction.kind == .commentDeleted {
             return SequencerInput(drafts: [], room: nil, withdrawnComment: interaction.commentId)
         }
+        // A remix's fork is a public room of the remixer from its first record on: the notifier
+        // learns it here as it learns other rooms from their first request (its `room:{fork}`
+        // is joinable; its later versions come through the status topic).
+        var fork: SequencerInput.RoomFacts?
+        if interaction.kind == .remixCreated, let room = interaction.forkRoomId {
+            guard ChannelName.room(room) != nil, ChannelName.user(interaction.actorId) != nil else {
+                throw InvalidRealtimeSource(description: "forkRoomId and actorId must be identifiers")
+            }
+            fork = .init(roomID: room, ownerUserID: interaction.actorId, visibility: .public)
+        }
         guard let event = interaction.pushEvent, let owner = interaction.roomOwnerId, let room = interaction.roomId else {
-            return SequencerInput(drafts: [], room: nil)
+            return SequencerInput(drafts: [], room: fork)
         }
         guard let channel = ChannelName.user(owner), ChannelName.room(room) != nil, Identifier.isAcceptable(interaction.actorId) else {
             throw InvalidRealtimeSource(description: "roomId, roomOwnerId and actorId must be identifiers")
@@ -152,7 +162,7 @@ public struct ChannelSequencer: Projection {
             fields["version_id"] = .string(version)
             fields["remixed_from"] = .string(room)
         }
-        return SequencerInput(drafts: [.init(channel: channel, event: event, payload: .object(fields), origin: nil)], room: nil)
+        return SequencerInput(drafts: [.init(channel: channel, event: event, payload: .object(fields), origin: nil)], room: fork)
     }
 
     /// The status record with the snake_case keys the app's code reads (seed `002_*` §6.2:

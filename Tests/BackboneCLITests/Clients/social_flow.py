@@ -185,6 +185,15 @@ async def main():
     first = next(n for n in notes if n["kind"] == "comment")
     seen["marked"] = owner.from_("notifications").update({"read_at": "2026-12-06T00:00:00Z"}).eq("id", first["id"]).execute().data
     seen["unread"] = owner.from_("notifications").select("id").is_("read_at", "null").execute().data
+    # A stranger's PATCH of the owner's notifications (one read, one not) changes nothing.
+    other = next(n for n in notes if n["id"] != first["id"])
+    seen["stranger_patch"] = stranger.from_("notifications").update({"read_at": "2030-01-01T00:00:00Z"}) \
+        .in_("id", [first["id"], other["id"]]).execute().data
+    seen["stranger_unmark"] = stranger.from_("notifications").update({"read_at": None}).eq("id", first["id"]).execute().data
+    seen["owner_after_stranger"] = owner.from_("notifications").select("id,read_at") \
+        .in_("id", [first["id"], other["id"]]).order("id").execute().data
+    seen["owner_before_stranger"] = sorted(({"id": first["id"], "read_at": seen["marked"][0]["read_at"]},
+                                            {"id": other["id"], "read_at": other["read_at"]}), key=lambda n: n["id"])
 
     # The fan changes her avatar (PATCH of her own row); another user's row changes nothing.
     seen["patched"] = fan.from_("profiles").update({"avatar_path": "avatars/bo-2.png"}).eq("id", fan_id).execute().data

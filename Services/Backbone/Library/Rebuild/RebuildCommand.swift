@@ -2,13 +2,13 @@ import Foundation
 import Kafka
 import ServiceLogging
 
-/// `backbone rebuild progress|analytics|catalog|learning [--dry-run] [--allow-gaps] [--abort]`: re-projects
+/// `backbone rebuild progress|analytics|catalog|learning|social [--dry-run] [--allow-gaps] [--abort]`: re-projects
 /// a read model from the start of its topics into shadow tables while the live service keeps
 /// serving, then swaps them in atomically at the live consumer's exact position (see
 /// `Rebuilder`). `--dry-run` shows how the live model differs instead of swapping.
 enum RebuildCommand {
     static let usage = """
-    usage: backbone rebuild progress|analytics|catalog|learning [--dry-run] [--allow-gaps] [--abort] [--batch N] [--rows N]
+    usage: backbone rebuild progress|analytics|catalog|learning|social [--dry-run] [--allow-gaps] [--abort] [--batch N] [--rows N]
 
     Re-projects the read model from offset 0 of its topics into shadow tables (schema rebuild_<model>)
     with the service's own projection while the service keeps serving reads, then swaps them in, in one
@@ -18,7 +18,10 @@ enum RebuildCommand {
       progress   reading_progress (progress-projector) from reading.events.v2
       analytics  the analytics tables (analytics-aggregator) from reading.events.v2
       catalog    the room catalog (transcode-worker, /rest/v1/rooms) from room.transcode.requests.v1,
-                 room.transcode.status.v1 and room.uploads.v1
+                 room.transcode.status.v1 and room.uploads.v1, and the remixes' forks from room.interactions.v1
+      learning   the learning app's read model (analytics-aggregator) from learning.sessions.v1
+      social     comments, likes, profiles, notifications and the rooms' counts (transcode-worker) from
+                 room.interactions.v1 and room.transcode.status.v1; read marks are carried over
 
       --dry-run      build the shadow, print how the live model differs (rows added, removed, changed),
                      drop the shadow; exit status 3 when it differs, 0 when it is what the topic says
@@ -37,6 +40,7 @@ enum RebuildCommand {
       backbone rebuild progress --dry-run     # is reading_progress what reading.events.v2 says it should be?
       backbone rebuild analytics              # rebuild the analytics tables while analytics-aggregator serves
       backbone rebuild catalog --dry-run      # is the room catalog what the room topics say it should be?
+      backbone rebuild social                 # rebuild comments, likes, notifications while transcode-worker serves
     """
 
     static func run(_ arguments: [String], logger: Logger) async throws -> Int32 {
@@ -47,11 +51,11 @@ enum RebuildCommand {
         }
         try args.only(["dry-run", "allow-gaps", "abort", "batch", "rows", "help"])
         guard args.positional.count == 1, let name = args.positional.first else {
-            throw CommandLineArguments.UsageError(description: "name the read model to rebuild: progress, analytics or catalog\n\(usage)")
+            throw CommandLineArguments.UsageError(description: "name the read model to rebuild: progress, analytics, catalog, learning or social\n\(usage)")
         }
         let environment = DevEnvironment.resolved()
         guard let target = try RebuildTarget.named(name, environment: environment) else {
-            throw CommandLineArguments.UsageError(description: "unknown read model '\(name)': rebuild progress, analytics or catalog")
+            throw CommandLineArguments.UsageError(description: "unknown read model '\(name)': rebuild progress, analytics, catalog, learning or social")
         }
         var options = Rebuilder.Options()
         options.dryRun = args.flag("dry-run")

@@ -33,8 +33,22 @@ struct RebuildTarget: Sendable {
     let scratch: [String]
     /// The service's projection over the shadow (made once the rebuild needs it).
     let makeApplier: @Sendable (_ brokers: String, _ databaseURL: String) throws -> any ShadowApplier
+    /// Topics of `topics` another of the service's consumer groups reads for these tables (topic
+    /// → group): the catalog's forks come from the social group's remixes. The rebuild chases and
+    /// hands over that group's positions on them.
+    var otherGroups: [String: String] = [:]
+    /// The advisory lock every live batch of the service takes first, shared (its erasure fence):
+    /// the swap takes it exclusively before anything else, so no live batch of any group that
+    /// writes these tables is half-way (holding some of them) when it locks them all.
+    var fence: Int64? = nil
+    /// State no topic holds, copied from the live tables into the shadow in the swap's (or the
+    /// dry run's) transaction, the live tables locked: `(shadow schema, live schema)` → statements.
+    var carried: @Sendable (_ shadow: String, _ live: String) -> [String] = { _, _ in [] }
 
-    static let names = ["progress", "analytics", "catalog", "learning"]
+    static let names = ["progress", "analytics", "catalog", "learning", "social"]
+
+    /// The consumer group whose positions on `topic` the rebuild meets.
+    func group(of topic: String) -> String { otherGroups[topic] ?? groupID }
 
     /// The target called `name`, configured from the environment exactly as its service is.
     static func named(_ name: String, environment: [String: String]) throws -> RebuildTarget? {
@@ -80,16 +94,48 @@ struct RebuildTarget: Sendable {
                     ProjectionApplier(projection: LearningProjection(outbox: nil))
                 }
         case "catalog":
+            // The catalog's topics, and the remixes: a fork's room and first version are written by
+            // the social projection (group room-social), from room.interactions.v1.
             let configuration = TranscodeConfiguration.read(from: &env)
             try env.validate()
             let catalog = configuration.catalog
             return RebuildTarget(
-                name: name, service: "transcode-worker", topics: configuration.catalogTopics, groupID: catalog.groupID,
-                migrations: CatalogSchema.migrations, tables: ["catalog_versions", "catalog_rooms"], views: [], scratch: []) { _, _ in
-                    ProjectionApplier(projection: CatalogProjection(requestsTopic: configuration.requestsTopic,
-                                                                    uploadsTopic: configuration.uploadsTopic,
-                                                                    feedHalfLife: catalog.feedHalfLife))
-                }
+                name: name, service: "transcode-worker", topics: configuration.catalogTopics + [configuration.interactionsTopic],
+                groupID: catalog.groupID,
+                migrations: CatalogSchema.migrations, tables: ["catalog_versions", "catalog_rooms"], views: [], scratch: [],
+                makeApplier: { _, _ in
+                    ProjectionApplier(projection: CatalogWithForksProjection(
+                        catalog: CatalogProjection(requestsTopic: configuration.requestsTopic, uploadsTopic: configuration.uploadsTopic,
+                                                   feedHalfLife: catalog.feedHalfLife),
+                        interactionsTopic: configuration.interactionsTopic))
+                },
+                otherGroups: [configuration.interactionsTopic: configuration.socialGroupID],
+                fence: AdvisoryLockKey.named("user-erasure:" + TranscodeErasure.service))
+        case "social":
+            // CrowdRoom's social read models (the catalog's second consumer group). The forks'
+            // catalog rows are `catalog`'s (written here into scratch copies and dropped); the
+            // recipients' read marks are no topic's and are carried over.
+            let configuration = TranscodeConfiguration.read(from: &env)
+            try env.validate()
+            let catalog = configuration.catalog
+            return RebuildTarget(
+                name: name, service: "transcode-worker", topics: configuration.socialTopics, groupID: configuration.socialGroupID,
+                migrations: CatalogSchema.migrations + SocialSchema.migrations,
+                tables: ["catalog_comments", "catalog_notifications", "catalog_likes", "catalog_profiles", "catalog_room_social"],
+                views: [], scratch: ["catalog_versions", "catalog_rooms"],
+                makeApplier: { _, _ in
+                    ProjectionApplier(projection: SocialProjection(
+                        interactionsTopic: configuration.interactionsTopic,
+                        catalog: CatalogProjection(requestsTopic: configuration.requestsTopic, uploadsTopic: configuration.uploadsTopic,
+                                                   feedHalfLife: catalog.feedHalfLife)))
+                },
+                fence: AdvisoryLockKey.named("user-erasure:" + TranscodeErasure.service),
+                carried: { shadow, live in [
+                    """
+                    UPDATE \(shadow).catalog_notifications s SET read_at = l.read_at FROM \(live).catalog_notifications l
+                    WHERE l.notification_id = s.notification_id AND l.read_at IS DISTINCT FROM s.read_at
+                    """,
+                ] })
         default:
             return nil
         }

@@ -239,7 +239,7 @@ final class Rebuilder: @unchecked Sendable {
             }
             if let storedCluster = stored.clusterID, let cluster, storedCluster != cluster {
                 throw CommandError(code: .untrustedPosition,
-                                   message: "the positions of group \(target.groupID) were stored against another Kafka cluster "
+                                   message: "the positions of group \(target.group(of: partition.topic)) were stored against another Kafka cluster "
                                        + "(\(storedCluster)); start \(target.service) against this one first (it re-reads the topic), "
                                        + "then rebuild", context: "\(partition.topic)[\(partition.partition)]")
             }
@@ -380,6 +380,7 @@ final class Rebuilder: @unchecked Sendable {
                 inner.bounds = try bounds(try await model.livePositions(in: connection, forUpdate: true), cluster: cluster,
                                           marks: marks, positions: inner.positions)
                 try await catchUp(model, source: source, in: connection, state: &inner)
+                try await model.carryOver(in: connection)
                 try await model.swap(in: connection)
                 // The model is now what the topics hold: nothing in it is beyond their reach.
                 try await model.clearHistoryLost(in: connection)
@@ -405,6 +406,7 @@ final class Rebuilder: @unchecked Sendable {
             inner.bounds = try bounds(try await model.livePositions(in: connection), cluster: cluster, marks: marks,
                                       positions: inner.positions)
             try await catchUp(model, source: source, in: connection, state: &inner)
+            try await model.carryOver(in: connection)
             let diff = try await ModelDiff.compute(tables: target.tables, live: model.live, shadow: model.shadow,
                                                    rowLimit: rowLimit, in: connection)
             return (diff, inner)

@@ -180,14 +180,16 @@ final class ShadowModel {
 
     // MARK: - The live side
 
-    /// The live consumer group's stored positions on the target's topics (every partition of
-    /// each); `forUpdate` locks the rows (a live batch then waits to commit its offsets).
+    /// The live consumer groups' stored positions on the target's topics (every partition of
+    /// each, the group that reads it for these tables); `forUpdate` locks the rows (a live
+    /// batch then waits to commit its offsets).
     func livePositions(in connection: PostgresConnection, forUpdate: Bool = false) async throws -> [KafkaTopicPartition: LivePosition] {
         var positions: [KafkaTopicPartition: LivePosition] = [:]
         for row in try await connection.query("""
-            SELECT topic, partition, next_offset, cluster_id, history_lost_at FROM \(Self.quote(offsetsSchema)).consumer_offsets
-            WHERE group_id = $1 AND topic = ANY($2::text[]) ORDER BY topic, partition \(forUpdate ? "FOR UPDATE" : "")
-            """, [target.groupID, target.topics]) {
+            SELECT o.topic, o.partition, o.next_offset, o.cluster_id, o.history_lost_at FROM \(Self.quote(offsetsSchema)).consumer_offsets o
+            JOIN unnest($1::text[], $2::text[]) AS t(group_id, topic) ON o.group_id = t.group_id AND o.topic = t.topic
+            ORDER BY o.topic, o.partition \(forUpdate ? "FOR UPDATE OF o" : "")
+            """, [target.topics.map(target.group(of:)), target.topics]) {
             let tp = KafkaTopicPartition(topic: try row.decode(String.self, "topic"), partition: Int32(try row.decode(Int64.self, "partition")))
             positions[tp] = LivePosition(next: try row.decode(Int64.self, "next_offset"), clusterID: try row.decode(String?.self, "cluster_id"),
                                          historyLostAt: try row.decode(Date?.self, "history_lost_at"))
@@ -195,17 +197,28 @@ final class ShadowModel {
         return positions
     }
 
-    /// Clears the live group's `history_lost_at` on the target's topics (in the swap).
+    /// Clears the live groups' `history_lost_at` on the target's topics (in the swap).
     func clearHistoryLost(in connection: PostgresConnection) async throws {
         try await connection.execute("""
-            UPDATE \(Self.quote(offsetsSchema)).consumer_offsets SET history_lost_at = NULL
-            WHERE group_id = $1 AND topic = ANY($2::text[]) AND history_lost_at IS NOT NULL
-            """, [target.groupID, target.topics])
+            UPDATE \(Self.quote(offsetsSchema)).consumer_offsets o SET history_lost_at = NULL
+            FROM unnest($1::text[], $2::text[]) AS t(group_id, topic)
+            WHERE o.group_id = t.group_id AND o.topic = t.topic AND o.history_lost_at IS NOT NULL
+            """, [target.topics.map(target.group(of:)), target.topics])
+    }
+
+    /// Copies what no topic holds (the target's `carried` statements) from the live tables
+    /// into the shadow, in the caller's transaction.
+    func carryOver(in connection: PostgresConnection) async throws {
+        for statement in target.carried(shadow, live) { try await connection.execute(statement) }
     }
 
     /// Blocks the live projection's writes (not its readers) until the transaction ends,
-    /// table by table in the order the projection writes them.
+    /// table by table in the order the projection writes them — after the service's fence,
+    /// when it has one, which waits out the live batches under way and holds back new ones
+    /// (several groups, or one whose batches write the tables in no fixed order, could
+    /// otherwise hold one table while waiting for the next).
     func lockLiveTables(in connection: PostgresConnection) async throws {
+        if let fence = target.fence { _ = try await connection.query("SELECT pg_advisory_xact_lock($1::bigint)", [fence]) }
         for table in target.tables {
             try await connection.execute("LOCK TABLE \(live).\(Self.quote(table)) IN EXCLUSIVE MODE")
         }

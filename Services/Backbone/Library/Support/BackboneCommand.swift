@@ -28,7 +28,7 @@ public enum BackboneCommand {
       republish FILE|- [--topic T]
                                   produce JSON lines (tail/dump format) to their topic (or T), key and value
                                   byte for byte; a malformed line stops everything before anything is sent
-      rebuild progress|analytics|catalog|learning [--dry-run] [--allow-gaps] [--abort]
+      rebuild progress|analytics|catalog|learning|social [--dry-run] [--allow-gaps] [--abort]
                                   re-project a read model from offset 0 into shadow tables while the service
                                   serves, then swap them in atomically at its position (--dry-run: show how
                                   the live model differs); `backbone rebuild --help` for more

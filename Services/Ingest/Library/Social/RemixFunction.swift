@@ -45,7 +45,7 @@ struct RemixFunction: Sendable {
         }
         let database = routes.database
         guard let source = try await database.query("""
-            SELECT v.version_id, v.usdz_key, v.usdz_bytes, v.roomplan_json_key, v.roomplan_json_bytes, r.title, r.tags
+            SELECT v.version_id, v.usdz_key, v.usdz_bytes, v.roomplan_json_key, v.roomplan_json_bytes, v.quality_grade, r.title, r.tags
             FROM room_versions v JOIN rooms r ON r.room_id = v.room_id
             WHERE v.room_id = $1 AND v.status = 'ready' ORDER BY v.updated_at DESC, v.version_id DESC LIMIT 1
             """, [body.sourceRoomId]).first else {
@@ -70,6 +70,7 @@ struct RemixFunction: Sendable {
         announced.title = title
         announced.tags = tags
         announced.outputKeys = copies
+        announced.sourceQualityGrade = try source.decode(String?.self, "quality_grade")
         let record = announced
         do {
             try await database.withTransaction { connection in

@@ -38,6 +38,11 @@ enum SocialWriteSchema {
                 updated_at   timestamptz NOT NULL
             );
             """),
+        // A version's quality grade as its `ready` status gave it: a remix carries its source's, so
+        // the fork's catalog rows do not depend on when the catalog saw the source ready.
+        PostgresMigration(version: 170, name: "ingest_room_versions_quality_grade", sql: """
+            ALTER TABLE room_versions ADD COLUMN IF NOT EXISTS quality_grade text;
+            """),
     ]
 
     /// What account deletion erases here: the user's comments, likes and profile, and the

@@ -85,7 +85,7 @@ public struct SocialProjection: Projection {
             try require(i.forkVersionId, "forkVersionId")
             guard let keys = i.outputKeys, keys.count <= 1_000, let fork = i.forkRoomId, let version = i.forkVersionId,
                   keys.allSatisfy({ $0.hasPrefix("rooms/\(fork)/\(version)/") && $0.utf8.count <= 1_024 }),
-                  (i.title?.count ?? 0) <= 1_000, (i.tags?.count ?? 0) <= 100 else {
+                  (i.title?.count ?? 0) <= 1_000, (i.tags?.count ?? 0) <= 100, (i.sourceQualityGrade?.utf8.count ?? 0) <= 16 else {
                 throw InvalidSocialRecord(description: "a remix names at most 1000 copies, each in the fork's folder, a title and tags")
             }
         case .profileUpdated:
@@ -96,9 +96,12 @@ public struct SocialProjection: Projection {
         }
     }
 
-    /// The users a record is about (an erased one's records are left out).
+    /// The users a record is about (an erased one's records are left out). A remix is the
+    /// remixer's: her fork outlives the source's owner (whose erasure only clears the fork's
+    /// `remixed_from`), so only her own erasure leaves it out.
     static func users(_ event: Event) -> [String] {
         switch event {
+        case .interaction(let i) where i.kind == .remixCreated: [i.actorId]
         case .interaction(let i): [i.actorId] + [i.roomOwnerId, i.commentAuthorId].compactMap { $0 }
         case .status(let s): [s.ownerUserId]
         case .ignored: []
@@ -107,16 +110,21 @@ public struct SocialProjection: Projection {
 
     public func apply(_ events: [ProjectedEvent<Event>], in connection: PostgresConnection) async throws {
         let erased = try await ErasedUsers(service: TranscodeErasure.service)
-            .erased(among: Set(events.lazy.flatMap { Self.users($0.event) }), in: connection)
+            .erased(among: Set(events.lazy.flatMap { Self.users($0.event) + Self.sourceOwner($0.event) }), in: connection)
         var touched: [String] = []
         for item in events where Self.users(item.event).allSatisfy({ !erased.contains($0) }) {
             switch item.event {
             case .ignored: continue
             case .status(let status): try await notify(status, connection)
+            case .interaction(let interaction) where interaction.kind == .remixCreated:
+                // The source's owner erased: the fork stays hers alone, naming and counting no source.
+                let sourceKept = !erased.contains(interaction.roomOwnerId ?? "")
+                try await fork(interaction, naming: sourceKept, connection)
+                touched.append(interaction.forkRoomId!)
+                if sourceKept { touched.append(interaction.roomId!) }
             case .interaction(let interaction):
                 try await apply(interaction, connection)
                 if let room = interaction.roomId { touched.append(room) }
-                if let fork = interaction.forkRoomId { touched.append(fork) }
             }
         }
         guard !touched.isEmpty else { return }
@@ -144,19 +152,50 @@ public struct SocialProjection: Projection {
         case .likeRemoved:
             _ = try await connection.execute(SocialSQL.deleteLike, [i.roomId!, i.actorId])
         case .remixCreated:
-            try await fork(i, connection)
+            try await fork(i, naming: true, connection)
         case .profileUpdated:
             _ = try await connection.execute(SocialSQL.upsertProfile, [i.actorId, i.displayName, i.avatarPath, at])
         }
     }
 
-    /// The fork's room and its first version, ready with the copies; the source's remix count
-    /// and its owner's notification (opening the fork).
-    func fork(_ i: RoomInteraction, _ connection: PostgresConnection) async throws {
+    /// A remix's source owner, whose erasure the record only needs to know of.
+    static func sourceOwner(_ event: Event) -> [String] {
+        guard case .interaction(let i) = event, i.kind == .remixCreated, let owner = i.roomOwnerId else { return [] }
+        return [owner]
+    }
+
+    /// The fork's room and its first version, ready with the copies; with `naming`, the
+    /// source's remix count and its owner's notification (opening the fork).
+    func fork(_ i: RoomInteraction, naming: Bool, _ connection: PostgresConnection) async throws {
         let (fork, version, source) = (i.forkRoomId!, i.forkVersionId!, i.roomId!)
+        try await catalog.apply(try await Self.forkEvents(i, connection).map {
+            ProjectedEvent(event: $0, topic: "", partition: -1, offset: -1)
+        }, in: connection)
+        guard naming else { return }
+        _ = try await connection.execute(SocialSQL.remixedFrom, [fork, source])
+        if i.roomOwnerId != i.actorId {
+            _ = try await connection.execute(SocialSQL.notify, [i.interactionId, i.roomOwnerId!, "remix", fork, version, i.actorId, "",
+                                                                 i.title ?? "", ContractCoding.formatTimestamp(i.at)])
+        }
+    }
+
+    /// What a remix (validated) is to the room catalog: the fork's request and its ready status,
+    /// with the copies and the source version's grade. Both the social projection and
+    /// `backbone rebuild catalog` (which replays the remixes with the catalog's topics) make the
+    /// fork's rows from this. The grade is the one the record carries; a record written before
+    /// it was carried takes the source version's in the catalog this connection writes, else in
+    /// the live one (`public`: a rebuild's shadow may not hold the source's status yet when it
+    /// meets the remix, which is on another topic).
+    public static func forkEvents(_ i: RoomInteraction, _ connection: PostgresConnection) async throws -> [CatalogProjection.Event] {
+        let (fork, version) = (i.forkRoomId!, i.forkVersionId!)
         let keys = i.outputKeys ?? []
-        let grade = try await connection.query("SELECT quality_grade FROM catalog_versions WHERE version_id = $1",
-                                                [i.sourceVersionId ?? ""]).first?.decode(String?.self, "quality_grade")
+        var grade = i.sourceQualityGrade
+        if grade == nil {
+            grade = try await connection.query("""
+                SELECT COALESCE((SELECT quality_grade FROM catalog_versions WHERE version_id = $1),
+                                (SELECT quality_grade FROM public.catalog_versions WHERE version_id = $1)) AS quality_grade
+                """, [i.sourceVersionId ?? ""]).first?.decode(String?.self, "quality_grade")
+        }
         let folder = "rooms/\(fork)/\(version)/"
         let request = RoomTranscodeRequest(ownerUserId: i.actorId, request: RoomVersionCompleteRequest(
             roomId: fork, versionId: version, title: i.title ?? "", tags: i.tags ?? [], visibility: .public,
@@ -167,13 +206,7 @@ public struct SocialProjection: Projection {
             roomId: fork, versionId: version, ownerUserId: i.actorId, visibility: .public, status: .ready,
             manifestKey: keys.first { $0.hasSuffix("manifest.json") }, thumbnailKey: keys.first { $0.hasSuffix("/thumbnail.png") },
             glbKeys: keys.filter { $0.hasSuffix(".glb") }.sorted(), qualityGrade: grade, at: i.at)
-        try await catalog.apply([ProjectedEvent(event: .request(request), topic: "", partition: -1, offset: -1),
-                                 ProjectedEvent(event: .status(status), topic: "", partition: -1, offset: -1)], in: connection)
-        _ = try await connection.execute(SocialSQL.remixedFrom, [fork, source])
-        if i.roomOwnerId != i.actorId {
-            _ = try await connection.execute(SocialSQL.notify, [i.interactionId, i.roomOwnerId!, "remix", fork, version, i.actorId, "",
-                                                                 i.title ?? "", ContractCoding.formatTimestamp(i.at)])
-        }
+        return [.request(request), .status(status)]
     }
 
     func notify(_ status: RoomTranscodeStatus, _ connection: PostgresConnection) async throws {
@@ -202,12 +235,14 @@ enum SocialSQL {
         ON CONFLICT (notification_id) DO NOTHING
         """
 
-    /// Removes a comment (a tombstone when it was never seen) and the notification it caused.
+    /// Removes a comment (a tombstone when it was never seen) and the notification it caused;
+    /// `deleted_at` is the removal's time from the record, so a replay or a rebuild writes the
+    /// same row.
     static let deleteComment = """
         WITH gone AS (DELETE FROM catalog_notifications WHERE comment_id = $1)
         INSERT INTO catalog_comments (comment_id, room_id, room_owner_id, author_id, body, created_at, deleted_at)
-        VALUES ($1, $2, $3, $4, $5, $6::timestamptz, now())
-        ON CONFLICT (comment_id) DO UPDATE SET deleted_at = COALESCE(catalog_comments.deleted_at, now())
+        VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $6::timestamptz)
+        ON CONFLICT (comment_id) DO UPDATE SET deleted_at = COALESCE(catalog_comments.deleted_at, EXCLUDED.deleted_at)
         """
 
     static let insertLike = """

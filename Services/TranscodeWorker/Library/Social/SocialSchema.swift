@@ -12,8 +12,8 @@ import Postgres
 ///   (recounted for every room a batch touches: exact whatever was delivered twice).
 /// - `catalog_notifications`: the recipient's list (Tab 2); `read_at` is written by the
 ///   recipient herself (`PATCH /rest/v1/notifications`).
-enum SocialSchema {
-    static let migrations: [PostgresMigration] = [
+public enum SocialSchema {
+    public static let migrations: [PostgresMigration] = [
         PostgresMigration(version: 640, name: "catalog_social", sql: """
             CREATE TABLE IF NOT EXISTS catalog_comments (
                 comment_id    text        PRIMARY KEY,
