@@ -64,8 +64,9 @@ public final class GatewayServer: Sendable {
         }
         // Workers run as root only when the master does (nginx ignores `user` otherwise): the
         // default `nobody` could not reach a folder under a 0700 home such as /root.
-        let header = (asRoot ? "user root;\n" : "") + "pid \(directory)/nginx.pid;\nerror_log \(directory)/error.log;\ndaemon off;\nevents {}"
-        config = config.replacingOccurrences(of: "events {}", with: header)
+        let header = (asRoot ? "user root;\n" : "") + "pid \(directory)/nginx.pid;\nerror_log \(directory)/error.log;\ndaemon off;\n"
+        guard let events = config.range(of: "events {") else { throw Failure(description: "the gateway configuration has no `events` block") }
+        config.insert(contentsOf: header, at: events.lowerBound)
         return config.replacingOccurrences(of: "http {", with: """
             http {
               access_log \(directory)/access.log; client_body_temp_path \(directory)/body; proxy_temp_path \(directory)/proxy;

@@ -134,19 +134,42 @@ public final class PostgresConnection: @unchecked Sendable {
         let parameters = binds.map(\.postgresText)
         let result = try await run(cancellable: true) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> QueryResult? in
             guard Self.drainIdleInput(handle) else { return nil }
-            let raw: OpaquePointer?
-            if let name = try connection.preparedName(for: sql, parameterCount: parameters.count, handle: handle) {
-                raw = CStringArray(parameters).withPointers { pointers in
-                    PQexecPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0)
-                }
-            } else {
-                raw = CStringArray(parameters).withPointers { pointers in
-                    PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
-                }
-            }
-            return try connection.check(raw, handle: handle)
+            return try connection.executePrepared(sql, parameters, handle: handle)
         }
         return result.map { PostgresRows(result: $0) }
+    }
+
+    /// Runs one parameterized statement as a prepared statement of this connection (parsed and
+    /// planned once here, then bound and run): for the fixed statements run in every batch of a
+    /// transaction (a projection's writes, its positions, the erasure fence), whose parsing and
+    /// planning cost PostgreSQL more than running them. Same rules as `PostgresClient.queryPrepared`.
+    public func queryPrepared(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> PostgresRows {
+        let parameters = binds.map(\.postgresText)
+        let result = try await run(cancellable: true) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) in
+            try connection.executePrepared(sql, parameters, handle: handle)
+        }
+        return PostgresRows(result: result)
+    }
+
+    /// `queryPrepared`, returning the number of affected rows.
+    @discardableResult
+    public func executePrepared(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> Int {
+        try await queryPrepared(sql, binds).affectedRows
+    }
+
+    /// Runs `sql` as this connection's prepared statement (unprepared once the cache is full). On `queue` only.
+    private func executePrepared(_ sql: String, _ parameters: [String?], handle: OpaquePointer) throws(PostgresError) -> QueryResult {
+        let raw: OpaquePointer?
+        if let name = try preparedName(for: sql, parameterCount: parameters.count, handle: handle) {
+            raw = CStringArray(parameters).withPointers { pointers in
+                PQexecPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0)
+            }
+        } else {
+            raw = CStringArray(parameters).withPointers { pointers in
+                PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
+            }
+        }
+        return try check(raw, handle: handle)
     }
 
     /// The name of the statement prepared for `sql` (preparing it now if needed), or `nil`

@@ -81,7 +81,7 @@ struct OffsetStore: Sendable {
     func advance(_ moves: [(KafkaTopicPartition, PartitionOwnership.Claim, Int64)],
                  in connection: PostgresConnection) async throws -> Set<KafkaTopicPartition> {
         guard !moves.isEmpty else { return [] }
-        let rows = try await connection.query("""
+        let rows = try await connection.queryPrepared("""
             UPDATE consumer_offsets o SET next_offset = v.next_offset, updated_at = now()
             FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[])
                  AS v(topic, partition, generation, expected, next_offset)

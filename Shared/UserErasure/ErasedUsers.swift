@@ -32,8 +32,8 @@ public struct ErasedUsers: Sendable {
         var byHash: [String: String] = [:]
         for user in userIDs { byHash[Self.hash(user)] = user }
         guard !byHash.isEmpty else { return [] }
-        _ = try await connection.query("SELECT pg_advisory_xact_lock_shared($1::bigint)", [lockKey])
-        let rows = try await connection.query("""
+        _ = try await connection.queryPrepared("SELECT pg_advisory_xact_lock_shared($1::bigint)", [lockKey])
+        let rows = try await connection.queryPrepared("""
             SELECT user_hash FROM public.erased_users WHERE service = $1 AND user_hash = ANY($2::text[])
             """, [service, Array(byHash.keys)])
         var erased = Set<String>()

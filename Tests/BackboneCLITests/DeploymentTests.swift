@@ -227,6 +227,12 @@ struct DeploymentTests {
             #expect(block.contains("zone ") && block.contains(" resolve;"), "upstream re-resolves its replicas: \(block)")
         }
         #expect(gateway.contains("resolver 127.0.0.11"), "Docker's DNS")
+        // Each proxied request or Realtime socket holds two of a worker's connections: nginx's
+        // default (512 a worker) reset the apps' connections past about 250 at once.
+        let connections = try Self.wholeMatches(#"worker_connections\s+\d+;"#, in: gateway).first
+            .flatMap { Int($0.filter(\.isNumber)) } ?? 512
+        #expect(connections >= 8_192, "the origin holds thousands of clients at once, not nginx's default 512 a worker")
+        #expect(gateway.contains("worker_processes auto;"), "a worker per core")
     }
 
     @Test("the gateway answers the errors it raises itself in the services' JSON error shape, readable by a browser app on another origin",

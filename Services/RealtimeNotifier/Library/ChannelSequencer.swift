@@ -211,7 +211,7 @@ public struct ChannelSequencer: Projection {
             counts[draft.channel.name, default: 0] += 1
         }
         var next: [String: Int64] = [:]
-        for row in try await connection.query(RealtimeSQL.reserve, [order, order.map { counts[$0]! }]) {
+        for row in try await connection.queryPrepared(RealtimeSQL.reserve, [order, order.map { counts[$0]! }]) {
             let channel = try row.decode(String.self, "channel")
             next[channel] = try row.decode(Int64.self, "last_seq") - counts[channel]! + 1
         }
@@ -227,12 +227,12 @@ public struct ChannelSequencer: Projection {
                                                    payload: draft.payload, createdAt: now, origin: draft.origin, trace: source.trace))
         }
         let timestamp = ContractCoding.formatTimestamp(now)
-        _ = try await connection.execute(RealtimeSQL.insertHistory, [
+        _ = try await connection.executePrepared(RealtimeSQL.insertHistory, [
             sequenced.map(\.channel), sequenced.map(\.seq), sequenced.map(\.event), drafts.map(\.json),
             sequenced.map { _ in timestamp }, drafts.map(\.source.topic), drafts.map { Int64($0.source.partition) },
             drafts.map(\.source.offset),
         ])
-        _ = try await connection.execute(RealtimeSQL.trimByCount, [order, Int64(configuration.historyMaxEvents)])
+        _ = try await connection.executePrepared(RealtimeSQL.trimByCount, [order, Int64(configuration.historyMaxEvents)])
         return sequenced
     }
 
@@ -254,7 +254,7 @@ public struct ChannelSequencer: Projection {
         var repeated = Set<Int>()
         var seen = Set<SequencerInput.Draft>()
         for index in statuses where !seen.insert(drafts[index].draft).inserted { repeated.insert(index) }
-        let rows = try await connection.query(RealtimeSQL.sequencedAlready, [
+        let rows = try await connection.queryPrepared(RealtimeSQL.sequencedAlready, [
             statuses.map { drafts[$0].draft.channel.name }, statuses.map { drafts[$0].draft.event },
             statuses.map { drafts[$0].json },
         ])
@@ -278,7 +278,7 @@ public struct ChannelSequencer: Projection {
             latest[fact.roomID] = merged
         }
         let rooms = order.map { latest[$0]! }
-        _ = try await connection.execute(RealtimeSQL.upsertRoom, [
+        _ = try await connection.executePrepared(RealtimeSQL.upsertRoom, [
             rooms.map(\.roomID), rooms.map(\.ownerUserID), rooms.map { $0.visibility?.rawValue ?? "" },
         ])
     }

@@ -69,7 +69,7 @@ struct SocialWriteRoutes: Sendable {
                                           commentId: commentID, commentAuthorId: user, body: body, at: at)
         let inserted: Bool = try await database.withTransaction { connection in
             do {
-                let rows = try await connection.query("""
+                let rows = try await connection.queryPrepared("""
                     INSERT INTO social_comments (comment_id, room_id, room_owner_id, author_id, body, created_at)
                     VALUES ($1, $2, $3, $4, $5, $6::timestamptz)
                     \(prefer.ignoreDuplicates ? "ON CONFLICT (comment_id) DO NOTHING" : "") RETURNING comment_id
@@ -93,7 +93,7 @@ struct SocialWriteRoutes: Sendable {
         }
         let at = SocialRequest.now()
         let removed: RoomInteraction? = try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.queryPrepared("""
                 UPDATE social_comments SET deleted_at = $3::timestamptz
                 WHERE comment_id = $1 AND deleted_at IS NULL AND (author_id = $2 OR room_owner_id = $2)
                   AND ($4 = '' OR room_id = $4)
@@ -133,7 +133,7 @@ struct SocialWriteRoutes: Sendable {
                                           roomId: roomID, roomOwnerId: room.owner, roomVisibility: room.visibility, at: at)
         let inserted: Bool = try await database.withTransaction { connection in
             do {
-                let rows = try await connection.query("""
+                let rows = try await connection.queryPrepared("""
                     INSERT INTO social_likes (room_id, user_id, created_at) VALUES ($1, $2, $3::timestamptz)
                     \(prefer.ignoreDuplicates ? "ON CONFLICT (room_id, user_id) DO NOTHING" : "") RETURNING room_id
                     """, [roomID, user, ContractCoding.formatTimestamp(at)])
@@ -157,7 +157,7 @@ struct SocialWriteRoutes: Sendable {
         // Only one's own like: another user's id matches nothing.
         guard filters["user_id"].map({ $0 == user }) ?? true else { return prefer.answer(status: .ok, rows: [], minimalStatus: .noContent) }
         let removed: RoomInteraction? = try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.queryPrepared("""
                 DELETE FROM social_likes l WHERE l.room_id = $1 AND l.user_id = $2
                 RETURNING l.created_at, (SELECT owner_user_id FROM rooms r WHERE r.room_id = l.room_id) AS owner
                 """, [roomID, user])
@@ -201,7 +201,7 @@ struct SocialWriteRoutes: Sendable {
         let values = binds
         return try await writeProfile(prefer: prefer, status: .created) { connection in
             do {
-                return try await connection.query("""
+                return try await connection.queryPrepared("""
                     INSERT INTO social_profiles AS p (user_id, display_name, avatar_path, created_at, updated_at)
                     VALUES ($1, $2, $3, $4::timestamptz, $4::timestamptz) \(conflict)
                     RETURNING user_id, display_name, avatar_path, created_at, updated_at
@@ -222,7 +222,7 @@ struct SocialWriteRoutes: Sendable {
         try admit(user)
         guard filters["id"].map({ $0 == user }) ?? true else { return prefer.answer(status: .ok, rows: [], minimalStatus: .noContent) }
         return try await writeProfile(prefer: prefer, status: .ok) { connection in
-            try await connection.query("""
+            try await connection.queryPrepared("""
                 UPDATE social_profiles SET
                     display_name = CASE WHEN $4 THEN $2 ELSE display_name END,
                     avatar_path = CASE WHEN $5 THEN $3 ELSE avatar_path END,
@@ -280,7 +280,7 @@ struct SocialWriteRoutes: Sendable {
     /// ready version. Any other room — unknown, private, not published yet — is a 404 that does
     /// not tell which.
     func readableRoom(_ roomID: String, for user: String) async throws -> Room {
-        let rows = try await database.query("""
+        let rows = try await database.queryPrepared("""
             SELECT r.owner_user_id, r.visibility,
                    EXISTS (SELECT 1 FROM room_versions v WHERE v.room_id = r.room_id AND v.status = 'ready') AS published
             FROM rooms r WHERE r.room_id = $1

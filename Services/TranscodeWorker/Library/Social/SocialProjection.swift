@@ -128,33 +128,33 @@ public struct SocialProjection: Projection {
             }
         }
         guard !touched.isEmpty else { return }
-        _ = try await connection.execute(SocialSQL.recount, [Array(Set(touched)).sorted()])
+        _ = try await connection.executePrepared(SocialSQL.recount, [Array(Set(touched)).sorted()])
     }
 
     func apply(_ i: RoomInteraction, _ connection: PostgresConnection) async throws {
         let at = ContractCoding.formatTimestamp(i.at)
         switch i.kind {
         case .commentCreated:
-            _ = try await connection.execute(SocialSQL.insertComment, [i.commentId!, i.roomId!, i.roomOwnerId!, i.commentAuthorId!,
+            _ = try await connection.executePrepared(SocialSQL.insertComment, [i.commentId!, i.roomId!, i.roomOwnerId!, i.commentAuthorId!,
                                                                        i.body!, at])
             if i.roomOwnerId != i.actorId {
-                _ = try await connection.execute(SocialSQL.notifyComment, [
+                _ = try await connection.executePrepared(SocialSQL.notifyComment, [
                     i.interactionId, i.roomOwnerId!, i.roomId!, i.actorId, i.commentId!, RoomInteraction.excerpt(i.body) ?? "", at])
             }
         case .commentDeleted:
-            _ = try await connection.execute(SocialSQL.deleteComment, [i.commentId!, i.roomId!, i.roomOwnerId!, i.commentAuthorId!,
+            _ = try await connection.executePrepared(SocialSQL.deleteComment, [i.commentId!, i.roomId!, i.roomOwnerId!, i.commentAuthorId!,
                                                                        i.body!, at])
         case .likeAdded:
-            _ = try await connection.execute(SocialSQL.insertLike, [i.roomId!, i.actorId, at])
+            _ = try await connection.executePrepared(SocialSQL.insertLike, [i.roomId!, i.actorId, at])
             if let owner = i.roomOwnerId, owner != i.actorId {
-                _ = try await connection.execute(SocialSQL.notify, [i.interactionId, owner, "like", i.roomId!, "", i.actorId, "", "", at])
+                _ = try await connection.executePrepared(SocialSQL.notify, [i.interactionId, owner, "like", i.roomId!, "", i.actorId, "", "", at])
             }
         case .likeRemoved:
-            _ = try await connection.execute(SocialSQL.deleteLike, [i.roomId!, i.actorId])
+            _ = try await connection.executePrepared(SocialSQL.deleteLike, [i.roomId!, i.actorId])
         case .remixCreated:
             try await fork(i, naming: true, connection)
         case .profileUpdated:
-            _ = try await connection.execute(SocialSQL.upsertProfile, [i.actorId, i.displayName, i.avatarPath, at])
+            _ = try await connection.executePrepared(SocialSQL.upsertProfile, [i.actorId, i.displayName, i.avatarPath, at])
         }
     }
 
@@ -172,9 +172,9 @@ public struct SocialProjection: Projection {
             ProjectedEvent(event: $0, topic: "", partition: -1, offset: -1)
         }, in: connection)
         guard naming else { return }
-        _ = try await connection.execute(SocialSQL.remixedFrom, [fork, source])
+        _ = try await connection.executePrepared(SocialSQL.remixedFrom, [fork, source])
         if i.roomOwnerId != i.actorId {
-            _ = try await connection.execute(SocialSQL.notify, [i.interactionId, i.roomOwnerId!, "remix", fork, version, i.actorId, "",
+            _ = try await connection.executePrepared(SocialSQL.notify, [i.interactionId, i.roomOwnerId!, "remix", fork, version, i.actorId, "",
                                                                  i.title ?? "", ContractCoding.formatTimestamp(i.at)])
         }
     }
@@ -211,7 +211,7 @@ public struct SocialProjection: Projection {
 
     func notify(_ status: RoomTranscodeStatus, _ connection: PostgresConnection) async throws {
         let kind = status.status == .ready ? "transcode_ready" : "transcode_failed"
-        _ = try await connection.execute(SocialSQL.notify, [
+        _ = try await connection.executePrepared(SocialSQL.notify, [
             "transcode:\(status.versionId):\(status.status.rawValue)", status.ownerUserId, kind, status.roomId, status.versionId,
             "", "", status.code?.rawValue ?? "", ContractCoding.formatTimestamp(status.at)])
     }
