@@ -49,8 +49,8 @@ let sharedModules: [Target] = [
     shared("Auth", ["Contracts", "Hashing", "HTTPClient", "ServiceLogging"]),
     shared("Kafka", ["CRdKafka", "ServiceLogging", "BlockingCalls"]),
     shared("Postgres", ["CLibPQ", "ServiceLogging", "BlockingCalls"]),
-    shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging"]),
-    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging"]),
+    shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging", "Lifecycle"]),
+    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging", "Lifecycle"]),
     // Reading settings from the environment: a leaf, so that what links the object store (or any
     // module with settings) does not link the service runtime.
     shared("Settings", ["ServiceLogging"]),
