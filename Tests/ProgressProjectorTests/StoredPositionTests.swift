@@ -17,14 +17,19 @@ struct StoredPositionTests {
         OffsetStore.StoredClaim(claim: PartitionOwnership.Claim(generation: 3, nextOffset: next), clusterID: cluster)
     }
 
-    @Test("an embedded broker's identity carries its listener (its id alone may repeat); a real cluster's id stands alone")
+    @Test("positions over an embedded broker are bound to its id and listener (its id alone may repeat); a real cluster's id stands alone")
     func identity() {
-        typealias Runner = ProjectionRunner<ReadingProgressProjection>
-        #expect(Runner.clusterIdentity("mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:35357")
-                != Runner.clusterIdentity("mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:40121"))
-        #expect(Runner.clusterIdentity("4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-1:9092")
-                == Runner.clusterIdentity("4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-2:9092"))
-        #expect(Runner.clusterIdentity(nil, bootstrapServers: "x:1") == nil)
+        let embedded = EmbeddedKafkaCluster.clusterIdentity
+        #expect(embedded.identity(of: "mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:35357")
+                != embedded.identity(of: "mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:40121"))
+        #expect(KafkaClusterIdentity.clusterID.identity(of: "4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-1:9092")
+                == KafkaClusterIdentity.clusterID.identity(of: "4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-2:9092"))
+        #expect(embedded.identity(of: nil, bootstrapServers: "x:1") == nil)
+        // The operator commands, pointed at either stack, find the rule by the id.
+        #expect(EmbeddedKafkaCluster.identity(reportedID: "mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:35357")
+                == "mockCluster1fd9c400f7bc@127.0.0.1:35357")
+        #expect(EmbeddedKafkaCluster.identity(reportedID: "4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-1:9092")
+                == "4L6g3nShT-eMCtK--X86sw")
     }
 
     @Test("the rule: another cluster or beyond the high watermark → earliest; below the low watermark → low; else as stored")
@@ -76,7 +81,8 @@ struct StoredPositionTests {
         let context = ServiceContext(
             name: "progress-projector",
             configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
+                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait,
+                                               kafkaClusterIdentity: EmbeddedKafkaCluster.clusterIdentity),
             database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
         return ProgressProjectorService(
             context: context,
@@ -97,8 +103,7 @@ struct StoredPositionTests {
         let reached = try await Integration.eventually(timeout: .seconds(60)) { try await totalSeconds(client) == expectedSeconds }
         task.cancel()
         _ = await task.result
-        let id = ProjectionRunner<ReadingProgressProjection>.clusterIdentity(try await admin.clusterID(),
-                                                                             bootstrapServers: cluster.bootstrapServers)
+        let id = EmbeddedKafkaCluster.clusterIdentity.identity(of: try await admin.clusterID(), bootstrapServers: cluster.bootstrapServers)
         await producer.shutdown()
         return (id, reached)
     }
