@@ -120,7 +120,7 @@ let benchmarks: [Target] = [
                       dependencies: ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "CEpoll",
                                      "DevInfrastructure"],
                       path: "Benchmarks/RealtimeBench", exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
-    .target(name: "BenchSupport", path: "Benchmarks/Support", swiftSettings: swiftSettings),
+    .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
     .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging"],
                       path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "Lifecycle", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
@@ -128,7 +128,7 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
-                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
+                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "BenchSupport"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
     .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
@@ -141,7 +141,7 @@ let benchmarks: [Target] = [
                       swiftSettings: swiftSettings),
     .executableTarget(name: "CatalogBench",
                       dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPRouting",
-                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BackboneTestSupport"],
+                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BenchSupport"],
                       path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
@@ -156,10 +156,11 @@ let testTargets: [Target] = [
             exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure"]),
-    // The effectively-once core's own (the projection runner's partition ownership).
-    tests("ProjectionTests", ["Projection", "Kafka"]),
+    // The effectively-once core's own (the projection runner's partition ownership, the rule
+    // stored positions are checked by).
+    tests("ProjectionTests", ["Projection", "Kafka", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Contracts", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
-                                     "BackboneTestSupport"]),
+                                     "BackboneTestSupport", "Kafka", "DevInfrastructure"]),
     tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure", "BackboneTestSupport"]),
