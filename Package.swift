@@ -70,7 +70,7 @@ let sharedModules: [Target] = [
     // Development only: the `/auth/v1` API `backbone dev` hosts (compose runs Supabase's own auth
     // server). Linked by the `backbone` CLI and tests, never by a service's library.
     shared("DevAuth", ["CArgon2", "Hashing", "Auth", "HTTPRouting", "HTTPServer", "Postgres", "ServiceLogging", "Settings",
-                       "ServiceRuntime", "UserErasure"]),
+                       "ServiceRuntime", "UserErasure", "BlockingCalls"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -99,7 +99,7 @@ let services: [Target] =
             dependencies: [
                 "Contracts", "Lifecycle", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
-                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure",
+                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure", "HTTPRouting",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
@@ -113,12 +113,12 @@ let benchmarks: [Target] = [
                                                             "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure"], path: "Benchmarks/KafkaBench",
+    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),
     .executableTarget(name: "RealtimeBench",
                       dependencies: ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "CEpoll",
-                                     "DevInfrastructure"],
+                                     "DevInfrastructure", "PrometheusMetrics"],
                       path: "Benchmarks/RealtimeBench", exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
     .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
     .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging"],
@@ -161,7 +161,7 @@ let testTargets: [Target] = [
     tests("ProjectionTests", ["Projection", "Kafka", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Contracts", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
                                      "BackboneTestSupport", "Kafka", "DevInfrastructure"]),
-    tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
+    tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls", "CRdKafka"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure", "BackboneTestSupport"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPRouting", "ServiceLogging"]),

@@ -33,7 +33,8 @@ public struct ProjectionRunnerConfiguration: Sendable {
     public var consumerProperties: [String: String] = [:]
     /// Told when the runner's group starts, forms and stops (`ServiceContext.consumerGroupObserver`).
     public var groupObserver: (any ConsumerGroupObserver)?
-    /// What stored positions are bound to (`CommonConfiguration.kafkaClusterIdentity`).
+    /// What stored positions are bound to (`CommonConfiguration.kafkaClusterIdentity`), unless a
+    /// rule is registered for the cluster (`KafkaClusterIdentity.register`).
     public var clusterIdentity: KafkaClusterIdentity = .clusterID
     /// How often the runner looks for positions an operator moved (`backbone offsets reset`)
     /// in its partitions, and re-reads them from there.
@@ -365,7 +366,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// with the numbers and counted in `projection_offset_resets_total{reason}`.
     func checked(_ stored: [KafkaTopicPartition: OffsetStore.StoredClaim]) async throws -> [KafkaTopicPartition: PartitionOwnership.Claim] {
         let admin = try await clusterAdmin.admin()
-        let cluster = configuration.clusterIdentity.identity(of: try await admin.clusterID(), bootstrapServers: configuration.bootstrapServers)
+        let cluster = configuration.clusterIdentity.resolved(for: configuration.bootstrapServers)
+            .identity(of: try await admin.clusterID(), bootstrapServers: configuration.bootstrapServers)
         var claims: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
         for (tp, entry) in stored {
             let marks = try await admin.watermarks(topic: tp.topic, partition: tp.partition)
