@@ -71,8 +71,6 @@ final class FaultStack: @unchecked Sendable {
             // A second instance of a service answers on a port of its own.
             "HTTP_PORT": String(instance == 0 ? ports[service]! : Integration.stablePort()),
             "SHUTDOWN_TIMEOUT_SECONDS": String(shutdownTimeoutSeconds), "KAFKA_SESSION_TIMEOUT_MS": "6000",
-            // The broker is embedded: positions are bound to its address too, as `backbone dev` binds them.
-            "KAFKA_CLUSTER_IDENTITY": EmbeddedKafkaCluster.clusterIdentity.rawValue,
             "INGEST_RATE_LIMIT_PER_SECOND": "1000", "INGEST_RATE_LIMIT_BURST": "1000",
         ]
         if let s3, service == "ingest" || service == "transcode-worker" {
