@@ -49,8 +49,8 @@ let sharedModules: [Target] = [
     shared("Auth", ["Contracts", "Hashing", "HTTPClient", "ServiceLogging"]),
     shared("Kafka", ["CRdKafka", "ServiceLogging", "BlockingCalls"]),
     shared("Postgres", ["CLibPQ", "ServiceLogging", "BlockingCalls"]),
-    shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging"]),
-    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging"]),
+    shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging", "Lifecycle"]),
+    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging", "Lifecycle"]),
     // Reading settings from the environment: a leaf, so that what links the object store (or any
     // module with settings) does not link the service runtime.
     shared("Settings", ["ServiceLogging"]),
@@ -70,7 +70,7 @@ let sharedModules: [Target] = [
     // Development only: the `/auth/v1` API `backbone dev` hosts (compose runs Supabase's own auth
     // server). Linked by the `backbone` CLI and tests, never by a service's library.
     shared("DevAuth", ["CArgon2", "Hashing", "Auth", "HTTPRouting", "HTTPServer", "Postgres", "ServiceLogging", "Settings",
-                       "ServiceRuntime", "UserErasure"]),
+                       "ServiceRuntime", "UserErasure", "BlockingCalls"]),
 ]
 
 // MARK: - Services: a library with the logic, a thin executable
@@ -99,7 +99,7 @@ let services: [Target] =
             dependencies: [
                 "Contracts", "Lifecycle", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
-                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure",
+                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure", "HTTPRouting",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
@@ -113,14 +113,14 @@ let benchmarks: [Target] = [
                                                             "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure"], path: "Benchmarks/KafkaBench",
+    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),
     .executableTarget(name: "RealtimeBench",
                       dependencies: ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "CEpoll",
-                                     "DevInfrastructure"],
+                                     "DevInfrastructure", "PrometheusMetrics"],
                       path: "Benchmarks/RealtimeBench", exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
-    .target(name: "BenchSupport", path: "Benchmarks/Support", swiftSettings: swiftSettings),
+    .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
     .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging"],
                       path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "Lifecycle", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
@@ -128,7 +128,7 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
-                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
+                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "BenchSupport"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
     .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
@@ -141,7 +141,7 @@ let benchmarks: [Target] = [
                       swiftSettings: swiftSettings),
     .executableTarget(name: "CatalogBench",
                       dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPRouting",
-                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BackboneTestSupport"],
+                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BenchSupport"],
                       path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
@@ -156,11 +156,12 @@ let testTargets: [Target] = [
             exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure"]),
-    // The effectively-once core's own (the projection runner's partition ownership).
-    tests("ProjectionTests", ["Projection", "Kafka"]),
+    // The effectively-once core's own (the projection runner's partition ownership, the rule
+    // stored positions are checked by).
+    tests("ProjectionTests", ["Projection", "Kafka", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Contracts", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
-                                     "BackboneTestSupport"]),
-    tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls"]),
+                                     "BackboneTestSupport", "Kafka", "DevInfrastructure"]),
+    tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls", "CRdKafka"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure", "BackboneTestSupport"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPRouting", "ServiceLogging"]),

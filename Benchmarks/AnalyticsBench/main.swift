@@ -8,6 +8,7 @@
 // through the same pool.
 import AnalyticsAggregator
 import Auth
+import BenchSupport
 import Contracts
 import Foundation
 import HTTPRouting
@@ -21,10 +22,9 @@ import ServiceRuntime
 let arguments = CommandLine.arguments.dropFirst()
 let eventCount = arguments.first.flatMap(Int.init) ?? 100_000
 let batchSize = arguments.dropFirst().first.flatMap(Int.init) ?? AnalyticsConfiguration().batchSize
-let adminURL = ProcessInfo.processInfo.environment["BENCH_DATABASE_URL"]
-    ?? ProcessInfo.processInfo.environment["TEST_DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres"
+let adminURL = BenchDatabase.defaultAdminURL
 
-let database = try await BenchDatabase.create(adminURL: adminURL)
+let database = try await BenchDatabase.create(adminURL: adminURL, prefix: "analytics_bench")
 let client = PostgresClient(configuration: PostgresConfiguration(url: database.url, maxConnections: 4), logger: .disabled)
 _ = try await PostgresMigrator(migrations: ProjectionSchema.migrations + AnalyticsSchema.migrations, logger: .disabled).migrate(client)
 

@@ -2,14 +2,14 @@
 // over 100,000 rooms, at 1,000 keep-alive connections (wrk), next to `/healthz` of the same
 // server in the same run (the HTTP stack's own floor on this machine).
 //
-//     TEST_DATABASE_URL=postgres://… swift run -c release catalog-bench [rooms] [connections] [seconds]
+//     BENCH_DATABASE_URL=postgres://… (or TEST_DATABASE_URL) swift run -c release catalog-bench [rooms] [connections] [seconds]
 //
 // The rooms are projected through the catalog's own projection (the SQL the service runs);
 // links are presigned by the real SigV4 signer. Two servers answer: the catalog as deployed
 // (answers cached until the read model changes, at most 1 s) and the same with the cache
 // off (every GET queries PostgreSQL and presigns its links).
 import Auth
-import BackboneTestSupport
+import BenchSupport
 import Contracts
 import Foundation
 import HTTPRouting
@@ -29,7 +29,7 @@ let duration = arguments.count > 2 ? arguments[2] : 10
 
 func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
 
-let database = try await TestDatabase.create("catalog_bench")
+let database = try await BenchDatabase.create(adminURL: BenchDatabase.defaultAdminURL, prefix: "catalog_bench")
 let client = database.client(maxConnections: 8)
 _ = try await PostgresMigrator(migrations: ProjectionSchema.migrations + CatalogSchema.migrations, logger: .disabled).migrate(client)
 

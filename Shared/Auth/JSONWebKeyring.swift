@@ -115,6 +115,12 @@ public final class JSONWebKeyring: Sendable {
         }
     }
 
+    /// Waits for a reading of the set still under way (a process stopping waits for it: the
+    /// reading is bounded by the HTTP client's timeout).
+    public func shutdown() async {
+        await state.withLock { $0.refresh }?.value
+    }
+
     private func fetchAndInstall() async {
         do {
             install(try await read())

@@ -43,6 +43,8 @@ public final class EmbeddedKafkaCluster: Sendable {
         self.bootstrapServers = String(cString: rd_kafka_mock_cluster_bootstraps(cluster))
         self.brokerCount = brokers
         if noDelay { Self.disableNagleOnListeners(bootstrapServers) }
+        // Consumers of this broker in this process bind their positions to its address too.
+        KafkaClusterIdentity.register(Self.clusterIdentity, forBootstrapServers: bootstrapServers)
         logger.info("embedded Kafka cluster started", metadata: ["kafka.bootstrap": bootstrapServers, "kafka.brokers": String(brokers)])
     }
 

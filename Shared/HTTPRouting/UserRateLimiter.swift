@@ -25,7 +25,7 @@ public final class UserRateLimiter: Sendable {
         buckets.withLock { buckets in
             if buckets.count > Self.pruneThreshold { prune(&buckets, now: now) }
             var bucket = buckets[user] ?? Bucket(tokens: burst, updated: now)
-            bucket.tokens = min(burst, bucket.tokens + seconds(now - bucket.updated) * perSecond)
+            bucket.tokens = min(burst, bucket.tokens + (now - bucket.updated).timeInterval * perSecond)
             bucket.updated = now
             defer { buckets[user] = bucket }
             if bucket.tokens >= 1 {
@@ -39,10 +39,6 @@ public final class UserRateLimiter: Sendable {
     /// Drops buckets that have refilled completely (they behave like new ones).
     private func prune(_ buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
         let full = burst / perSecond
-        buckets = buckets.filter { seconds(now - $0.value.updated) < full }
-    }
-
-    private func seconds(_ d: Duration) -> Double {
-        d.timeInterval
+        buckets = buckets.filter { (now - $0.value.updated).timeInterval < full }
     }
 }

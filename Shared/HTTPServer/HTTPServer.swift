@@ -1,5 +1,6 @@
 import Dispatch
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 import Synchronization
 
@@ -112,8 +113,9 @@ public final class HTTPServer: Sendable {
 
     /// Stops accepting connections at once (new ones are refused), lets requests in flight finish
     /// and their responses go out for up to `gracePeriod`, answers any still running with 503
-    /// `SHUTTING_DOWN`, then closes every connection. Requests arriving meanwhile on open
-    /// keep-alive connections get 503 `SHUTTING_DOWN`. Safe to call more than once.
+    /// `SHUTTING_DOWN` (their handlers are cancelled and waited for), then closes every
+    /// connection. Requests arriving meanwhile on open keep-alive connections get 503
+    /// `SHUTTING_DOWN`. Safe to call more than once.
     public func shutdown(gracePeriod: Duration) async {
         enum Action { case drain(MicroHTTPDaemon), waitForOther, done }
         let action = lifecycle.withLock { lifecycle -> Action in
@@ -152,6 +154,9 @@ public final class HTTPServer: Sendable {
                 continuation.resume()
             }
         }
+        // Handlers still running were answered 503 above; they are cancelled and waited for, so
+        // none outlives the server.
+        await core.handlers.shutdown()
         lifecycle.withLock { $0 = .stopped }
         logger.info("http server stopped")
         stopped.fire()

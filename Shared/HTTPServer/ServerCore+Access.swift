@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 
 /// The libmicrohttpd access-handler protocol, on the daemon's single polling thread.
@@ -82,7 +83,7 @@ extension ServerCore {
         context.request.bodyStream = stream
         context.beginHandling()
         let request = context.request
-        Task { await self.handle(request, context: context) }
+        handlers.spawn { await self.handle(request, context: context) }
         return .YES
     }
 
@@ -138,7 +139,7 @@ extension ServerCore {
         context.beginHandling()
         MHD_suspend_connection(context.connection)
         let request = context.request
-        Task { await self.handle(request, context: context) }
+        handlers.spawn { await self.handle(request, context: context) }
         return .YES
     }
 

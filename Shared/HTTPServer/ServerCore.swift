@@ -1,11 +1,12 @@
 import CMicroHTTPD
 import Dispatch
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 import Synchronization
 
 /// The state libmicrohttpd's callbacks work on: the handler, limits, the count of requests in
-/// flight and the handler tasks whose connections are suspended. Passed to the daemon as an
+/// flight, the handler tasks and the requests whose connections are suspended. Passed to the daemon as an
 /// unretained context; the daemon handle keeps it alive for as long as callbacks can arrive.
 final class ServerCore: Sendable {
     enum Mode: Sendable {
@@ -35,6 +36,8 @@ final class ServerCore: Sendable {
     /// Whether a request's route reads its body while it arrives (`Router.streaming`).
     let streamsBody: (@Sendable (HTTPMethod, String) -> Bool)?
     let limiter: ConcurrencyLimiter
+    /// The handler tasks of dispatched requests, awaited when the server stops.
+    let handlers = TaskSet()
     private let state = Mutex(State())
 
     init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping HTTPHandler,

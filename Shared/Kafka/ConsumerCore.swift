@@ -203,8 +203,7 @@ final class ConsumerCore: RdKafkaCallbackContext {
     }
 
     private func after(_ delay: Duration, _ work: @escaping @Sendable () -> Void) {
-        let nanoseconds = Int(clamping: delay.wholeMilliseconds * 1_000_000 + 999_999)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: work)
+        DispatchQueue.global().asyncAfter(deadline: .now() + delay.dispatchInterval, execute: work)
     }
 
     /// Marks a waiting caller due when nothing is buffered (the next record serves it);

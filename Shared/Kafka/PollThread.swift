@@ -76,9 +76,8 @@ enum Blocking {
             box.value.withLock { $0 = result }
             semaphore.signal()
         }
-        let nanoseconds = Int(clamping: limit.wholeMilliseconds * 1_000_000)
         var cancelled = false
-        if semaphore.wait(timeout: .now() + .nanoseconds(nanoseconds)) == .timedOut {
+        if semaphore.wait(timeout: .now() + limit.dispatchInterval) == .timedOut {
             cancelled = true
             task.cancel()
             semaphore.wait()

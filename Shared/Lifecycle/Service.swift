@@ -68,9 +68,11 @@ public struct ServiceGroup: Sendable {
         defer { signalSources.forEach { $0.cancel() } }
 
         // One task per service, each with its own cancellation handle, so that shutdown can
-        // go in reverse start order; they are all awaited before `run()` returns.
+        // go in reverse start order; each is awaited (its `ended` signal, up to the shutdown
+        // bound) before `run()` returns.
         var handles: [Task<Void, Never>] = []
         let shutdowns = services.map { _ in GracefulShutdown() }
+        let ended = services.map { _ in OneShotSignal() }
         for (index, service) in services.enumerated() {
             logger.info("starting service", metadata: ["service.name": service.name])
             handles.append(Task {
@@ -80,6 +82,7 @@ public struct ServiceGroup: Sendable {
                 } catch {
                     continuation.yield(.finished(index: index, error: error))
                 }
+                ended[index].fire()
             })
         }
 
@@ -105,25 +108,25 @@ public struct ServiceGroup: Sendable {
         } onCancel: {
             continuation.yield(.signal(0))
         }
-        await stopInReverse(handles, shutdowns, skipping: stopped, deadline: .now + shutdownTimeout)
+        await stopInReverse(handles, shutdowns, ended, skipping: stopped, deadline: .now + shutdownTimeout)
         continuation.finish()
         if let firstError { throw firstError }
     }
 
-    private func stopInReverse(_ handles: [Task<Void, Never>], _ shutdowns: [GracefulShutdown], skipping stopped: Set<Int>,
-                               deadline: ContinuousClock.Instant) async {
+    private func stopInReverse(_ handles: [Task<Void, Never>], _ shutdowns: [GracefulShutdown], _ ended: [OneShotSignal],
+                               skipping stopped: Set<Int>, deadline: ContinuousClock.Instant) async {
         for index in handles.indices.reversed() where !stopped.contains(index) {
             let name = services[index].name
             if shutdowns[index].hasHandlers {
                 shutdowns[index].trigger()
-                if await ShutdownRace.finished(handles[index], before: min(deadline, .now + gracefulTimeout)) {
+                if await ended[index].wait(until: min(deadline, .now + gracefulTimeout)) {
                     logger.info("service finished gracefully", metadata: ["service.name": name])
                     continue
                 }
                 logger.warning("service did not finish within the graceful timeout; cancelling it", metadata: ["service.name": name])
             }
             handles[index].cancel()
-            if await ShutdownRace.finished(handles[index], before: deadline) {
+            if await ended[index].wait(until: deadline) {
                 logger.info("service stopped", metadata: ["service.name": name])
             } else {
                 logger.error("service did not stop within the shutdown timeout; leaving it behind", metadata: ["service.name": name])
@@ -140,27 +143,5 @@ public struct ServiceGroup: Sendable {
             source.resume()
             return source
         }
-    }
-}
-
-/// Waits for a task to finish or a deadline to pass, whichever comes first (awaiting a task's
-/// value cannot itself be cancelled, so the two race through one continuation).
-enum ShutdownRace {
-    /// Resumes the continuation once; `Mutex` makes the first caller win.
-    private final class Once: Sendable {
-        let continuation = Mutex<CheckedContinuation<Bool, Never>?>(nil)
-        func resume(_ value: Bool) { continuation.withLock { $0.take() }?.resume(returning: value) }
-    }
-
-    static func finished(_ task: Task<Void, Never>, before deadline: ContinuousClock.Instant) async -> Bool {
-        let once = Once()
-        var timer: Task<Void, Never>?
-        let finished = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            once.continuation.withLock { $0 = continuation }
-            Task { await task.value; once.resume(true) }
-            timer = Task { try? await Task.sleep(until: deadline); once.resume(false) }
-        }
-        timer?.cancel()
-        return finished
     }
 }

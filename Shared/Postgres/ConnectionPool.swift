@@ -42,9 +42,7 @@ final class ConnectionPool: Sendable {
     init(configuration: PostgresConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
-        let components = configuration.acquireTimeout.components
-        let nanoseconds = max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
-        self.acquireTimeout = .nanoseconds(Int(nanoseconds))
+        self.acquireTimeout = configuration.acquireTimeout.dispatchInterval
         self.timeoutError = PostgresError(
             code: .poolTimeout,
             message: "no connection became free within \(configuration.acquireTimeout) (maxConnections \(configuration.maxConnections))")

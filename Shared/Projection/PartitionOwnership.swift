@@ -40,23 +40,28 @@ final class PartitionOwnership: Sendable {
     /// batch, so no new batch can take their records in between.
     @discardableResult
     func revoke(_ partitions: [KafkaTopicPartition], waitingAtMost limit: Duration? = nil) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let pending = state.withLock { s -> UInt64? in
-                guard s.inFlight else {
-                    for tp in partitions { s.claims.removeValue(forKey: tp) }
-                    return nil
+        // The limit's timer is a child task, cancelled once the batch ended first.
+        await withTaskGroup(of: Void.self) { timers in
+            let ended = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let pending = state.withLock { s -> UInt64? in
+                    guard s.inFlight else {
+                        for tp in partitions { s.claims.removeValue(forKey: tp) }
+                        return nil
+                    }
+                    s.lastRevokeID += 1
+                    s.pendingRevokes.append((s.lastRevokeID, partitions, continuation))
+                    return s.lastRevokeID
                 }
-                s.lastRevokeID += 1
-                s.pendingRevokes.append((s.lastRevokeID, partitions, continuation))
-                return s.lastRevokeID
-            }
-            guard let pending else { return continuation.resume(returning: true) }
-            if let limit {
-                Task {
-                    try? await Task.sleep(for: limit)
-                    self.expire(revoke: pending)
+                guard let pending else { return continuation.resume(returning: true) }
+                if let limit {
+                    timers.addTask {
+                        guard (try? await Task.sleep(for: limit)) != nil else { return }
+                        self.expire(revoke: pending)
+                    }
                 }
             }
+            timers.cancelAll()
+            return ended
         }
     }
 

@@ -111,7 +111,7 @@ extension ProjectionRunner {
                     try await sendToDeadLetters(poison)
                 }
                 try await commit(kept.map { batch.items[$0] }, claims: &claims, lost: &lost, effects: &effects)
-                metrics.observe("projection_batch_seconds", Self.seconds(ContinuousClock.now - started), labels: ["group": configuration.groupID])
+                metrics.observe("projection_batch_seconds", (ContinuousClock.now - started).timeInterval, labels: ["group": configuration.groupID])
                 metrics.increment("projection_records_total", by: Double(kept.count), labels: ["group": configuration.groupID])
                 lagClock.withLock { $0.applied(kept.map { batch.items[$0].record }) }
             }
@@ -228,13 +228,9 @@ extension ProjectionRunner {
     func timed<T>(_ stage: String, _ body: () async throws -> T) async throws -> T {
         let started = ContinuousClock.now
         defer {
-            metrics.observe("projection_stage_seconds", Self.seconds(ContinuousClock.now - started),
+            metrics.observe("projection_stage_seconds", (ContinuousClock.now - started).timeInterval,
                             labels: ["group": configuration.groupID, "stage": stage])
         }
         return try await body()
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        duration.timeInterval
     }
 }

@@ -31,8 +31,11 @@ public struct ProjectionRunnerConfiguration: Sendable {
     /// Extra librdkafka consumer properties (a service's come from
     /// `CommonConfiguration.kafkaConsumerProperties`).
     public var consumerProperties: [String: String] = [:]
-    /// Where the runner lists its group while it runs (`ServiceContext.runningGroups`).
-    public var runningGroups: RunningConsumerGroups?
+    /// Told when the runner's group starts, forms and stops (`ServiceContext.consumerGroupObserver`).
+    public var groupObserver: (any ConsumerGroupObserver)?
+    /// What stored positions are bound to (`CommonConfiguration.kafkaClusterIdentity`), unless a
+    /// rule is registered for the cluster (`KafkaClusterIdentity.register`).
+    public var clusterIdentity: KafkaClusterIdentity = .clusterID
     /// How often the runner looks for positions an operator moved (`backbone offsets reset`)
     /// in its partitions, and re-reads them from there.
     public var movedPositionsCheckInterval: Duration = .seconds(1)
@@ -153,8 +156,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// batch in hand, publishes what committed batches queued (the after-commit work), leaves
     /// the group and returns.
     public func run() async throws {
-        let registration = configuration.runningGroups?.register(ConsumerGroup(groupID: configuration.groupID, topics: configuration.topics))
-        defer { if let registration { configuration.runningGroups?.unregister(registration) } }
+        let member = configuration.groupObserver?.memberStarted(ConsumerGroup(groupID: configuration.groupID, topics: configuration.topics))
+        defer { if let member { configuration.groupObserver?.memberStopped(member) } }
         try await withGracefulShutdownHandler {
             try await restartingConsumers()
         } onGracefulShutdown: {
@@ -353,7 +356,7 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             }
         }
         ownership.assign(claims)
-        configuration.runningGroups?.markAssigned(configuration.groupID)
+        configuration.groupObserver?.groupAssigned(configuration.groupID)
         logger.info("partitions assigned", metadata: ["kafka.partitions": Self.describe(claims.mapValues(\.nextOffset))])
         return claims.compactMapValues { $0.nextOffset >= 0 ? $0.nextOffset : nil }
     }
@@ -363,7 +366,8 @@ public final class ProjectionRunner<P: Projection>: Sendable {
     /// with the numbers and counted in `projection_offset_resets_total{reason}`.
     func checked(_ stored: [KafkaTopicPartition: OffsetStore.StoredClaim]) async throws -> [KafkaTopicPartition: PartitionOwnership.Claim] {
         let admin = try await clusterAdmin.admin()
-        let cluster = Self.clusterIdentity(try await admin.clusterID(), bootstrapServers: configuration.bootstrapServers)
+        let cluster = configuration.clusterIdentity.resolved(for: configuration.bootstrapServers)
+            .identity(of: try await admin.clusterID(), bootstrapServers: configuration.bootstrapServers)
         var claims: [KafkaTopicPartition: PartitionOwnership.Claim] = [:]
         for (tp, entry) in stored {
             let marks = try await admin.watermarks(topic: tp.topic, partition: tp.partition)
@@ -388,15 +392,6 @@ public final class ProjectionRunner<P: Projection>: Sendable {
             claims[tp] = claim
         }
         return claims
-    }
-
-    /// What positions are bound to: the cluster id the brokers report. librdkafka's mock
-    /// cluster (the embedded broker of `backbone dev` and the tests) derives its id from a
-    /// memory address, so a restarted embedded broker can report the id of the one before;
-    /// its identity also carries its listener address (a new ephemeral port each start). A
-    /// real cluster's id is a UUID and stands alone, so renaming its brokers replays nothing.
-    public static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
-        StoredOffsets.clusterIdentity(id, bootstrapServers: bootstrapServers)
     }
 
     /// Takes over the assigned partitions whose stored position an operator moved: claims

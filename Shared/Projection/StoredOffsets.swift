@@ -80,16 +80,6 @@ public enum StoredOffsets {
             }.sorted { $0.partition < $1.partition }
         }
     }
-
-    /// What positions are bound to: the cluster id the brokers report. librdkafka's mock
-    /// cluster (the embedded broker of `backbone dev` and the tests) derives its id from a
-    /// memory address, so a restarted embedded broker can report the id of the one before;
-    /// its identity also carries its listener address (a new ephemeral port each start). A
-    /// real cluster's id is a UUID and stands alone, so renaming its brokers replays nothing.
-    public static func clusterIdentity(_ id: String?, bootstrapServers: String) -> String? {
-        guard let id else { return nil }
-        return id.hasPrefix("mockCluster") ? "\(id)@\(bootstrapServers)" : id
-    }
 }
 
 extension StoredOffsets.Position {

@@ -1,3 +1,5 @@
+import Dispatch
+
 extension Duration {
     /// The duration in seconds, fractions included (a `TimeInterval`).
     public var timeInterval: Double {
@@ -9,5 +11,14 @@ extension Duration {
     public var wholeMilliseconds: Int64 {
         let (seconds, attoseconds) = components
         return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// The duration as a Dispatch interval, whole nanoseconds, at least 0 (Dispatch deadlines
+    /// and semaphore waits).
+    public var dispatchInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return .nanoseconds(0) }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return .nanoseconds(overflow ? Int.max : Int(clamping: whole &+ attoseconds / 1_000_000_000))
     }
 }

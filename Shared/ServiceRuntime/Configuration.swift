@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import HTTPRouting
+import Kafka
 import ServiceLogging
 import Settings
 
@@ -30,6 +31,10 @@ public struct CommonConfiguration: Sendable {
     /// a waiting fetch as soon as a record arrives. `backbone dev` sets 20 ms: its embedded
     /// broker waits the whole time, which would make every read model trail by half a second.
     public var kafkaFetchWait: Duration?
+    /// What the projections' stored positions are bound to (`KAFKA_CLUSTER_IDENTITY`): the id
+    /// the cluster reports (the default), or, set by the dev stack for its embedded broker, the
+    /// id and the bootstrap servers.
+    public var kafkaClusterIdentity: KafkaClusterIdentity = .clusterID
     /// The share of requests that bring no `traceparent` whose new trace is sampled, so logged
     /// by every service it reaches (`TRACE_SAMPLE_RATIO`, 0…1; default 0: a caller asks for a
     /// logged trace by sending a sampled `traceparent`, see docs/operations.md).
@@ -45,8 +50,9 @@ public struct CommonConfiguration: Sendable {
 
     public init(kafkaBrokers: String, databaseURL: String, jwtSecret: String, httpHost: String = "0.0.0.0",
                 httpPort: Int, logLevel: Logger.Level = .info, databasePoolSize: Int = 10, shutdownTimeout: Duration = .seconds(10),
-                kafkaFetchWait: Duration? = nil) {
+                kafkaFetchWait: Duration? = nil, kafkaClusterIdentity: KafkaClusterIdentity = .clusterID) {
         self.kafkaFetchWait = kafkaFetchWait
+        self.kafkaClusterIdentity = kafkaClusterIdentity
         self.kafkaBrokers = kafkaBrokers
         self.databaseURL = databaseURL
         self.jwtSecret = jwtSecret
@@ -60,7 +66,7 @@ public struct CommonConfiguration: Sendable {
     /// Reads `KAFKA_BROKERS`, `DATABASE_URL`, `JWT_SECRET`, `HTTP_HOST`, `HTTP_PORT`,
     /// `LOG_LEVEL`, `DATABASE_POOL_SIZE`, `SHUTDOWN_TIMEOUT_SECONDS`, `USER_DELETIONS_TOPIC`,
     /// `USER_DELETION_STATUS_TOPIC`, `CORS_ALLOWED_ORIGINS`, `KAFKA_FETCH_WAIT_MS`,
-    /// `TRACE_SAMPLE_RATIO` and the token settings (`TokenVerificationSettings.read`) into
+    /// `KAFKA_CLUSTER_IDENTITY`, `TRACE_SAMPLE_RATIO` and the token settings (`TokenVerificationSettings.read`) into
     /// `reader` (problems are collected there).
     public static func read(from reader: inout EnvironmentReader, defaultPort: Int) -> CommonConfiguration {
         let brokers = reader.string("KAFKA_BROKERS")
@@ -83,6 +89,7 @@ public struct CommonConfiguration: Sendable {
         configuration.tokenVerification = TokenVerificationSettings.read(from: &reader)
         configuration.kafkaFetchWait = reader.optionalMilliseconds("KAFKA_FETCH_WAIT_MS", range: 0...300_000)
         configuration.traceSampleRatio = readTraceSampleRatio(from: &reader)
+        configuration.kafkaClusterIdentity = reader.choice("KAFKA_CLUSTER_IDENTITY", default: .clusterID)
         return configuration
     }
 }

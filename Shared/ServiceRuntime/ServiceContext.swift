@@ -22,12 +22,13 @@ public struct ServiceContext: Sendable {
     public let kafkaProbe: KafkaReadinessProbe
     public let metrics: MetricsRegistry
     public let logger: Logger
-    /// Whose parts of the `SystemBacklog` this service's `/metrics` measures: its own by
-    /// default; every part (nil) where one registry serves every service (`backbone dev`).
-    public var measuredBacklog: Set<String>?
-    /// Where the service's projections list their consumer groups while they run: only in
-    /// `backbone dev` (its drain at exit and its broker journal wait for them), nil elsewhere.
-    public var runningGroups: RunningConsumerGroups?
+    /// What a scrape of the service's `/metrics` measures first: its own parts of the
+    /// `SystemBacklog` (`SystemBacklog.collector`), unless the host that runs it sets another
+    /// (`backbone dev`, where one registry serves every service, measures every part).
+    public var scrapeCollector: @Sendable () async -> Void
+    /// Told about the consumer groups of the service's projections (`ConsumerGroupObserver`):
+    /// set by a host that waits for them (`backbone dev`), nil in a service process.
+    public var consumerGroupObserver: (any ConsumerGroupObserver)?
 
     /// - Parameter keys: the key set of ES256/RS256 tokens, read at start
     ///   (`ServiceHost.makeContext`) and shared by the services of one process; without it,
@@ -48,18 +49,7 @@ public struct ServiceContext: Sendable {
         var logger = logger
         logger[metadataKey: "service"] = name
         self.logger = logger
-        self.measuredBacklog = [name]
-    }
-
-    /// What `/metrics` measures at scrape time: the backlog gauges of `measuredBacklog`
-    /// (a database that cannot answer leaves the last values in place).
-    public var scrapeCollector: @Sendable () async -> Void {
-        let (database, metrics, services) = (self.database, self.metrics, self.measuredBacklog)
-        SystemBacklog.describe(metrics)
-        return {
-            guard let backlog = try? await SystemBacklog.measure(database, services: services) else { return }
-            backlog.record(into: metrics)
-        }
+        self.scrapeCollector = SystemBacklog.collector(database: database, metrics: metrics, services: [name])
     }
 
     /// Readiness: Postgres answers `SELECT 1` and the Kafka cluster answers a metadata request.

@@ -83,6 +83,7 @@ public enum ServiceHost {
             try await run(context: context, parts: parts)
             await context.producer.shutdown()
             await context.database.close()
+            await context.authenticator.codec.keys?.shutdown()
             return 0
         } catch {
             logger.critical("service failed to run", metadata: ["error": "\(error)"])

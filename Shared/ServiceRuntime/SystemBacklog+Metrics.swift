@@ -1,3 +1,4 @@
+import Postgres
 import PrometheusMetrics
 
 extension SystemBacklog {
@@ -12,6 +13,17 @@ extension SystemBacklog {
         metrics.describe("room_uploads_waiting", type: "gauge",
                          help: "Room versions still uploading, or completed and waiting for their transcode request (pending).")
         metrics.describe("account_deletions_open", type: "gauge", help: "Account deletions scheduled or purging.")
+    }
+
+    /// What a `/metrics` scrape runs: measures the parts owned by `services` (every part when
+    /// nil) and sets their gauges; a database that cannot answer leaves the last values in place.
+    public static func collector(database: PostgresClient, metrics: MetricsRegistry,
+                                 services: Set<String>?) -> @Sendable () async -> Void {
+        describe(metrics)
+        return {
+            guard let backlog = try? await measure(database, services: services) else { return }
+            backlog.record(into: metrics)
+        }
     }
 
     /// Sets the gauges of what was measured.

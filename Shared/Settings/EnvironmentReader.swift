@@ -120,6 +120,16 @@ public struct EnvironmentReader: Sendable {
         return level
     }
 
+    /// One of a fixed set of values, by name; another value is recorded and `fallback` returned.
+    public mutating func choice<T: RawRepresentable & CaseIterable>(_ key: String, default fallback: T) -> T where T.RawValue == String {
+        guard let text = raw(key) else { return fallback }
+        guard let value = T(rawValue: text) else {
+            problems.append("\(key) must be one of \(T.allCases.map(\.rawValue).joined(separator: ", ")) (got \"\(text)\")")
+            return fallback
+        }
+        return value
+    }
+
     /// Records a problem found by the caller's own checks.
     public mutating func fail(_ problem: String) { problems.append(problem) }
 

@@ -1,6 +1,7 @@
 import CWebSockets
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 import Synchronization
 

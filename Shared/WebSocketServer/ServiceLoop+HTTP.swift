@@ -1,5 +1,6 @@
 import CWebSockets
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 
 /// Service-thread state of one plain HTTP request on the WebSocket port.
@@ -76,7 +77,7 @@ extension ServiceLoop {
         let request = exchange.request
         let id = exchange.id
         let waker = self.waker
-        Task {
+        dispatches.spawn {
             let response = await router.respond(to: request)
             waker.deliver(httpResponse: response, for: id)
         }

@@ -1,6 +1,7 @@
 import CWebSockets
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 import Synchronization
 
@@ -16,6 +17,8 @@ final class ServiceLoop: @unchecked Sendable {
     let router: Router?
     let logger: Logger
     let waker = ServiceWaker()
+    /// The router's tasks for plain HTTP requests; the server waits for them once the thread ended.
+    let dispatches = TaskSet()
     /// "epoll" or "poll" once the context exists.
     let eventLoopName = Mutex<String?>(nil)
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 import Synchronization
 
@@ -83,12 +84,14 @@ public final class WebSocketServer: Sendable {
         } onCancel: {
             loop.waker.requestShutdown()
         }
+        await loop.dispatches.shutdown()
         state.withLock { $0 = .stopped(started: true) }
         if let failure = loop.failure.withLock({ $0 }) { throw failure }
     }
 
     /// Closes every WebSocket with 1001 (going away), waits for the close handshakes up to the
-    /// grace period, stops the service thread and destroys the lws context. Idempotent.
+    /// grace period, stops the service thread and destroys the lws context, then cancels the
+    /// HTTP requests' tasks still running and waits for them. Idempotent.
     public func shutdown() async {
         let started = state.withLock { state -> Bool in
             switch state {
@@ -103,6 +106,7 @@ public final class WebSocketServer: Sendable {
         guard started else { return }
         loop.waker.requestShutdown()
         await loop.waitUntilFinished()
+        await loop.dispatches.shutdown()
         logger.info("websocket server stopped")
     }
 }

@@ -49,7 +49,7 @@ struct HTTPServerLifecycleTests {
         #expect(server.port == port, "the bound port stays readable after shutdown")
     }
 
-    @Test("a handler still running when the grace period ends is answered 503 SHUTTING_DOWN")
+    @Test("a handler still running when the grace period ends is answered 503 SHUTTING_DOWN, and has ended when shutdown returns")
     func gracePeriodExpires() async throws {
         let probe = ConcurrencyProbe()
         let (server, port) = try makeServer(router: makeRouter(probe: probe, slow: .seconds(20)))
@@ -65,6 +65,7 @@ struct HTTPServerLifecycleTests {
         #expect(response.status == 503)
         #expect(response.errorCode == "SHUTTING_DOWN")
         #expect(elapsed < .seconds(3))
+        #expect(probe.current == 0, "the abandoned handler's task outlived the server")
     }
 
     @Test("run() serves until its task is cancelled, then stops listening")

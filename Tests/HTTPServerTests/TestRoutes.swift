@@ -22,6 +22,8 @@ final class ConcurrencyProbe: Sendable {
     func leave() { state.withLock { $0.current -= 1 } }
     var peak: Int { state.withLock { $0.peak } }
     var started: Int { state.withLock { $0.started } }
+    /// Handlers running now.
+    var current: Int { state.withLock { $0.current } }
 }
 
 /// Five megabytes with a position-dependent pattern, so truncation or reordering shows.

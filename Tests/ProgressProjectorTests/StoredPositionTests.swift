@@ -11,38 +11,8 @@ import ServiceLogging
 import ServiceRuntime
 import Testing
 
-@Suite("Stored positions are checked against the cluster and the partition", .serialized, .timeLimit(.minutes(5)))
+@Suite("Stored positions over a replaced or trimmed broker (the progress projection as the read model)", .serialized, .timeLimit(.minutes(5)))
 struct StoredPositionTests {
-    static func stored(_ next: Int64, cluster: String?) -> OffsetStore.StoredClaim {
-        OffsetStore.StoredClaim(claim: PartitionOwnership.Claim(generation: 3, nextOffset: next), clusterID: cluster)
-    }
-
-    @Test("an embedded broker's identity carries its listener (its id alone may repeat); a real cluster's id stands alone")
-    func identity() {
-        typealias Runner = ProjectionRunner<ReadingProgressProjection>
-        #expect(Runner.clusterIdentity("mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:35357")
-                != Runner.clusterIdentity("mockCluster1fd9c400f7bc", bootstrapServers: "127.0.0.1:40121"))
-        #expect(Runner.clusterIdentity("4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-1:9092")
-                == Runner.clusterIdentity("4L6g3nShT-eMCtK--X86sw", bootstrapServers: "kafka-2:9092"))
-        #expect(Runner.clusterIdentity(nil, bootstrapServers: "x:1") == nil)
-    }
-
-    @Test("the rule: another cluster or beyond the high watermark → earliest; below the low watermark → low; else as stored")
-    func rule() {
-        #expect(OffsetStore.check(stored: Self.stored(120, cluster: "old"), currentCluster: "new", low: 0, high: 500)
-                == .init(nextOffset: -1, reset: .otherCluster))
-        #expect(OffsetStore.check(stored: Self.stored(120, cluster: "c1"), currentCluster: "c1", low: 0, high: 40)
-                == .init(nextOffset: -1, reset: .beyondHighWatermark))
-        #expect(OffsetStore.check(stored: Self.stored(10, cluster: "c1"), currentCluster: "c1", low: 25, high: 40)
-                == .init(nextOffset: 25, reset: .belowLowWatermark))
-        #expect(OffsetStore.check(stored: Self.stored(30, cluster: "c1"), currentCluster: "c1", low: 0, high: 40)
-                == .init(nextOffset: 30, reset: nil))
-        #expect(OffsetStore.check(stored: Self.stored(40, cluster: nil), currentCluster: "c1", low: 0, high: 40)
-                == .init(nextOffset: 40, reset: nil))
-        #expect(OffsetStore.check(stored: Self.stored(-1, cluster: "old"), currentCluster: "new", low: 0, high: 40)
-                == .init(nextOffset: -1, reset: nil))
-    }
-
     /// Reading events for one user: `count` heartbeats of `seconds` each, ids from `seed`.
     static func events(count: Int, seconds: Int, seed: Int) -> [ReadingEventRecord] {
         let start = Date().addingTimeInterval(-3600)
@@ -76,7 +46,8 @@ struct StoredPositionTests {
         let context = ServiceContext(
             name: "progress-projector",
             configuration: CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait),
+                                               jwtSecret: "restart-secret-0123456789abcdef", httpPort: 0, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait,
+                                               kafkaClusterIdentity: EmbeddedKafkaCluster.clusterIdentity),
             database: client, producer: producer, admin: admin, metrics: metrics, logger: .disabled)
         return ProgressProjectorService(
             context: context,
@@ -97,8 +68,7 @@ struct StoredPositionTests {
         let reached = try await Integration.eventually(timeout: .seconds(60)) { try await totalSeconds(client) == expectedSeconds }
         task.cancel()
         _ = await task.result
-        let id = ProjectionRunner<ReadingProgressProjection>.clusterIdentity(try await admin.clusterID(),
-                                                                             bootstrapServers: cluster.bootstrapServers)
+        let id = EmbeddedKafkaCluster.clusterIdentity.identity(of: try await admin.clusterID(), bootstrapServers: cluster.bootstrapServers)
         await producer.shutdown()
         return (id, reached)
     }

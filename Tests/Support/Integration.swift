@@ -1,5 +1,6 @@
 import DevInfrastructure
 import Foundation
+import Kafka
 import Postgres
 import ServiceLogging
 
@@ -143,6 +144,9 @@ public final class ServiceProcess: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: Integration.executable(name))
         var env = ProcessInfo.processInfo.environment
         env["LOG_LEVEL"] = env["TEST_SERVICE_LOG_LEVEL"] ?? "warning"
+        // The tests' brokers are embedded ones: a service binds its positions to the broker's
+        // address too, as under `backbone dev` (and as the test process and the commands do).
+        env["KAFKA_CLUSTER_IDENTITY"] = EmbeddedKafkaCluster.clusterIdentity.rawValue
         for (key, value) in environment { env[key] = value }
         process.environment = env
         logPath = NSTemporaryDirectory() + "backbone-\(name)-\(UInt32.random(in: 0...UInt32.max)).log"

@@ -1,5 +1,6 @@
 import Contracts
 import Kafka
+import Lifecycle
 import Projection
 import PrometheusMetrics
 import ServiceLogging
@@ -35,7 +36,13 @@ struct LiveEventConsumer: Sendable {
     let metrics: MetricsRegistry
     let logger: Logger
 
+    /// Reads until cancelled; dead letters still being sent are waited for before it returns.
     func run() async throws {
+        let deadLettering = TaskSet()
+        try await deadLettering.scope(cancelling: false) { try await consume(setAside: deadLettering) }
+    }
+
+    private func consume(setAside deadLettering: TaskSet) async throws {
         let configuration = KafkaConsumerConfiguration(
             bootstrapServers: bootstrapServers, groupID: groupID, topics: [topic], clientID: groupID, sessionTimeout: .seconds(6),
             extra: consumerProperties)
@@ -73,7 +80,7 @@ struct LiveEventConsumer: Sendable {
                         "trace_id": trace.traceID, "realtime.channel": event.channel, "realtime.event": event.event,
                         "realtime.seq": "\(event.seq)"])
                 }
-                if !poison.isEmpty { setAside(poison) }
+                if !poison.isEmpty { setAside(poison, on: deadLettering) }
             }
         } catch {
             await consumer.close()
@@ -86,10 +93,10 @@ struct LiveEventConsumer: Sendable {
     /// Sends the dead letters without holding up delivery, counting those the broker took; a
     /// failed send is logged (the live consumer keeps no stored position to retry from, and the
     /// record is skipped either way).
-    func setAside(_ letters: [KafkaProducerRecord]) {
+    func setAside(_ letters: [KafkaProducerRecord], on deadLettering: TaskSet) {
         let producer = deadLetters
         let (metrics, group, logger) = (metrics, groupID, logger)
-        Task {
+        deadLettering.spawn {
             var sent = 0
             for result in await producer.send(letters) {
                 if case .failure(let error) = result {

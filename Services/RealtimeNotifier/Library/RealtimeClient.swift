@@ -140,23 +140,26 @@ public final class RealtimeClient: Sendable {
             return String(state.nextRef)
         }
         let message = PhoenixMessage(joinRef: joinsItself ? ref : nil, ref: ref, topic: topic, event: event, payload: payload)
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            self?.resolve(ref, with: .failure(ClientError(description: "\(event) \(topic): no reply within \(timeout)", isRetriable: true)))
-        }
-        defer { timer.cancel() }
-        return try await withCheckedThrowingContinuation { continuation in
-            let ended = state.withLock { state -> ClientError? in
-                if let ended = state.ended { return ended }
-                state.pending[ref] = continuation
-                return nil
+        // The timeout is a child task, cancelled once the reply came.
+        return try await withThrowingTaskGroup(of: Void.self) { timer in
+            timer.addTask { [weak self] in
+                guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                self?.resolve(ref, with: .failure(ClientError(description: "\(event) \(topic): no reply within \(timeout)", isRetriable: true)))
             }
-            if let ended {
-                continuation.resume(throwing: ended)
-                return
-            }
-            if socket.send(message.encode(.v1)) != .queued {
-                resolve(ref, with: .failure(ClientError(description: "\(event) \(topic): the socket is closed", isRetriable: true)))
+            defer { timer.cancelAll() }
+            return try await withCheckedThrowingContinuation { continuation in
+                let ended = state.withLock { state -> ClientError? in
+                    if let ended = state.ended { return ended }
+                    state.pending[ref] = continuation
+                    return nil
+                }
+                if let ended {
+                    continuation.resume(throwing: ended)
+                    return
+                }
+                if socket.send(message.encode(.v1)) != .queued {
+                    resolve(ref, with: .failure(ClientError(description: "\(event) \(topic): the socket is closed", isRetriable: true)))
+                }
             }
         }
     }
@@ -169,22 +172,24 @@ public final class RealtimeClient: Sendable {
     /// Reads the socket until it ends, with a heartbeat beside it; then fails whatever still waits.
     private func serve(heartbeat: Duration) async {
         let socket = self.socket
-        let beat = Task {
-            var ref = 0
-            while !Task.isCancelled {
-                try? await Task.sleep(for: heartbeat)
-                ref += 1
-                let message = PhoenixMessage(ref: "hb-\(ref)", topic: "phoenix", event: "heartbeat", payload: .object([:]))
-                if socket.send(message.encode(.v1)) == .closed { break }
-            }
-        }
         var ending = ClientError(description: "the realtime socket closed", isRetriable: true)
-        do {
-            for try await text in socket.messages { receive(text) }
-        } catch {
-            ending = ClientError(description: "the realtime socket failed: \(error)", isRetriable: true)
+        await withTaskGroup(of: Void.self) { beat in
+            beat.addTask {
+                var ref = 0
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: heartbeat)
+                    ref += 1
+                    let message = PhoenixMessage(ref: "hb-\(ref)", topic: "phoenix", event: "heartbeat", payload: .object([:]))
+                    if socket.send(message.encode(.v1)) == .closed { break }
+                }
+            }
+            do {
+                for try await text in socket.messages { receive(text) }
+            } catch {
+                ending = ClientError(description: "the realtime socket failed: \(error)", isRetriable: true)
+            }
+            beat.cancelAll()
         }
-        beat.cancel()
         let waiters = state.withLock { state -> [CheckedContinuation<PhoenixMessage, any Error>] in
             state.ended = ending
             defer { state.pending = [:] }

@@ -96,7 +96,7 @@ public struct RealtimeNotifierService: Sendable {
                 },
             ] + erasure.background,
             onShutdown: { [ownProducer, publisher] in
-                await publisher.flushMarks()
+                await publisher.shutdown()
                 await ownProducer?.shutdown()
             },
             httpServer: { router in makeServerService(router: router) },
@@ -123,11 +123,18 @@ public struct RealtimeNotifierService: Sendable {
             delegate: delegate, httpRouter: router, logger: context.logger)
         let onListening = self.onListening
         let logger = context.logger
+        let (sessions, catchUps) = (delegate.sessionTasks, environment.hub.catchUps)
         return ClosureService(name: "realtime-websocket") {
-            try server.start()
-            logger.info("listening", metadata: ["http.port": String(server.port)])
-            onListening(server.port)
-            try await server.run()
+            // The sockets' sessions and their catch-ups end with the server: once it stopped
+            // (every socket closed), those still running are cancelled and waited for.
+            try await catchUps.scope {
+                try await sessions.scope {
+                    try server.start()
+                    logger.info("listening", metadata: ["http.port": String(server.port)])
+                    onListening(server.port)
+                    try await server.run()
+                }
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ServiceLogging
 import Synchronization
 import WebSocketServer
@@ -10,6 +11,8 @@ import WebSocketServer
 final class RealtimeSocketDelegate: WebSocketServerDelegate {
     let environment: RealtimeEnvironment
     private let sessions = Mutex<[UInt64: RealtimeSession]>([:])
+    /// Each socket's session task, waited for once the server stopped (which closes every socket).
+    let sessionTasks = TaskSet()
 
     init(environment: RealtimeEnvironment) {
         self.environment = environment
@@ -47,7 +50,7 @@ final class RealtimeSocketDelegate: WebSocketServerDelegate {
         }
         let session = RealtimeSession(connection: connection, serializer: serializer, claims: claims, environment: environment)
         sessions.withLock { $0[connection.id] = session }
-        Task { await session.run() }
+        sessionTasks.spawn { await session.run() }
     }
 
     func connection(_ connection: WebSocketConnection, didReceiveText text: String) {

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import ServiceLogging
 import Synchronization
@@ -49,6 +50,13 @@ public struct SequencedPublisher: Sendable {
     public func flushMarks(timeout: Duration = .seconds(5)) async {
         await marks.waitUntilIdle(timeout: timeout)
     }
+
+    /// On shutdown: waits (up to `timeout`) for the marks, then cancels the marking still
+    /// running and waits for it to end.
+    public func shutdown(timeout: Duration = .seconds(5)) async {
+        await flushMarks(timeout: timeout)
+        await marks.drains.shutdown()
+    }
 }
 
 /// Marks acknowledged history rows published, off the publish path: one `UPDATE` at a time,
@@ -65,6 +73,8 @@ final class PublishedMarks: Sendable {
     private let state = Mutex(State())
     private let database: PostgresClient
     private let logger: Logger
+    /// The task marking rows (one at a time), owned by the publisher's `shutdown()`.
+    let drains = TaskSet()
 
     init(database: PostgresClient, logger: Logger) {
         self.database = database
@@ -79,7 +89,7 @@ final class PublishedMarks: Sendable {
             defer { state.running = true }
             return !state.running
         }
-        if start { Task { await drain() } }
+        if start { drains.spawn { await self.drain() } }
     }
 
     private func drain() async {

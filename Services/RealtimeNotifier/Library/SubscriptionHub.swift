@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Lifecycle
 import ServiceLogging
 import Synchronization
 import WebSocketServer
@@ -54,6 +55,8 @@ public final class SubscriptionHub: Sendable {
     let maxPending: Int
     let logger: Logger
     let delivered = Atomic<Int>(0)
+    /// Catch-ups started by a gap or a probe, waited for when the server stops.
+    let catchUps = TaskSet()
     /// Live delivery queues every subscriber's frame, then wakes the WebSocket service thread
     /// once (``WebSocketSendBatch``); a long batch of events wakes it every this many
     /// newly busy sockets so the writes start before the whole batch is queued.
@@ -133,7 +136,7 @@ public final class SubscriptionHub: Sendable {
         }
         batch.flush()
         for (channel, connectionID, token, after) in gaps {
-            Task { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
+            catchUps.spawn { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
         }
     }
 
@@ -166,7 +169,7 @@ public final class SubscriptionHub: Sendable {
         }
         for (channel, connectionID, token, after) in lagging {
             logger.notice("subscription behind the history; catching up", metadata: ["realtime.channel": channel.name])
-            Task { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
+            catchUps.spawn { await self.catchUp(channel: channel, connectionID: connectionID, token: token, replay: .afterSeq(after), replayed: false) }
         }
         return lagging.count
     }

@@ -80,7 +80,7 @@ struct TranscodeJobLoop: Sendable {
             try await store.finish(job, outputs: outputs)
             statuses.notify()
             metrics.increment("transcode_jobs_total", labels: ["outcome": "ready"])
-            metrics.observe("transcode_job_seconds", Self.seconds(ContinuousClock.now - started))
+            metrics.observe("transcode_job_seconds", (ContinuousClock.now - started).timeInterval)
             logger.info("room version ready", metadata: ["room.grade": "\(outputs.qualityGrade)"])
         } catch let failure as TranscodeFailure {
             do {
@@ -119,7 +119,7 @@ struct TranscodeJobLoop: Sendable {
         let delay = Self.backoff(failures: job.transientFailures, max: maxBackoff)
         metrics.increment("transcode_transient_failures_total")
         logger.warning("transcode job hit a transient failure; postponed", metadata: [
-            "error": "\(error)", "retry.in_seconds": "\(Self.seconds(delay))"])
+            "error": "\(error)", "retry.in_seconds": "\(delay.timeInterval)"])
         do { try await store.postpone(job, by: delay) } catch {
             logger.warning("could not postpone the job; its lease will run out instead", metadata: ["error": "\(error)"])
         }
@@ -159,6 +159,4 @@ struct TranscodeJobLoop: Sendable {
             throw CancellationError()
         }
     }
-
-    static func seconds(_ d: Duration) -> Double { d.timeInterval }
 }

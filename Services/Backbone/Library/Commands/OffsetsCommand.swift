@@ -1,3 +1,4 @@
+import DevInfrastructure
 import Foundation
 import Kafka
 import Postgres
@@ -109,7 +110,7 @@ enum OffsetsCommand {
 
     static func currentCluster(_ admin: KafkaAdmin, settings: KafkaSettings) async throws -> String? {
         do {
-            return StoredOffsets.clusterIdentity(try await admin.clusterID(), bootstrapServers: settings.brokers)
+            return EmbeddedKafkaCluster.identity(reportedID: try await admin.clusterID(), bootstrapServers: settings.brokers)
         } catch {
             throw CommandError(code: .kafkaUnavailable, message: "cannot reach Kafka: \(error.message) — is it running (`backbone dev`)?",
                                context: "Kafka at \(settings.brokers)", isRetriable: true)

@@ -1,3 +1,4 @@
+import DevInfrastructure
 import Kafka
 import Lifecycle
 import Postgres
@@ -57,7 +58,7 @@ final class DevBrokerJournal: Sendable {
     static let firstPruneAfter = Duration.seconds(5)
 
     let database: PostgresClient
-    /// The identity of this run's broker (`StoredOffsets.clusterIdentity`), as the consumers
+    /// The identity of this run's broker (`EmbeddedKafkaCluster.identity`), as the consumers
     /// store their positions against it.
     let cluster: String
     /// How long a send waits for room before it fails.
@@ -121,7 +122,7 @@ final class DevBrokerJournal: Sendable {
     /// (nil when it reports no cluster id: the journal then cannot match positions to copies).
     static func clusterIdentity(brokers: String, logger: Logger) async throws -> String? {
         let admin = try KafkaAdmin(bootstrapServers: brokers, clientID: "backbone-dev-journal", timeout: .seconds(3), logger: logger)
-        return StoredOffsets.clusterIdentity(try await admin.clusterID(), bootstrapServers: brokers)
+        return EmbeddedKafkaCluster.identity(reportedID: try await admin.clusterID(), bootstrapServers: brokers)
     }
 
     /// Creates the journal's tables (the dev stack's own; no service reads them).

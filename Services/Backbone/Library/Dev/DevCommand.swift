@@ -126,6 +126,7 @@ enum DevCommand {
         configuration.corsAllowedOrigins = corsAllowedOrigins
         configuration.traceSampleRatio = traceSampleRatio
         configuration.kafkaFetchWait = fetchWait
+        configuration.kafkaClusterIdentity = EmbeddedKafkaCluster.clusterIdentity
         let runningGroups = RunningConsumerGroups()
         let entries = args.flag("infra-only") ? [] : ServiceCatalog.entries
         // The embedded broker keeps records in memory only: the stack's own services produce
@@ -159,7 +160,8 @@ enum DevCommand {
         try await journal?.register()
         var values: [(String, String)] = [("KAFKA_BROKERS", cluster.bootstrapServers), ("DATABASE_URL", databaseURL), ("JWT_SECRET", secret),
                                           ("KAFKA_FETCH_WAIT_MS", String(configuration.kafkaFetchWait?.wholeMilliseconds ?? 0)),
-                                          ("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds))]
+                                          ("REALTIME_FETCH_WAIT_MS", String(realtimeFetchWait.wholeMilliseconds)),
+                                          ("KAFKA_CLUSTER_IDENTITY", EmbeddedKafkaCluster.clusterIdentity.rawValue)]
         // The origins and the sampling given: services run apart from this process (with
         // --infra-only) answer the same browsers and sample as these do.
         if environment["CORS_ALLOWED_ORIGINS"] != nil {
@@ -187,8 +189,8 @@ enum DevCommand {
                                                 producer: context.producer, admin: context.admin, metrics: metrics, logger: logger,
                                                 keys: context.authenticator.codec.keys)
             // One registry serves every service's /metrics here: each scrape measures the whole backlog.
-            serviceContext.measuredBacklog = nil
-            serviceContext.runningGroups = runningGroups
+            serviceContext.scrapeCollector = SystemBacklog.collector(database: context.database, metrics: metrics, services: nil)
+            serviceContext.consumerGroupObserver = runningGroups
             let built = entry.build(serviceContext)
             parts.append(built)
             http.append(ServiceHost.httpService(context: serviceContext, parts: built))
@@ -203,8 +205,8 @@ enum DevCommand {
         var authContext = ServiceContext(name: DevAuth.erasureService, configuration: configuration, database: context.database,
                                          producer: context.producer, admin: context.admin, metrics: metrics, logger: logger,
                                          keys: context.authenticator.codec.keys)
-        authContext.measuredBacklog = nil
-        authContext.runningGroups = runningGroups
+        authContext.scrapeCollector = SystemBacklog.collector(database: context.database, metrics: metrics, services: nil)
+        authContext.consumerGroupObserver = runningGroups
         if !entries.isEmpty {
             background += UserErasure(service: DevAuth.erasureService, context: authContext, step: DevAuth.erasure).parts().background
         }

@@ -1,3 +1,4 @@
+import DevInfrastructure
 import Kafka
 import Lifecycle
 import Postgres
@@ -13,7 +14,7 @@ extension PipelineDrain {
         for position in try await StoredOffsets.list(group: nil, client: client) where names.contains(position.groupID) {
             stored[position.groupID, default: [:]][position.partition] = position
         }
-        let cluster = StoredOffsets.clusterIdentity(try await admin.clusterID(), bootstrapServers: admin.bootstrapServers)
+        let cluster = EmbeddedKafkaCluster.identity(reportedID: try await admin.clusterID(), bootstrapServers: admin.bootstrapServers)
         var marks: [KafkaTopicPartition: (low: Int64, high: Int64)] = [:]
         var backlog: [String: Int64] = [:]
         let topics = try await admin.listTopics()

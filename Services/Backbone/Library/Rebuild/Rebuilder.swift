@@ -1,5 +1,6 @@
 import AnalyticsAggregator
 import Contracts
+import DevInfrastructure
 import Foundation
 import Kafka
 import Postgres
@@ -135,8 +136,7 @@ final class Rebuilder: @unchecked Sendable {
         }
         let cluster: String?
         do {
-            cluster = ProjectionRunner<AnalyticsProjection>.clusterIdentity(try await admin.clusterID(),
-                                                                                  bootstrapServers: settings.brokers)
+            cluster = EmbeddedKafkaCluster.identity(reportedID: try await admin.clusterID(), bootstrapServers: settings.brokers)
         } catch {
             throw CommandError(code: .kafkaUnavailable, message: "cannot read the cluster id: \(error.message)", context: settings.brokers,
                                isRetriable: true)
