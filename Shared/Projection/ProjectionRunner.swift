@@ -76,7 +76,7 @@ public struct ProjectionRunnerConfiguration: Sendable {
 /// compare-and-set on the claim generation), poison records to `<topic>.dlq`, transient
 /// database errors retried with backoff and never skipped.
 public final class ProjectionRunner<P: Projection>: Sendable {
-    let projection: P
+    public let projection: P
     let configuration: ProjectionRunnerConfiguration
     let database: PostgresClient
     let deadLetters: any KafkaRecordSender

@@ -18,7 +18,8 @@ extension AnalyticsService {
                                     clock: clock,
                                     model: configuration.ai.map { ChatCompletionsAnalyser(configuration: $0, logger: context.logger) })
         return (routes.router(),
-                [ClosureService(name: "analytics-learning") { try await runner.run() },
+                // The model calls a batch left out when its budget was spent end with the runner.
+                [ClosureService(name: "analytics-learning") { try await runner.projection.analyser.calls.scope { try await runner.run() } },
                  ClosureService(name: "analytics-learning-outbox") { try await relay.run() }],
                 [ReadinessCheck(name: "analytics-learning-consumer") { !runner.isAssignmentStalled }])
     }

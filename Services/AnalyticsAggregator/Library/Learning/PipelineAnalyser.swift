@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Lifecycle
 import Synchronization
 
 /// Who analyses the sessions of the pipeline: the built-in analyser, or — when a model endpoint
@@ -9,13 +10,17 @@ import Synchronization
 /// The batch's answers are sent `AI_PIPELINE_CONCURRENCY` at a time; each goes through the
 /// adapter (its own timeout, retries, check of the seed's schema, and fallback); when the budget
 /// is spent, every answer without the model's analysis yet gets the built-in one, and the calls
-/// still out are left to finish unheard. Each session records which analyser produced it (the
-/// model's name, or `builtin`).
+/// still out are left to finish unheard — in `calls`, which the service waits for when it stops
+/// (each call is bounded by the adapter's timeout and retries). Each session records which
+/// analyser produced it (the model's name, or `builtin`).
 struct PipelineAnalyser: Sendable {
     let builtin = BuiltinLearningAnalyser()
     let model: ChatCompletionsAnalyser?
     let budget: Duration
     let concurrency: Int
+    /// The model calls of every batch, and each batch's budget timer: they may outlive the
+    /// batch (a call out when the budget is spent), never the service.
+    let calls = TaskSet()
 
     init(model: ChatCompletionsAnalyser? = nil) {
         self.model = model
@@ -34,30 +39,32 @@ struct PipelineAnalyser: Sendable {
         let local = questions.map { (builtin.analyse(lesson: $0.lesson, questionId: $0.questionId, answer: $0.answer),
                                      BuiltinLearningAnalyser.name) }
         guard let model, budget > .zero, !questions.isEmpty else { return local }
-        let answers = await Self.bounded(questions, model: model, budget: budget, concurrency: concurrency)
+        let answers = await Self.bounded(questions, model: model, budget: budget, concurrency: concurrency, in: calls)
         return questions.indices.map { answers[$0] ?? local[$0] }
     }
 
     /// The model's answers that came within `budget` (the adapter's own fallbacks included).
     static func bounded(_ questions: [Question], model: ChatCompletionsAnalyser, budget: Duration,
-                        concurrency: Int) async -> [Int: (analysis: LearningAnalysis, analyzer: String)] {
+                        concurrency: Int, in calls: TaskSet) async -> [Int: (analysis: LearningAnalysis, analyzer: String)] {
         let (stream, continuation) = AsyncStream<(Int, LearningAnalysis, String)?>.makeStream()
         let next = Ticket()
-        var workers: [Task<Void, Never>] = []
+        let done = OneShotSignal()
         for _ in 0..<min(concurrency, questions.count) {
-            workers.append(Task {
-                while !Task.isCancelled {
+            calls.spawn {
+                // Until the batch is answered or its budget spent: no new call starts after that.
+                while !done.hasFired && !Task.isCancelled {
                     let index = next.take()
                     guard index < questions.count else { return }
                     let question = questions[index]
                     let result = await model.analyse(lesson: question.lesson, questionId: question.questionId, answer: question.answer)
                     continuation.yield((index, result.analysis, result.analyzer))
                 }
-            })
+            }
         }
-        let timer = Task {
-            try? await Task.sleep(for: budget)
-            continuation.yield(nil)
+        let deadline = ContinuousClock.now + budget
+        calls.spawn {
+            // The budget, or the batch answered before it (the timer then ends at once).
+            if await !done.wait(until: deadline) { continuation.yield(nil) }
         }
         var answers: [Int: (analysis: LearningAnalysis, analyzer: String)] = [:]
         for await item in stream {
@@ -65,11 +72,10 @@ struct PipelineAnalyser: Sendable {
             answers[index] = (analysis, analyzer)
             if answers.count == questions.count { break }
         }
+        done.fire()
         continuation.finish()
-        timer.cancel()
-        // The calls still out finish in the background (each bounded by the adapter's timeout
-        // and retries); no new one starts.
-        for worker in workers { worker.cancel() }
+        // The calls still out finish in `calls` (each bounded by the adapter's timeout and
+        // retries), unheard; no new one starts.
         return answers
     }
 }
