@@ -10,8 +10,13 @@ let swiftSettings: [SwiftSetting] = [
 
 // MARK: - C libraries (Debian bookworm -dev packages)
 
+// `Shared/` by layer: `C` (module maps of Debian's C libraries), `Wrappers` (Swift over one C
+// library or OS facility each), `Runtime` (a service process's lifecycle, settings, logging,
+// routing and projections), `Domain` (the apps' contracts, auth, erasure, room scans) and `Dev`
+// (what only `backbone dev`, tests and benchmarks link).
+
 func system(_ name: String, pkgConfig: String, apt: [String]) -> Target {
-    .systemLibrary(name: name, path: "Shared/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
+    .systemLibrary(name: name, path: "Shared/C/\(name)", pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
 let cLibraries: [Target] = [
@@ -27,13 +32,21 @@ let cLibraries: [Target] = [
     system("CWebP", pkgConfig: "libwebp", apt: ["libwebp-dev"]),
     system("CArgon2", pkgConfig: "libargon2", apt: ["libargon2-dev"]),
     // glibc's own <malloc.h> (libc6-dev): no library of its own to link.
-    .systemLibrary(name: "CMalloc", path: "Shared/CMalloc"),
+    .systemLibrary(name: "CMalloc", path: "Shared/C/CMalloc"),
 ]
 
 // MARK: - Shared modules
 
+let sharedLayers: [String: [String]] = [
+    "Wrappers": ["BlockingCalls", "Hashing", "HTTPClient", "HTTPServer", "WebSocketServer", "Kafka", "Postgres", "ObjectStore", "USD"],
+    "Runtime": ["ServiceLogging", "Settings", "Lifecycle", "HTTPRouting", "PrometheusMetrics", "ServiceRuntime", "Projection"],
+    "Domain": ["Contracts", "Auth", "UserErasure", "RoomScan"],
+    "Dev": ["DevInfrastructure", "DevAuth"],
+]
+
 func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
-    .target(name: name, dependencies: deps, path: "Shared/\(name)", swiftSettings: swiftSettings)
+    let layer = sharedLayers.first { $0.value.contains(name) }!.key
+    return .target(name: name, dependencies: deps, path: "Shared/\(layer)/\(name)", swiftSettings: swiftSettings)
 }
 
 let sharedModules: [Target] = [

@@ -42,18 +42,18 @@ struct TaskOwnershipTests {
     /// as a child task of a task group.
     static let allowed: [String: Int] = [
         // The set's own spawn: each task is kept until it ends and awaited by `waitForAll()`.
-        "Shared/Lifecycle/TaskSet.swift": 1,
+        "Shared/Runtime/Lifecycle/TaskSet.swift": 1,
         // One task per service, each awaited by the group's shutdown (up to its bound).
-        "Shared/Lifecycle/Service.swift": 1,
+        "Shared/Runtime/Lifecycle/Service.swift": 1,
         // `Blocking.wait`: the poll thread blocks on a semaphore until the task ended.
-        "Shared/Kafka/PollThread.swift": 2,
+        "Shared/Wrappers/Kafka/PollThread.swift": 2,
         // The reading of the key set again: kept in the ring's state, awaited by the token
         // checks that need it, and by `JSONWebKeyring.shutdown()`.
-        "Shared/Auth/JSONWebKeyring.swift": 1,
+        "Shared/Domain/Auth/JSONWebKeyring.swift": 1,
         // The after-commit worker: awaited by `drained()`, which the runner calls before it returns.
-        "Shared/Projection/AfterCommitQueue.swift": 1,
+        "Shared/Runtime/Projection/AfterCommitQueue.swift": 1,
         // The fetch ahead of the batch in hand: each awaited (its batch, or its end at the stop).
-        "Shared/Projection/ProjectionRunner.swift": 2,
+        "Shared/Runtime/Projection/ProjectionRunner.swift": 2,
         // The stage reporter beside the converter: awaited before the conversion returns.
         "Services/TranscodeWorker/Library/RoomScanConverter.swift": 1,
         // The client's socket reader: awaited by `close()`.
