@@ -88,10 +88,10 @@ let sharedModules: [Target] = [
 
 // MARK: - Services: a library with the logic, a thin executable
 
-func service(_ name: String, executable: String, _ deps: [Target.Dependency]) -> [Target] {
+func service(_ name: String, executable: String, _ deps: [Target.Dependency], mainDeps: [Target.Dependency] = []) -> [Target] {
     [
         .target(name: name, dependencies: deps, path: "Services/\(name)/Library", swiftSettings: swiftSettings),
-        .executableTarget(name: "\(name)Main", dependencies: [.target(name: name), "ServiceRuntime"],
+        .executableTarget(name: "\(name)Main", dependencies: [.target(name: name), "ServiceRuntime"] + mainDeps,
                           path: "Services/\(name)/Main", swiftSettings: swiftSettings),
     ]
 }
@@ -101,10 +101,11 @@ let serviceBase: [Target.Dependency] = [
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore"])
+    service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "BlockingCalls"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
-    + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection", "HTTPClient"])
-    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer"])
+    + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection", "HTTPClient"], mainDeps: ["Projection"])
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer"],
+              mainDeps: ["Projection"])
     + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing"])
     + [
         .target(
@@ -183,7 +184,7 @@ let testTargets: [Target] = [
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
     tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing", "BackboneTestSupport"], exclude: ["Witnesses"]),
     tests("RealtimeNotifierTests", ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "Settings",
-                                    "BackboneTestSupport", "DevInfrastructure"],
+                                    "BackboneTestSupport", "DevInfrastructure", "PrometheusMetrics"],
           exclude: ["Clients"]),
     tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
     tests("IngestTests", ["Lifecycle", "Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPRouting", "Auth",
@@ -195,7 +196,7 @@ let testTargets: [Target] = [
     ]),
     tests("TranscodeWorkerTests", ["Contracts", "Lifecycle", "ServiceRuntime", "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "TranscodeWorker",
                                    "Projection", "ObjectStore", "Hashing", "BackboneTestSupport", "DevInfrastructure", "Ingest",
-                                   "RealtimeNotifier"],
+                                   "RealtimeNotifier", "HTTPServer", "PrometheusMetrics"],
           exclude: ["Clients", "Fixtures"]),
     // Outages and the fault suite: the service executables as child processes over a broker
     // and a PostgreSQL the tests take down and bring back.

@@ -187,10 +187,15 @@ struct OpenAPIFuzzTests {
                 """)
             await client.close()
             let social = try Self.fuzz(tag: "social", port: port, token: harness.userToken("app-fuzz-social"), examples: 50,
-                                       filters: ["--exclude-method", "GET", "--exclude-path", "/rest/v1/notifications"],
+                                       filters: ["--exclude-method", "GET", "--exclude-path", "/rest/v1/notifications",
+                                                 // As Supabase's clients send it: a case that drops the (required)
+                                                 // header would be answered 201 with no body, as PostgREST does.
+                                                 "-H", "Prefer: return=representation"],
                                        log: "social-writes")
             #expect(social.status == 0, "full output in \(social.log):\n\(social.output.suffix(4000))")
-            #expect(!social.output.contains("Authentication failed"), "the user's calls were answered: \(social.log)")
+            // (Not schemathesis's "Authentication failed" warning: a comment naming another author is a 403
+            // by design, and a run may generate nothing else for it. The write read back below shows the
+            // user's token taken.)
             #expect(social.output.contains("7 selected"), "comments, likes and profiles written, the remix: \(social.log)")
             // At least one generated write was taken on the example room (and answered with its row).
             let written = try harness.readTopic(Topics.roomInteractions, expecting: 1)
