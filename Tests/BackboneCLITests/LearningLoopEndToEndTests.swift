@@ -252,9 +252,20 @@ struct LearningLoopEndToEndTests {
             let nextState = ReviewScheduler().next(after: state, quality: 5)
             #expect(next.lessonId == first.id && next.id != review.id)
             #expect(next.intervalDays == nextState.intervalDays && next.scheduledDay > review.scheduledDay)
+            // The review after it is hers to complete; one further on is not (the aggregator has not scheduled it).
+            #expect(await call(ingest.router, .post, "/learning/reviews/\(review.id)-2/complete", Array(#"{}"#.utf8)).status == .notFound)
+            #expect(await call(ingest.router, .post, "/learning/reviews/\(review.id)-99/complete", Array(#"{}"#.utf8)).status == .notFound)
+            #expect(await call(ingest.router, .post, "/learning/reviews/\(next.id)/complete", token: stranger, Array(#"{}"#.utf8)).status
+                    == .notFound)
             // Completing it again changes nothing.
             #expect(await call(ingest.router, .post, "/learning/reviews/\(review.id)/complete", Array(#"{"masteryScore":1}"#.utf8)).status
                     == .accepted)
+            #expect(await call(ingest.router, .post, "/learning/reviews/\(next.id)/complete", Array(#"{"masteryScore":4}"#.utf8)).status
+                    == .accepted)
+            try await eventually("the review after it completed") {
+                try ContractCoding.decode(ReviewPlan.self, from: await call(analytics.router, .get, "/learning/review-plan").body)
+                    .completed.map(\.id).contains(next.id)
+            }
             #expect(await call(analytics.router, .post, "/ai/chat", Array(#"{"lessonId":"x","message":"hi"}"#.utf8)).status == .serviceUnavailable)
             let direct = json(await call(analytics.router, .post, "/ai/analyze-learning-input",
                                          Array(#"{"lessonId":"\#(first.id)","userInput":"\#(answer)","questionId":"q1"}"#.utf8)))

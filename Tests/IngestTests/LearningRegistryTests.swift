@@ -20,6 +20,16 @@ struct LearningRegistryTests {
         #expect(LearningRegistry.sessions(ofReview: "review-s1").isEmpty)
         #expect(LearningRegistry.sessions(ofReview: "s1").isEmpty)
     }
+
+    @Test("rv-{s}-{n} is the review after rv-{s}-{n-1} (rv-{s} for n = 1); a zero, a sign or a leading zero is no review of s")
+    func previousReview() {
+        func readings(_ id: String) -> [String] { LearningRegistry.readings(ofReview: id).map { "\($0.session)<\($0.previous ?? "")" } }
+        #expect(readings("rv-s1") == ["s1<"])
+        #expect(readings("rv-s1-1") == ["s1-1<", "s1<rv-s1"])
+        #expect(readings("rv-s1-2") == ["s1-2<", "s1<rv-s1-1"])
+        #expect(readings("rv-s1-99") == ["s1-99<", "s1<rv-s1-98"])
+        for id in ["rv-s1-0", "rv-s1-01", "rv-s1-+1"] { #expect(readings(id) == [String(id.dropFirst(3)) + "<"], "\(id)") }
+    }
 }
 
 /// A NUL in any text of a learning record is refused (PostgreSQL's text holds none).

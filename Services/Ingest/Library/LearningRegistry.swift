@@ -9,7 +9,9 @@ import Postgres
 /// - A goal must name a knowledge base and one of its paths.
 /// - A review id (`rv-{sessionId}` or `rv-{sessionId}-{n}`, as the aggregator names reviews)
 ///   must come from a session of the same user: someone else's review is as unknown as a
-///   made-up one.
+///   made-up one. `rv-{s}-{n}` exists only once the review before it (`rv-{s}` for n = 1,
+///   `rv-{s}-{n-1}` after) was completed here: the aggregator schedules the n-th when the
+///   (n−1)-th is completed, so a number further on is refused too.
 /// - A session id belongs to the first user who sent it: another user's reuse is 409
 ///   `SESSION_ID_TAKEN`.
 /// - Feedback may name only a known lesson and a session of the user.
@@ -74,13 +76,38 @@ struct LearningRegistry: Sendable {
         _ = try? await database.execute("DELETE FROM ingest_learning_sessions WHERE session_id = $1 AND user_id = $2", [id, user])
     }
 
-    /// Whether review `id` names a session `user` sent.
+    /// Whether review `id` is one the aggregator scheduled for `user`: the review of a session
+    /// she sent, or the next one after a review of it she completed.
     func ownsReview(_ id: String, user: String) async throws -> Bool {
-        let sessions = Self.sessions(ofReview: id)
-        guard !sessions.isEmpty else { return false }
+        let readings = Self.readings(ofReview: id)
+        guard !readings.isEmpty else { return false }
         return try await !database.query("""
-            SELECT 1 FROM ingest_learning_sessions WHERE session_id = ANY($1::text[]) AND user_id = $2 LIMIT 1
-            """, [sessions, user]).isEmpty
+            SELECT 1 FROM unnest($1::text[], $2::text[]) AS r(session_id, previous)
+            JOIN ingest_learning_sessions s ON s.session_id = r.session_id AND s.user_id = $3
+            WHERE r.previous = '' OR EXISTS (SELECT 1 FROM ingest_learning_review_completions c
+                                            WHERE c.review_id = r.previous AND c.user_id = $3)
+            LIMIT 1
+            """, [readings.map(\.session), readings.map { $0.previous ?? "" }, user]).isEmpty
+    }
+
+    /// Remembers a completion the broker took (the review after it may now be completed).
+    func completed(review id: String, user: String) async throws {
+        _ = try await database.execute("""
+            INSERT INTO ingest_learning_review_completions (review_id, user_id) VALUES ($1, $2) ON CONFLICT DO NOTHING
+            """, [id, user])
+    }
+
+    /// The session ids review `id` may come from (`sessions(ofReview:)`), each with the review
+    /// that must have been completed before it: none for `rv-{s}`, `rv-{s}` for `rv-{s}-1`,
+    /// `rv-{s}-{n-1}` for `rv-{s}-{n}`.
+    static func readings(ofReview id: String) -> [(session: String, previous: String?)] {
+        sessions(ofReview: id).compactMap { session in
+            if "rv-\(session)" == id { return (session, nil) }
+            // The aggregator's numbers: 1, 2, … as written (no sign, no leading zero).
+            let suffix = id.dropFirst("rv-\(session)-".count)
+            guard let n = Int(suffix), n >= 1, String(n) == suffix else { return nil }
+            return (session, n == 1 ? "rv-\(session)" : "rv-\(session)-\(n - 1)")
+        }
     }
 
     /// The session ids review `id` may come from: `rv-{s}` is the review of session `s`;
@@ -99,7 +126,8 @@ struct LearningRegistry: Sendable {
         return candidates
     }
 
-    static let erasure = ["DELETE FROM ingest_learning_sessions WHERE user_id = $1"]
+    static let erasure = ["DELETE FROM ingest_learning_sessions WHERE user_id = $1",
+                          "DELETE FROM ingest_learning_review_completions WHERE user_id = $1"]
 
     static let migrations: [PostgresMigration] = [
         PostgresMigration(version: 180, name: "ingest_learning_registry", sql: """
@@ -117,6 +145,15 @@ struct LearningRegistry: Sendable {
                 accepted_at  timestamptz NOT NULL DEFAULT now()
             );
             CREATE INDEX IF NOT EXISTS ingest_learning_sessions_user ON ingest_learning_sessions (user_id);
+            """),
+        PostgresMigration(version: 181, name: "ingest_learning_review_completions", sql: """
+            -- The review completions the write edge accepted: the review after each may be completed next
+            CREATE TABLE IF NOT EXISTS ingest_learning_review_completions (
+                review_id    text        PRIMARY KEY,
+                user_id      text        NOT NULL,
+                accepted_at  timestamptz NOT NULL DEFAULT now()
+            );
+            CREATE INDEX IF NOT EXISTS ingest_learning_review_completions_user ON ingest_learning_review_completions (user_id);
             """),
     ]
 }

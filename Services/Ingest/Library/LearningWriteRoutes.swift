@@ -137,6 +137,7 @@ struct LearningWriteRoutes: Sendable {
         try check(record)
         guard try await registered({ try await registry.ownsReview(id, user: user) }) else { throw HTTPError.notFound("no review \(id)") }
         try await produce(record, checked: true)
+        try await registered { try await registry.completed(review: id, user: user) }
         return .json(LearningWriteAccepted(id: id), status: .accepted, encoder: ContractCoding.encoder)
     }
 
