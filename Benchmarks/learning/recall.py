@@ -22,13 +22,15 @@ import asyncio
 import json
 import os
 import random
-import resource
 import sys
 import time
 import uuid
 from urllib.parse import urlsplit
 
 import websockets
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import stack_cpu  # noqa: E402  (Benchmarks/lib)
 
 ENV_FILE, TOKENS_FILE, DEV_PID = sys.argv[1], sys.argv[2], int(sys.argv[3])
 RATES = [float(r) for r in os.environ.get("RATES", "100,300,500").split(",")]
@@ -182,58 +184,14 @@ async def socket_forever(user, token, joined):
         SOCKET_ERRORS.append(f"{user}: {error!r}")
 
 
-def cpu_ticks(pid):
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    except OSError:
-        return 0
-
-
-def process_table():
-    table = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()
-                comm = open(f"/proc/{entry}/comm").read().strip()
-                table[int(entry)] = (int(fields[1]), comm)
-            except OSError:
-                pass
-    return table
-
-
 def cpu_snapshot():
-    """CPU seconds so far: the stack's process, its PostgreSQL and nginx processes (found as
-    descendants of it), this process, and the whole machine's busy time."""
-    table = process_table()
-    children = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    postgres = [pid for pid, (_, comm) in table.items() if comm == "postgres"]
-    nginx = [pid for pid, (_, comm) in table.items() if comm == "nginx"]
-    # Only ours: the PostgreSQL whose postmaster has this stack's data folder, nginx with its config.
+    """CPU seconds so far: the stack's process, its PostgreSQL and nginx (the processes whose
+    command line names the stack's folder, and their children), this process (the driver), and
+    the whole machine's busy time."""
     home = os.path.dirname(ENV_FILE)
-
-    def mine(pids):
-        roots = [p for p in pids if home in open(f"/proc/{p}/cmdline", errors="replace").read()] if pids else []
-        found, stack = set(), list(roots)
-        while stack:
-            p = stack.pop()
-            if p not in found:
-                found.add(p)
-                stack += children.get(p, [])
-        return found
-
-    hz = os.sysconf("SC_CLK_TCK")
-    with open("/proc/stat") as stat:
-        cpu = [int(x) for x in stat.readline().split()[1:]]
-    self_usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {"backbone": cpu_ticks(DEV_PID) / hz,
-            "postgres": sum(cpu_ticks(p) for p in mine(postgres)) / hz,
-            "nginx": sum(cpu_ticks(p) for p in mine(nginx)) / hz,
-            "driver": self_usage.ru_utime + self_usage.ru_stime,
-            "machine": (sum(cpu) - cpu[3] - cpu[4]) / hz, "wall": time.monotonic()}
+    snap = stack_cpu.snapshot(DEV_PID, home, home)
+    snap["driver"] = snap.pop("self")
+    return snap
 
 
 async def metrics():

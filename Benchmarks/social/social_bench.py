@@ -29,6 +29,9 @@ import httpx
 import jwt
 from realtime import AsyncRealtimeClient
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import stack_cpu  # noqa: E402  (Benchmarks/lib)
+
 base, secret, usdz_path, json_path = sys.argv[1:5]
 rate, seconds = int(sys.argv[5]), int(sys.argv[6])
 workers = int(sys.argv[7]) if len(sys.argv) > 7 else 2
@@ -164,20 +167,11 @@ async def post_share_async(room, k, n, start_at):
     return results, (after.ru_utime + after.ru_stime) - (usage.ru_utime + usage.ru_stime)
 
 
-def cpu_ticks(pid):
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-    except OSError:
-        return 0
-
-
 def thread_groups(pid):
     """CPU seconds so far of the stack's threads by kind (their names): the services' Swift code
     (the concurrency pool), the embedded Kafka broker (`rdk:mock`), the services' Kafka clients
     (other `rdk:` threads), the HTTP servers (libmicrohttpd's `MHD-` threads), the rest."""
     groups = {"swift": 0, "kafka_broker": 0, "kafka_clients": 0, "http": 0, "other": 0}
-    hz = os.sysconf("SC_CLK_TCK")
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -191,47 +185,18 @@ def thread_groups(pid):
         ticks = int(fields[11]) + int(fields[12])
         kind = ("swift" if "qos" in name else "kafka_broker" if name == "rdk:mock" else "kafka_clients" if name.startswith("rdk:")
                 else "http" if name.startswith("MHD") else "other")
-        groups[kind] += ticks / hz
+        groups[kind] += ticks / stack_cpu.HZ
     return groups
 
 
 def cpu_snapshot():
-    """CPU seconds so far of the stack's process, its PostgreSQL and nginx (the processes whose
-    command line names the stack's folder, and their children), this process, and the machine."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                ppid = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
-                comm = open(f"/proc/{entry}/comm").read().strip()
-                cmdline = open(f"/proc/{entry}/cmdline", errors="replace").read()
-                table[int(entry)] = (ppid, comm, cmdline)
-            except OSError:
-                pass
-    children = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-
-    def tree(name, mark):
-        roots = [p for p, (_, comm, cmd) in table.items() if comm == name and mark and mark in cmd]
-        found, stack = set(), list(roots)
-        while stack:
-            p = stack.pop()
-            if p not in found:
-                found.add(p)
-                stack += children.get(p, [])
-        return found
-
-    hz = os.sysconf("SC_CLK_TCK")
-    with open("/proc/stat") as stat:
-        cpu = [int(x) for x in stat.readline().split()[1:]]
-    me = resource.getrusage(resource.RUSAGE_SELF)
-    return {"backbone": cpu_ticks(dev_pid) / hz if dev_pid else 0.0,
-            # The stack's PostgreSQL: the postmaster listening on DATABASE_URL's port; its nginx: the one with its folder.
-            "postgres": sum(cpu_ticks(p) for p in tree("postgres", dev_database_port and f"\0-p\0{dev_database_port}\0")) / hz,
-            "nginx": sum(cpu_ticks(p) for p in tree("nginx", dev_home)) / hz,
-            "listener": me.ru_utime + me.ru_stime, "threads": thread_groups(dev_pid) if dev_pid else {},
-            "machine": (sum(cpu) - cpu[3] - cpu[4]) / hz, "wall": time.monotonic()}
+    """CPU seconds so far of the stack's process, its PostgreSQL (the postmaster listening on
+    DATABASE_URL's port, and its backends) and nginx (the one with the stack's folder), this
+    process (the listener), its threads by kind, and the machine."""
+    snap = stack_cpu.snapshot(dev_pid, dev_database_port and f"\0-p\0{dev_database_port}\0", dev_home)
+    snap["listener"] = snap.pop("self")
+    snap["threads"] = thread_groups(dev_pid) if dev_pid else {}
+    return snap
 
 
 def posting_seconds(shares, started):
