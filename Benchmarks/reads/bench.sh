@@ -44,23 +44,13 @@ PGBENCH="$(pg_bindir)/pgbench"
 export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-start() {  # name port
-    HTTP_PORT="$2" "$BIN/$1" >"$WORK/$1.log" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 200); do
-        curl -fs "http://127.0.0.1:$2/healthz" >/dev/null 2>&1 && return 0
-        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$1.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "$1 did not start" >&2; exit 1
-}
-PROGRESS_PORT=$(free_port); start progress-projector "$PROGRESS_PORT"
-ANALYTICS_PORT=$(free_port); start analytics-aggregator "$ANALYTICS_PORT"
+PROGRESS_PORT=$(free_port); reads_start progress-projector "$PROGRESS_PORT"
+ANALYTICS_PORT=$(free_port); reads_start analytics-aggregator "$ANALYTICS_PORT"
 
 reads_seed  # Benchmarks/reads/seed.sh
 # The aggregator computes the seeded users' streak runs when it starts and finds no stored threshold.
 kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
-start analytics-aggregator "$ANALYTICS_PORT"
+reads_start analytics-aggregator "$ANALYTICS_PORT"
 [[ $("$PSQL" -Atq "$DATABASE_URL" -c "SELECT count(*) > 0 FROM analytics_streak_runs") == t ]] || { echo "no streak runs" >&2; exit 1; }
 "$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
 # With no broker, a projection's first assignment check (30 s after start) makes its admin client;

@@ -47,24 +47,14 @@ export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
 PSQL="$(pg_bindir)/psql"
 export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
 
-start() {  # name port
-    HTTP_PORT="$2" "$BIN/$1" >"$WORK/$1.log" 2>&1 &
-    PIDS+=($!)
-    for _ in $(seq 1 200); do
-        curl -fs "http://127.0.0.1:$2/healthz" >/dev/null 2>&1 && return 0
-        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$1.log" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "$1 did not start" >&2; exit 1
-}
 # The services create their tables; then the seed, and the aggregator restarted: it computes the
 # seeded users' streak runs as it starts.
 declare -A PID_OF
-PROGRESS_PORT=$(free_port); start progress-projector "$PROGRESS_PORT"; PID_OF[progress-projector]=${PIDS[-1]}
-ANALYTICS_PORT=$(free_port); start analytics-aggregator "$ANALYTICS_PORT"
+PROGRESS_PORT=$(free_port); reads_start progress-projector "$PROGRESS_PORT"; PID_OF[progress-projector]=${PIDS[-1]}
+ANALYTICS_PORT=$(free_port); reads_start analytics-aggregator "$ANALYTICS_PORT"
 reads_seed
 kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
-start analytics-aggregator "$ANALYTICS_PORT"; PID_OF[analytics-aggregator]=${PIDS[-1]}
+reads_start analytics-aggregator "$ANALYTICS_PORT"; PID_OF[analytics-aggregator]=${PIDS[-1]}
 "$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
 # Past the projections' first assignment check with no broker (a 100–700 ms hiccup, bench.sh).
 sleep "${SETTLE:-35}"

@@ -1,4 +1,5 @@
-# The read benchmarks' seed (sourced by bench.sh and profile.sh): USERS users with MATERIALS
+# The read benchmarks' shared parts (sourced by bench.sh and profile.sh): a service started and
+# waited for (reads_start), and the seed (reads_seed): USERS users with MATERIALS
 # reading_progress rows each and, for users 1–100, a year of analytics_daily plus sessions,
 # completions and day materials. Needs PSQL, DATABASE_URL, USERS and MATERIALS set. The streak
 # settings are left empty, so the aggregator, when it next starts, computes the seeded users'
@@ -27,4 +28,17 @@ reads_seed() {
     FROM generate_series(1, 100) u, generate_series(1, 200) s;
     DELETE FROM analytics_streak_settings;
 SQL
+}
+
+# Starts service $1 (from $BIN) on port $2, in the background (its pid appended to PIDS, its log
+# in $WORK), and waits until its /healthz answers; exits when it dies or does not come up.
+reads_start() {  # name port
+    HTTP_PORT="$2" "$BIN/$1" >"$WORK/$1.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 200); do
+        curl -fs "http://127.0.0.1:$2/healthz" >/dev/null 2>&1 && return 0
+        kill -0 "${PIDS[-1]}" 2>/dev/null || { cat "$WORK/$1.log" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "$1 did not start" >&2; exit 1
 }
