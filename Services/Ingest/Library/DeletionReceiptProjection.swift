@@ -11,17 +11,13 @@ struct DeletionReceiptProjection: Projection {
     typealias Event = UserDeletionStatus
     typealias Effects = Void
 
-    struct InvalidStatus: Error, CustomStringConvertible {
-        let description: String
-    }
-
     func decode(_ record: KafkaConsumerRecord) throws -> UserDeletionStatus {
         let status = try ContractCoding.decode(UserDeletionStatus.self, from: record.value)
         guard status.schemaVersion == UserDeletionStatus.currentSchemaVersion else {
-            throw InvalidStatus(description: "unsupported schemaVersion \(status.schemaVersion)")
+            throw InvalidRecord(description: "unsupported schemaVersion \(status.schemaVersion)")
         }
         guard !status.requestId.isEmpty, status.requestId.utf8.count <= 100, !status.service.isEmpty, status.service.utf8.count <= 100 else {
-            throw InvalidStatus(description: "requestId and service must be 1–100 bytes")
+            throw InvalidRecord(description: "requestId and service must be 1–100 bytes")
         }
         return status
     }

@@ -13,29 +13,27 @@ enum IngestErasure {
     static let service = "ingest"
 
     static func step(objects: (any ObjectStore)?) -> UserErasureStep {
-        UserErasureStep { userID, connection in
-            if let objects {
-                let rooms = try await connection.query("""
-                    SELECT room_id FROM rooms WHERE owner_user_id = $1
-                    UNION SELECT room_id FROM room_versions WHERE owner_user_id = $1
-                    """, [userID]).map { try $0.decode(String.self, "room_id") }
-                for upload in try await connection.query("""
-                    SELECT usdz_key, usdz_upload_id FROM room_versions WHERE owner_user_id = $1 AND usdz_upload_id IS NOT NULL
-                      AND status = 'uploading'
-                    """, [userID]) {
-                    try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "usdz_key"),
-                                                            uploadId: try upload.decode(String.self, "usdz_upload_id"))
-                }
-                // Resumable uploads (Storage's tus endpoint) not finished: their multipart uploads too.
-                for upload in try await connection.query("""
-                    SELECT object_key, store_upload_id FROM storage_resumable_uploads WHERE owner_user_id = $1 AND NOT completed
-                    """, [userID]) {
-                    try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "object_key"),
-                                                            uploadId: try upload.decode(String.self, "store_upload_id"))
-                }
-                for room in rooms { try await objects.deleteAll(under: "rooms/\(room)/") }
+        guard let objects else { return .sql(statements) }
+        return .sql(statements) { userID, connection in
+            let rooms = try await connection.query("""
+                SELECT room_id FROM rooms WHERE owner_user_id = $1
+                UNION SELECT room_id FROM room_versions WHERE owner_user_id = $1
+                """, [userID]).map { try $0.decode(String.self, "room_id") }
+            for upload in try await connection.query("""
+                SELECT usdz_key, usdz_upload_id FROM room_versions WHERE owner_user_id = $1 AND usdz_upload_id IS NOT NULL
+                  AND status = 'uploading'
+                """, [userID]) {
+                try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "usdz_key"),
+                                                        uploadId: try upload.decode(String.self, "usdz_upload_id"))
             }
-            for statement in statements { _ = try await connection.execute(statement, [userID]) }
+            // Resumable uploads (Storage's tus endpoint) not finished: their multipart uploads too.
+            for upload in try await connection.query("""
+                SELECT object_key, store_upload_id FROM storage_resumable_uploads WHERE owner_user_id = $1 AND NOT completed
+                """, [userID]) {
+                try? await objects.abortMultipartUpload(key: try upload.decode(String.self, "object_key"),
+                                                        uploadId: try upload.decode(String.self, "store_upload_id"))
+            }
+            for room in rooms { try await objects.deleteAll(under: "rooms/\(room)/") }
         }
     }
 

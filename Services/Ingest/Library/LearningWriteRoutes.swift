@@ -43,12 +43,10 @@ struct LearningWriteRoutes: Sendable {
 
     /// `POST /feedback`: 202 `{id}` (the app's `feedbackId`, else a minted one) once the broker has it.
     func feedback(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try await authenticator.userID(request)
-        try limiter.admit(user)
-        var feedback = try IngestRequestDecoding.decode(FeedbackRequest.self, from: request)
-        if feedback.feedbackId == nil { feedback.feedbackId = UUID().uuidString.lowercased() }
-        let record = LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback)
-        try check(record)
+        let (user, feedback, record) = try await userWrite(FeedbackRequest.self, request) { user, feedback in
+            if feedback.feedbackId == nil { feedback.feedbackId = UUID().uuidString.lowercased() }
+            return LearningRecord(kind: .feedback, userId: user, receivedAt: clock(), feedback: feedback)
+        }
         if let lesson = feedback.lessonId { try await requireLesson(lesson, user: user) }
         if let session = feedback.sessionId {
             guard try await registered({ try await registry.owner(ofSession: session) }) == user else {
@@ -60,31 +58,26 @@ struct LearningWriteRoutes: Sendable {
     }
 
     func putKnowledgeBase(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try await authenticator.requireService(request)
-        var base = try IngestRequestDecoding.decode(KnowledgeBase.self, from: request, filling: "id", with: try pathID(request))
-        base.id = try pathID(request)
-        let record = LearningRecord(kind: .knowledgeBase, userId: nil, receivedAt: clock(), knowledgeBase: base)
-        try await produce(record)
+        let base = try await putCatalogItem(KnowledgeBase.self, request, id: \.id) {
+            LearningRecord(kind: .knowledgeBase, userId: nil, receivedAt: clock(), knowledgeBase: $0)
+        }
         try await registered { try await registry.register(.knowledgeBase, id: base.id, knowledgeBaseId: nil, version: base.version) }
         return .json(CatalogWriteAccepted(id: base.id, version: base.version), status: .accepted, encoder: ContractCoding.encoder)
     }
 
     func putPath(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try await authenticator.requireService(request)
-        let id = try pathID(request)
-        var path = try IngestRequestDecoding.decode(LearningPath.self, from: request, filling: "id", with: id)
-        path.id = id
-        try await produce(LearningRecord(kind: .path, userId: nil, receivedAt: clock(), path: path))
-        try await registered { try await registry.register(.path, id: id, knowledgeBaseId: path.knowledgeBaseId, version: path.version) }
-        return .json(CatalogWriteAccepted(id: id, version: path.version), status: .accepted, encoder: ContractCoding.encoder)
+        let path = try await putCatalogItem(LearningPath.self, request, id: \.id) {
+            LearningRecord(kind: .path, userId: nil, receivedAt: clock(), path: $0)
+        }
+        try await registered { try await registry.register(.path, id: path.id, knowledgeBaseId: path.knowledgeBaseId, version: path.version) }
+        return .json(CatalogWriteAccepted(id: path.id, version: path.version), status: .accepted, encoder: ContractCoding.encoder)
     }
 
     func putLesson(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try await authenticator.requireService(request)
-        let id = try pathID(request)
-        var lesson = try IngestRequestDecoding.decode(Lesson.self, from: request, filling: "id", with: id)
-        lesson.id = id
-        try await produce(LearningRecord(kind: .lesson, userId: nil, receivedAt: clock(), lesson: lesson))
+        let lesson = try await putCatalogItem(Lesson.self, request, id: \.id) {
+            LearningRecord(kind: .lesson, userId: nil, receivedAt: clock(), lesson: $0)
+        }
+        let id = lesson.id
         do {
             _ = try await catalog.upsert(id: id, MaterialUpsertRequest(readingTargetType: .knowledgeSource,
                                                                       knowledgeBaseId: lesson.knowledgeBaseId))
@@ -96,11 +89,9 @@ struct LearningWriteRoutes: Sendable {
     }
 
     func goal(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try await authenticator.userID(request)
-        try limiter.admit(user)
-        let goal = try IngestRequestDecoding.decode(LearningGoalRequest.self, from: request)
-        let record = LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal)
-        try check(record)
+        let (_, goal, record) = try await userWrite(LearningGoalRequest.self, request) { user, goal in
+            LearningRecord(kind: .goal, userId: user, receivedAt: clock(), goal: goal)
+        }
         let known = try await registered { try await registry.knows(knowledgeBaseId: goal.knowledgeBaseId, pathId: goal.pathId) }
         guard known.base else { throw HTTPError.notFound("no knowledge base \(goal.knowledgeBaseId)") }
         guard known.path else { throw HTTPError.notFound("no path \(goal.pathId) in knowledge base \(goal.knowledgeBaseId)") }
@@ -109,11 +100,9 @@ struct LearningWriteRoutes: Sendable {
     }
 
     func session(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let user = try await authenticator.userID(request)
-        try limiter.admit(user)
-        let session = try IngestRequestDecoding.decode(LearningSessionRequest.self, from: request)
-        let record = LearningRecord(kind: .session, userId: user, receivedAt: clock(), session: session)
-        try check(record)
+        let (user, session, record) = try await userWrite(LearningSessionRequest.self, request) { user, session in
+            LearningRecord(kind: .session, userId: user, receivedAt: clock(), session: session)
+        }
         try await requireLesson(session.lessonId, user: user)
         let claim = try await registered { try await registry.claim(session: session.sessionId, user: user) }
         guard claim.owner == user else {
@@ -139,6 +128,19 @@ struct LearningWriteRoutes: Sendable {
         try await produce(record, checked: true)
         try await registered { try await registry.completed(review: id, user: user) }
         return .json(LearningWriteAccepted(id: id), status: .accepted, encoder: ContractCoding.encoder)
+    }
+
+    /// A learner's write: the user token's user, admitted by the rate limiter, the body decoded
+    /// and the record `record` makes of them (it may complete the body) validated.
+    private func userWrite<Body: Decodable>(_ type: Body.Type, _ request: HTTPRequest,
+                                            record: (String, inout Body) -> LearningRecord) async throws
+        -> (user: String, body: Body, record: LearningRecord) {
+        let user = try await authenticator.userID(request)
+        try limiter.admit(user)
+        var body = try IngestRequestDecoding.decode(Body.self, from: request)
+        let made = record(user, &body)
+        try check(made)
+        return (user, body, made)
     }
 
     /// 404 unless `id` is a lesson the catalog holds (not deleted, shared or the user's).
@@ -181,6 +183,18 @@ struct LearningWriteRoutes: Sendable {
             logger.error("Kafka did not acknowledge a learning record", metadata: ["kafka.topic": topic, "error": error.description])
             throw unavailable("the learning queue is unavailable; retry later")
         }
+    }
+
+    /// A catalog `PUT` (service token): the body, its `id` the path's whether or not the body
+    /// names one, produced as `record` makes it once the broker acknowledged it.
+    private func putCatalogItem<Item: Decodable>(_ type: Item.Type, _ request: HTTPRequest, id: WritableKeyPath<Item, String>,
+                                                 record: (Item) -> LearningRecord) async throws -> Item {
+        _ = try await authenticator.requireService(request)
+        let named = try pathID(request)
+        var item = try IngestRequestDecoding.decode(Item.self, from: request, filling: "id", with: named)
+        item[keyPath: id] = named
+        try await produce(record(item))
+        return item
     }
 
     private func pathID(_ request: HTTPRequest) throws(HTTPError) -> String {

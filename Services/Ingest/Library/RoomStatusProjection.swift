@@ -12,14 +12,10 @@ struct RoomStatusProjection: Projection {
     typealias Event = RoomTranscodeStatus
     typealias Effects = Void
 
-    struct InvalidStatus: Error, CustomStringConvertible {
-        let description: String
-    }
-
     func decode(_ record: KafkaConsumerRecord) throws -> RoomTranscodeStatus {
         let status = try ContractCoding.decode(RoomTranscodeStatus.self, from: record.value)
         guard !status.versionId.isEmpty, status.versionId.utf8.count <= 256 else {
-            throw InvalidStatus(description: "versionId must be 1–256 bytes")
+            throw InvalidRecord(description: "versionId must be 1–256 bytes")
         }
         return status
     }

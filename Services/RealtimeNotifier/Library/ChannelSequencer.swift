@@ -6,11 +6,6 @@ import Postgres
 import Projection
 import UserErasure
 
-/// A source record that cannot be turned into channel events.
-struct InvalidRealtimeSource: Error, CustomStringConvertible {
-    let description: String
-}
-
 /// One source record, decoded: the channel events it produces and the room facts it carries.
 public struct SequencerInput: Sendable, Hashable {
     public struct Draft: Sendable, Hashable {
@@ -69,7 +64,7 @@ public struct ChannelSequencer: Projection {
             // No channel event: only who owns the room and who may watch it.
             let request = try ContractCoding.decode(RoomTranscodeRequest.self, from: record.value)
             guard ChannelName.room(request.roomId) != nil, ChannelName.user(request.ownerUserId) != nil else {
-                throw InvalidRealtimeSource(description: "roomId and ownerUserId must be identifiers")
+                throw InvalidRecord(description: "roomId and ownerUserId must be identifiers")
             }
             return SequencerInput(drafts: [], room: .init(roomID: request.roomId, ownerUserID: request.ownerUserId,
                                                           visibility: request.visibility))
@@ -77,7 +72,7 @@ public struct ChannelSequencer: Projection {
             // No channel event either: the room and its owner from upload-init on.
             let upload = try ContractCoding.decode(RoomUploadEvent.self, from: record.value)
             guard ChannelName.room(upload.roomId) != nil, ChannelName.user(upload.ownerUserId) != nil else {
-                throw InvalidRealtimeSource(description: "roomId and ownerUserId must be identifiers")
+                throw InvalidRecord(description: "roomId and ownerUserId must be identifiers")
             }
             guard upload.status == .uploading else { return SequencerInput(drafts: [], room: nil) }
             return SequencerInput(drafts: [], room: .init(roomID: upload.roomId, ownerUserID: upload.ownerUserId,
@@ -85,7 +80,7 @@ public struct ChannelSequencer: Projection {
         case configuration.progressTopic:
             let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
             guard let channel = ChannelName.user(change.userId) else {
-                throw InvalidRealtimeSource(description: "userId must be a non-empty identifier of at most \(Identifier.maxUTF8Length) bytes")
+                throw InvalidRecord(description: "userId must be a non-empty identifier of at most \(Identifier.maxUTF8Length) bytes")
             }
             return SequencerInput(drafts: [.init(channel: channel, event: "progress_updated",
                                                  payload: try Self.json(change), origin: nil)], room: nil)
@@ -94,23 +89,23 @@ public struct ChannelSequencer: Projection {
         case configuration.broadcastsTopic:
             let broadcast = try ContractCoding.decode(RealtimeBroadcast.self, from: record.value)
             guard let channel = ChannelName(broadcast.channel) else {
-                throw InvalidRealtimeSource(description: "channel must be a non-empty name of at most \(ChannelName.maxUTF8Length) bytes")
+                throw InvalidRecord(description: "channel must be a non-empty name of at most \(ChannelName.maxUTF8Length) bytes")
             }
             guard Identifier.isAcceptable(broadcast.event) else {
-                throw InvalidRealtimeSource(description: "event must be a non-empty name of at most \(Identifier.maxUTF8Length) bytes")
+                throw InvalidRecord(description: "event must be a non-empty name of at most \(Identifier.maxUTF8Length) bytes")
             }
-            guard case .object = broadcast.payload else { throw InvalidRealtimeSource(description: "payload must be a JSON object") }
+            guard case .object = broadcast.payload else { throw InvalidRecord(description: "payload must be a JSON object") }
             return SequencerInput(drafts: [.init(channel: channel, event: broadcast.event, payload: broadcast.payload,
                                                  origin: broadcast.origin)], room: nil)
         default:
-            throw InvalidRealtimeSource(description: "unexpected topic \(record.topic)")
+            throw InvalidRecord(description: "unexpected topic \(record.topic)")
         }
     }
 
     /// `room:{roomId}` and `user:{ownerUserId}` get `transcode_progress`, `ready` or `failed`.
     static func input(status: RoomTranscodeStatus) throws -> SequencerInput {
         guard let roomChannel = ChannelName.room(status.roomId), let userChannel = ChannelName.user(status.ownerUserId) else {
-            throw InvalidRealtimeSource(description:
+            throw InvalidRecord(description:
                 "roomId and ownerUserId must be non-empty identifiers of at most \(Identifier.maxUTF8Length) bytes")
         }
         let event = switch status.status {
@@ -139,7 +134,7 @@ public struct ChannelSequencer: Projection {
         var fork: SequencerInput.RoomFacts?
         if interaction.kind == .remixCreated, let room = interaction.forkRoomId {
             guard ChannelName.room(room) != nil, ChannelName.user(interaction.actorId) != nil else {
-                throw InvalidRealtimeSource(description: "forkRoomId and actorId must be identifiers")
+                throw InvalidRecord(description: "forkRoomId and actorId must be identifiers")
             }
             fork = .init(roomID: room, ownerUserID: interaction.actorId, visibility: .public)
         }
@@ -147,7 +142,7 @@ public struct ChannelSequencer: Projection {
             return SequencerInput(drafts: [], room: fork)
         }
         guard let channel = ChannelName.user(owner), ChannelName.room(room) != nil, Identifier.isAcceptable(interaction.actorId) else {
-            throw InvalidRealtimeSource(description: "roomId, roomOwnerId and actorId must be identifiers")
+            throw InvalidRecord(description: "roomId, roomOwnerId and actorId must be identifiers")
         }
         var fields: [String: JSONValue] = [
             "kind": .string(["comment_new": "comment", "like_new": "like"][event] ?? "remix"),
@@ -220,7 +215,7 @@ public struct ChannelSequencer: Projection {
         var sequenced: [SequencedChannelEvent] = []
         for (draft, source, _) in drafts {
             guard let seq = next[draft.channel.name] else {
-                throw InvalidRealtimeSource(description: "no sequence reserved for channel \(draft.channel.name)")
+                throw InvalidRecord(description: "no sequence reserved for channel \(draft.channel.name)")
             }
             next[draft.channel.name] = seq + 1
             sequenced.append(SequencedChannelEvent(channel: draft.channel.name, seq: seq, event: draft.event,

@@ -11,15 +11,13 @@ public enum TranscodeErasure {
     public static let service = "transcode-worker"
 
     static func step(objects: (any ObjectStore)?) -> UserErasureStep {
-        UserErasureStep { userID, connection in
-            if let objects {
-                let rooms = try await connection.query("""
-                    SELECT room_id FROM transcode_jobs WHERE owner_user_id = $1
-                    UNION SELECT room_id FROM catalog_versions WHERE owner_id = $1
-                    """, [userID]).map { try $0.decode(String.self, "room_id") }
-                for room in rooms { try await objects.deleteAll(under: "rooms/\(room)/") }
-            }
-            for statement in statements { _ = try await connection.execute(statement, [userID]) }
+        guard let objects else { return .sql(statements) }
+        return .sql(statements) { userID, connection in
+            let rooms = try await connection.query("""
+                SELECT room_id FROM transcode_jobs WHERE owner_user_id = $1
+                UNION SELECT room_id FROM catalog_versions WHERE owner_id = $1
+                """, [userID]).map { try $0.decode(String.self, "room_id") }
+            for room in rooms { try await objects.deleteAll(under: "rooms/\(room)/") }
         }
     }
 

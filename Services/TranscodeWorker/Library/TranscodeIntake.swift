@@ -5,11 +5,6 @@ import Postgres
 import Projection
 import UserErasure
 
-/// A transcode request that cannot become a job.
-struct InvalidTranscodeRequest: Error, CustomStringConvertible {
-    let description: String
-}
-
 /// The intake: `room.transcode.requests.v1` → `transcode_jobs`, on the projection runner
 /// (offsets in PostgreSQL with the jobs, undecodable records to the DLQ). A request seen
 /// before — a redelivery, a replay — changes nothing, whatever the job's state.
@@ -33,16 +28,16 @@ public struct TranscodeIntake: Projection {
     static func validate(_ request: RoomTranscodeRequest) throws {
         for (name, value) in [("roomId", request.roomId), ("versionId", request.versionId), ("ownerUserId", request.ownerUserId)] {
             guard Self.isIdentifier(value) else {
-                throw InvalidTranscodeRequest(description: "\(name) must be 1–128 printable characters")
+                throw InvalidRecord(description: "\(name) must be 1–128 printable characters")
             }
         }
         for (name, key) in [("source.usdzKey", request.source.usdzKey), ("source.roomplanJsonKey", request.source.roomplanJsonKey)] {
             guard !key.isEmpty, key.utf8.count <= 1_024, !key.unicodeScalars.contains(where: { $0.value < 0x20 }) else {
-                throw InvalidTranscodeRequest(description: "\(name) must be a storage key of 1–1024 printable bytes")
+                throw InvalidRecord(description: "\(name) must be a storage key of 1–1024 printable bytes")
             }
         }
         guard request.source.usdzBytes > 0, request.source.roomplanJsonBytes > 0 else {
-            throw InvalidTranscodeRequest(description: "source sizes must be positive")
+            throw InvalidRecord(description: "source sizes must be positive")
         }
     }
 

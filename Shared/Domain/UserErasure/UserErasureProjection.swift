@@ -21,6 +21,18 @@ public struct UserErasureStep: Sendable {
             for statement in statements { _ = try await connection.execute(statement, [userID]) }
         }
     }
+
+    /// `first` (what the service keeps outside PostgreSQL, such as objects in the store), then
+    /// `statements` as `sql` runs them.
+    public static func sql(_ statements: [String],
+                           after first: @escaping @Sendable (_ userID: String, _ connection: PostgresConnection) async throws -> Void)
+        -> UserErasureStep {
+        let rows = sql(statements)
+        return UserErasureStep { userID, connection in
+            try await first(userID, connection)
+            try await rows.run(userID, connection)
+        }
+    }
 }
 
 /// `user.deletions.v1` → one service's erasure, on the projection runner (its own consumer
@@ -34,10 +46,6 @@ public struct UserErasureProjection: Projection {
     /// The users erased by a committed batch (their hashes) and whether a confirmation is queued.
     public struct Effects: Sendable {
         var hashes: [String]
-    }
-
-    struct InvalidDeletion: Error, CustomStringConvertible {
-        let description: String
     }
 
     let erasedUsers: ErasedUsers
@@ -55,10 +63,10 @@ public struct UserErasureProjection: Projection {
     public func decode(_ record: KafkaConsumerRecord) throws -> UserDeletionRecord {
         let deletion = try ContractCoding.decode(UserDeletionRecord.self, from: record.value)
         guard deletion.schemaVersion == UserDeletionRecord.currentSchemaVersion else {
-            throw InvalidDeletion(description: "unsupported schemaVersion \(deletion.schemaVersion)")
+            throw InvalidRecord(description: "unsupported schemaVersion \(deletion.schemaVersion)")
         }
         guard Identifier.isAcceptable(deletion.userId), !deletion.requestId.isEmpty, deletion.requestId.utf8.count <= 100 else {
-            throw InvalidDeletion(description: "userId and requestId are required")
+            throw InvalidRecord(description: "userId and requestId are required")
         }
         return deletion
     }

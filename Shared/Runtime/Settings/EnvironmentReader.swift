@@ -43,22 +43,20 @@ public struct EnvironmentReader: Sendable {
     public func optionalString(_ key: String) -> String? { raw(key) }
 
     public mutating func int(_ key: String, default fallback: Int, range: ClosedRange<Int>? = nil) -> Int {
-        guard let text = raw(key) else { return fallback }
-        guard let value = Int(text) else {
-            problems.append("\(key) must be an integer (got \"\(text)\")")
-            return fallback
-        }
-        if let range, !range.contains(value) {
-            problems.append("\(key) must be within \(range.lowerBound)…\(range.upperBound) (got \(value))")
-            return fallback
-        }
-        return value
+        number(key, default: fallback, range: range, kind: "an integer")
     }
 
     public mutating func double(_ key: String, default fallback: Double, range: ClosedRange<Double>? = nil) -> Double {
+        number(key, default: fallback, range: range, kind: "a number")
+    }
+
+    /// A number parsed from its text, within `range` when given; `kind` names what a bad value
+    /// should have been.
+    private mutating func number<T: LosslessStringConvertible & Comparable>(_ key: String, default fallback: T,
+                                                                            range: ClosedRange<T>?, kind: String) -> T {
         guard let text = raw(key) else { return fallback }
-        guard let value = Double(text) else {
-            problems.append("\(key) must be a number (got \"\(text)\")")
+        guard let value = T(text) else {
+            problems.append("\(key) must be \(kind) (got \"\(text)\")")
             return fallback
         }
         if let range, !range.contains(value) {

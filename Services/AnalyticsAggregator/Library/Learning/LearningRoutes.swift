@@ -38,24 +38,9 @@ public struct LearningRoutes: Sendable {
             _ = try await authenticator.userID(request)
             return .json(KnowledgeBaseList(knowledgeBases: try await readModel.knowledgeBases()), encoder: ContractCoding.encoder)
         }
-        router.get("/knowledge-bases/:id") { request in
-            _ = try await authenticator.userID(request)
-            let id = try Self.id(request)
-            guard let detail = try await readModel.knowledgeBase(id) else { throw HTTPError.notFound("no knowledge base \(id)") }
-            return .json(detail, encoder: ContractCoding.encoder)
-        }
-        router.get("/paths/:id") { request in
-            _ = try await authenticator.userID(request)
-            let id = try Self.id(request)
-            guard let detail = try await readModel.pathDetail(id) else { throw HTTPError.notFound("no path \(id)") }
-            return .json(detail, encoder: ContractCoding.encoder)
-        }
-        router.get("/lessons/:id") { request in
-            _ = try await authenticator.userID(request)
-            let id = try Self.id(request)
-            guard let lesson = try await readModel.lesson(id) else { throw HTTPError.notFound("no lesson \(id)") }
-            return .json(lesson, encoder: ContractCoding.encoder)
-        }
+        catalogItem("/knowledge-bases/:id", "knowledge base", on: &router) { try await readModel.knowledgeBase($0) }
+        catalogItem("/paths/:id", "path", on: &router) { try await readModel.pathDetail($0) }
+        catalogItem("/lessons/:id", "lesson", on: &router) { try await readModel.lesson($0) }
         router.get("/learning/sessions/:id") { request in
             let user = try await authenticator.userID(request)
             let id = try Self.id(request)
@@ -157,6 +142,18 @@ public struct LearningRoutes: Sendable {
             strengths: unique(latest.flatMap(\.aiAnalysis.strengths), limit: 10), recentMistakes: Array(mistakes),
             reviewQueue: try await readModel.pendingReviews(user: user), learningStreak: summary.currentStreakDays, updatedAt: updated),
                      encoder: ContractCoding.encoder)
+    }
+
+    /// `GET pattern` for any signed-in user: the catalog item the path's `id` names, or 404 "no
+    /// `what` {id}".
+    private func catalogItem<Item: Encodable & Sendable>(_ pattern: String, _ what: String, on router: inout Router,
+                                                          _ find: @escaping @Sendable (String) async throws -> Item?) {
+        router.get(pattern) { request in
+            _ = try await authenticator.userID(request)
+            let id = try Self.id(request)
+            guard let item = try await find(id) else { throw HTTPError.notFound("no \(what) \(id)") }
+            return .json(item, encoder: ContractCoding.encoder)
+        }
     }
 
     static func id(_ request: HTTPRequest) throws(HTTPError) -> String {

@@ -26,10 +26,6 @@ public struct CatalogProjection: Projection {
     }
     public typealias Effects = Void
 
-    struct InvalidCatalogRecord: Error, CustomStringConvertible {
-        let description: String
-    }
-
     let requestsTopic: String
     let uploadsTopic: String
     let tables: CatalogTables
@@ -57,18 +53,18 @@ public struct CatalogProjection: Projection {
             upload.locationCity = Self.locationLabel(upload.locationCity)
             for (name, value) in [("roomId", upload.roomId), ("versionId", upload.versionId), ("ownerUserId", upload.ownerUserId)] {
                 guard TranscodeIntake.isIdentifier(value) else {
-                    throw InvalidCatalogRecord(description: "\(name) must be 1–128 printable characters")
+                    throw InvalidRecord(description: "\(name) must be 1–128 printable characters")
                 }
             }
             guard upload.title.utf8.count <= 1_000, upload.tags.count <= 100 else {
-                throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
+                throw InvalidRecord(description: "title over 1000 bytes or more than 100 tags")
             }
             return .upload(upload)
         }
         let status = try ContractCoding.decode(RoomTranscodeStatus.self, from: record.value)
         for (name, value) in [("roomId", status.roomId), ("versionId", status.versionId), ("ownerUserId", status.ownerUserId)] {
             guard TranscodeIntake.isIdentifier(value) else {
-                throw InvalidCatalogRecord(description: "\(name) must be 1–128 printable characters")
+                throw InvalidRecord(description: "\(name) must be 1–128 printable characters")
             }
         }
         return .status(status)
@@ -96,10 +92,10 @@ public struct CatalogProjection: Projection {
         var request = request
         try TranscodeIntake.validate(request)
         guard request.title.utf8.count <= 1_000, request.tags.count <= 100 else {
-            throw InvalidCatalogRecord(description: "title over 1000 bytes or more than 100 tags")
+            throw InvalidRecord(description: "title over 1000 bytes or more than 100 tags")
         }
         guard request.redactions.count <= 1_000, request.redactions.allSatisfy({ $0.region.isValid }) else {
-            throw InvalidCatalogRecord(description: "more than 1000 redactions, or a region outside 0…1")
+            throw InvalidRecord(description: "more than 1000 redactions, or a region outside 0…1")
         }
         request.locationCity = Self.locationLabel(request.locationCity)
         return request

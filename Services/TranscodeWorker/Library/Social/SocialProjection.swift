@@ -26,10 +26,6 @@ public struct SocialProjection: Projection {
     }
     public typealias Effects = Void
 
-    struct InvalidSocialRecord: Error, CustomStringConvertible {
-        let description: String
-    }
-
     let interactionsTopic: String
     /// The catalog a remix's fork is written into (its room and first, ready, version), with the
     /// catalog's own merge of a request and a status.
@@ -49,7 +45,7 @@ public struct SocialProjection: Projection {
             let status = try ContractCoding.decode(RoomTranscodeStatus.self, from: record.value)
             guard status.status == .ready || status.status == .failed else { return .ignored }
             for value in [status.roomId, status.versionId, status.ownerUserId] where !Identifier.isValid(value) {
-                throw InvalidSocialRecord(description: "roomId, versionId and ownerUserId must be identifiers")
+                throw InvalidRecord(description: "roomId, versionId and ownerUserId must be identifiers")
             }
             return .status(status)
         }
@@ -62,7 +58,7 @@ public struct SocialProjection: Projection {
     static func validate(_ i: RoomInteraction) throws {
         func require(_ value: String?, _ name: String) throws {
             guard let value, Identifier.isValid(value) else {
-                throw InvalidSocialRecord(description: "\(i.kind.rawValue) needs \(name): \(Identifier.rule)")
+                throw InvalidRecord(description: "\(i.kind.rawValue) needs \(name): \(Identifier.rule)")
             }
         }
         try require(i.interactionId, "interactionId")
@@ -74,7 +70,7 @@ public struct SocialProjection: Projection {
             try require(i.commentId, "commentId")
             try require(i.commentAuthorId, "commentAuthorId")
             guard let body = i.body, !body.isEmpty, body.count <= RoomInteraction.maxBodyCharacters else {
-                throw InvalidSocialRecord(description: "a comment's body has 1–\(RoomInteraction.maxBodyCharacters) characters")
+                throw InvalidRecord(description: "a comment's body has 1–\(RoomInteraction.maxBodyCharacters) characters")
             }
         case .likeAdded, .likeRemoved:
             try require(i.roomId, "roomId")
@@ -86,12 +82,12 @@ public struct SocialProjection: Projection {
             guard let keys = i.outputKeys, keys.count <= 1_000, let fork = i.forkRoomId, let version = i.forkVersionId,
                   keys.allSatisfy({ $0.hasPrefix("rooms/\(fork)/\(version)/") && $0.utf8.count <= 1_024 }),
                   (i.title?.count ?? 0) <= 1_000, (i.tags?.count ?? 0) <= 100, (i.sourceQualityGrade?.utf8.count ?? 0) <= 16 else {
-                throw InvalidSocialRecord(description: "a remix names at most 1000 copies, each in the fork's folder, a title and tags")
+                throw InvalidRecord(description: "a remix names at most 1000 copies, each in the fork's folder, a title and tags")
             }
         case .profileUpdated:
             guard (i.displayName?.count ?? 0) <= RoomInteraction.maxDisplayNameCharacters,
                   (i.avatarPath?.utf8.count ?? 0) <= RoomInteraction.maxAvatarPathBytes else {
-                throw InvalidSocialRecord(description: "display name or avatar path too long")
+                throw InvalidRecord(description: "display name or avatar path too long")
             }
         }
     }
