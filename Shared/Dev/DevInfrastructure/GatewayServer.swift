@@ -22,9 +22,7 @@ public final class GatewayServer: Sendable {
         self.child = ManagedChild(name: "gateway (nginx)", pidFile: directory + "/nginx.master.pid", logger: logger)
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
+    public typealias Failure = ManagedChildFailure
 
     /// nginx on the `PATH` or in /usr/sbin (where Debian puts it).
     public static func locateNginx() -> String? {

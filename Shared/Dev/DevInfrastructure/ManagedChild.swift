@@ -20,9 +20,7 @@ final class ManagedChild: Sendable {
         self.logger = logger
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-    }
+    typealias Failure = ManagedChildFailure
 
     /// Starts `executable` (output appended to `log`) and records its pid.
     @discardableResult
@@ -97,5 +95,15 @@ final class ManagedChild: Sendable {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let end = stat.lastIndex(of: ")") else { return true }
         return !stat[stat.index(after: end)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+}
+
+/// A development server (SeaweedFS, the nginx gateway) that could not be started or did not
+/// come up: what to do about it, for the operator.
+public struct ManagedChildFailure: Error, CustomStringConvertible {
+    public var description: String
+
+    public init(description: String) {
+        self.description = description
     }
 }

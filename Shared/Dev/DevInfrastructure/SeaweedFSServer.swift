@@ -32,9 +32,7 @@ public final class SeaweedFSServer: Sendable {
         self.child = ManagedChild(name: "SeaweedFS", pidFile: directory + "/weed.pid", logger: logger)
     }
 
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
-    }
+    public typealias Failure = ManagedChildFailure
 
     /// Finds the `weed` executable.
     public static func locateWeed(_ explicit: String? = nil) -> String? {

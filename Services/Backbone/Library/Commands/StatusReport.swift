@@ -68,6 +68,11 @@ struct StatusReport: Encodable {
             problems.append((bad, text))
             return Judged(value: value, state: bad, reason: text)
         }
+        /// `value` degraded when `age` (nil: nothing waiting) is over `limit`, for the reason given of that age.
+        func judgeAge<Value>(_ value: Value, _ age: Double?, over limit: Double, _ reason: (Double) -> String) -> Judged<Value> {
+            let age = age ?? 0
+            return judge(value, .degraded, when: age > limit, reason(age))
+        }
         func seconds(_ value: Double) -> String { String(format: "%.0f s", value) }
 
         postgres = judge(Reachability(), .down, when: snapshot.databaseError != nil, "PostgreSQL cannot be read: \(snapshot.databaseError ?? "")")
@@ -83,10 +88,10 @@ struct StatusReport: Encodable {
             if elapsed > 0, let before = previous?.groups.first(where: { $0.group == group.group }) {
                 group.applyRatePerSecond = max(0, Double(group.positionSum - before.positionSum) / elapsed)
             }
-            let behind = group.lagSeconds ?? 0
-            return judge(group, .degraded, when: behind > thresholds.lagSeconds,
-                         "\(group.group) is \(seconds(behind)) behind (\(group.lagRecords) records on "
-                             + "\(group.topics.joined(separator: ", "))); over \(seconds(thresholds.lagSeconds))")
+            return judgeAge(group, group.lagSeconds, over: thresholds.lagSeconds) { behind in
+                "\(group.group) is \(seconds(behind)) behind (\(group.lagRecords) records on "
+                    + "\(group.topics.joined(separator: ", "))); over \(seconds(thresholds.lagSeconds))"
+            }
         }
         deadLetterQueues = snapshot.deadLetterQueues.map { queue in
             judge(queue, .degraded, when: queue.sinceLastReplay > 0,
@@ -94,10 +99,10 @@ struct StatusReport: Encodable {
         }
         if let backlog = snapshot.backlog {
             outboxes = backlog.outboxes.map { outbox in
-                let age = outbox.oldestAgeSeconds ?? 0
-                return judge(outbox, .degraded, when: age > thresholds.outboxAgeSeconds,
-                             "outbox \(outbox.outbox.name) of \(outbox.outbox.service): \(outbox.entries) entries, the oldest "
-                                 + "waiting \(seconds(age)); over \(seconds(thresholds.outboxAgeSeconds))")
+                judgeAge(outbox, outbox.oldestAgeSeconds, over: thresholds.outboxAgeSeconds) { age in
+                    "outbox \(outbox.outbox.name) of \(outbox.outbox.service): \(outbox.entries) entries, the oldest "
+                        + "waiting \(seconds(age)); over \(seconds(thresholds.outboxAgeSeconds))"
+                }
             }
             transcodeQueue = backlog.transcode.map { queue in
                 let age = queue.oldestQueuedAgeSeconds ?? 0
@@ -110,16 +115,16 @@ struct StatusReport: Encodable {
                                  + "(at least \(thresholds.transcodeFailuresPerHour))")
             }
             uploads = backlog.uploads.map { waiting in
-                let age = waiting.oldestPendingAgeSeconds ?? 0
-                return judge(waiting, .degraded, when: age > thresholds.pendingUploadAgeSeconds,
-                             "uploads: \(waiting.pending) completed version(s) not yet queued for transcoding, the oldest "
-                                 + "for \(seconds(age)) (can ingest reach Kafka?)")
+                judgeAge(waiting, waiting.oldestPendingAgeSeconds, over: thresholds.pendingUploadAgeSeconds) { age in
+                    "uploads: \(waiting.pending) completed version(s) not yet queued for transcoding, the oldest "
+                        + "for \(seconds(age)) (can ingest reach Kafka?)"
+                }
             }
             accountDeletions = backlog.deletions.map { deletions in
-                let age = deletions.oldestPurgingAgeSeconds ?? 0
-                return judge(deletions, .degraded, when: age > thresholds.purgingAgeSeconds,
-                             "account deletions: \(deletions.purging) purging, the oldest for \(seconds(age)) "
-                                 + "without every service's confirmation")
+                judgeAge(deletions, deletions.oldestPurgingAgeSeconds, over: thresholds.purgingAgeSeconds) { age in
+                    "account deletions: \(deletions.purging) purging, the oldest for \(seconds(age)) "
+                        + "without every service's confirmation"
+                }
             }
         }
         status = problems.map(\.0).max() ?? .healthy

@@ -67,20 +67,12 @@ struct SocialWriteRoutes: Sendable {
         let interaction = RoomInteraction(interactionId: UUID().uuidString.lowercased(), kind: .commentCreated, actorId: user,
                                           roomId: roomID, roomOwnerId: room.owner, roomVisibility: room.visibility,
                                           commentId: commentID, commentAuthorId: user, body: body, at: at)
-        let inserted: Bool = try await database.withTransaction { connection in
-            do {
-                let rows = try await connection.queryPrepared("""
-                    INSERT INTO social_comments (comment_id, room_id, room_owner_id, author_id, body, created_at)
-                    VALUES ($1, $2, $3, $4, $5, $6::timestamptz)
-                    \(prefer.ignoreDuplicates ? "ON CONFLICT (comment_id) DO NOTHING" : "") RETURNING comment_id
-                    """, [commentID, roomID, room.owner, user, body, ContractCoding.formatTimestamp(at)])
-                guard !rows.isEmpty else { return false }
-            } catch let error as PostgresError where error.isUniqueViolation {
-                throw Self.duplicate("comments_pkey", "Key (id)=(\(commentID)) already exists.")
-            }
-            try await publish(interaction)
-            return true
-        }
+        let inserted = try await insert("""
+            INSERT INTO social_comments (comment_id, room_id, room_owner_id, author_id, body, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6::timestamptz)
+            \(prefer.ignoreDuplicates ? "ON CONFLICT (comment_id) DO NOTHING" : "") RETURNING comment_id
+            """, [commentID, roomID, room.owner, user, body, ContractCoding.formatTimestamp(at)], publishing: interaction,
+            duplicate: Self.duplicate("comments_pkey", "Key (id)=(\(commentID)) already exists."))
         return prefer.answer(status: .created, rows: inserted ? [Self.comment(interaction)] : [])
     }
 
@@ -92,21 +84,17 @@ struct SocialWriteRoutes: Sendable {
             throw HTTPError(.badRequest, code: ErrorCode.invalidQuery.rawValue, message: "deleting comments needs id=eq.{comment id}")
         }
         let at = SocialRequest.now()
-        let removed: RoomInteraction? = try await database.withTransaction { connection in
-            let rows = try await connection.queryPrepared("""
-                UPDATE social_comments SET deleted_at = $3::timestamptz
-                WHERE comment_id = $1 AND deleted_at IS NULL AND (author_id = $2 OR room_owner_id = $2)
-                  AND ($4 = '' OR room_id = $4)
-                RETURNING room_id, room_owner_id, author_id, body, created_at
-                """, [commentID, user, ContractCoding.formatTimestamp(at), filters["room_id"] ?? ""])
-            guard let row = rows.first else { return nil }
-            let interaction = RoomInteraction(
+        let removed = try await remove("""
+            UPDATE social_comments SET deleted_at = $3::timestamptz
+            WHERE comment_id = $1 AND deleted_at IS NULL AND (author_id = $2 OR room_owner_id = $2)
+              AND ($4 = '' OR room_id = $4)
+            RETURNING room_id, room_owner_id, author_id, body, created_at
+            """, [commentID, user, ContractCoding.formatTimestamp(at), filters["room_id"] ?? ""]) { row in
+            RoomInteraction(
                 interactionId: UUID().uuidString.lowercased(), kind: .commentDeleted, actorId: user,
                 roomId: try row.decode(String.self, "room_id"), roomOwnerId: try row.decode(String.self, "room_owner_id"),
                 commentId: commentID, commentAuthorId: try row.decode(String.self, "author_id"),
                 body: try row.decode(String.self, "body"), at: try row.decode(Date.self, "created_at"))
-            try await publish(interaction)
-            return interaction
         }
         return prefer.answer(status: .ok, rows: removed.map { [Self.comment($0)] } ?? [], minimalStatus: .noContent)
     }
@@ -131,19 +119,11 @@ struct SocialWriteRoutes: Sendable {
         let at = SocialRequest.now()
         let interaction = RoomInteraction(interactionId: UUID().uuidString.lowercased(), kind: .likeAdded, actorId: user,
                                           roomId: roomID, roomOwnerId: room.owner, roomVisibility: room.visibility, at: at)
-        let inserted: Bool = try await database.withTransaction { connection in
-            do {
-                let rows = try await connection.queryPrepared("""
-                    INSERT INTO social_likes (room_id, user_id, created_at) VALUES ($1, $2, $3::timestamptz)
-                    \(prefer.ignoreDuplicates ? "ON CONFLICT (room_id, user_id) DO NOTHING" : "") RETURNING room_id
-                    """, [roomID, user, ContractCoding.formatTimestamp(at)])
-                guard !rows.isEmpty else { return false }
-            } catch let error as PostgresError where error.isUniqueViolation {
-                throw Self.duplicate("likes_pkey", "Key (room_id, user_id)=(\(roomID), \(user)) already exists.")
-            }
-            try await publish(interaction)
-            return true
-        }
+        let inserted = try await insert("""
+            INSERT INTO social_likes (room_id, user_id, created_at) VALUES ($1, $2, $3::timestamptz)
+            \(prefer.ignoreDuplicates ? "ON CONFLICT (room_id, user_id) DO NOTHING" : "") RETURNING room_id
+            """, [roomID, user, ContractCoding.formatTimestamp(at)], publishing: interaction,
+            duplicate: Self.duplicate("likes_pkey", "Key (room_id, user_id)=(\(roomID), \(user)) already exists."))
         return prefer.answer(status: .created, rows: inserted ? [Self.like(interaction)] : [])
     }
 
@@ -156,17 +136,13 @@ struct SocialWriteRoutes: Sendable {
         }
         // Only one's own like: another user's id matches nothing.
         guard filters["user_id"].map({ $0 == user }) ?? true else { return prefer.answer(status: .ok, rows: [], minimalStatus: .noContent) }
-        let removed: RoomInteraction? = try await database.withTransaction { connection in
-            let rows = try await connection.queryPrepared("""
-                DELETE FROM social_likes l WHERE l.room_id = $1 AND l.user_id = $2
-                RETURNING l.created_at, (SELECT owner_user_id FROM rooms r WHERE r.room_id = l.room_id) AS owner
-                """, [roomID, user])
-            guard let row = rows.first else { return nil }
-            let interaction = RoomInteraction(interactionId: UUID().uuidString.lowercased(), kind: .likeRemoved, actorId: user,
-                                              roomId: roomID, roomOwnerId: try row.decode(String?.self, "owner"),
-                                              at: try row.decode(Date.self, "created_at"))
-            try await publish(interaction)
-            return interaction
+        let removed = try await remove("""
+            DELETE FROM social_likes l WHERE l.room_id = $1 AND l.user_id = $2
+            RETURNING l.created_at, (SELECT owner_user_id FROM rooms r WHERE r.room_id = l.room_id) AS owner
+            """, [roomID, user]) { row in
+            RoomInteraction(interactionId: UUID().uuidString.lowercased(), kind: .likeRemoved, actorId: user,
+                            roomId: roomID, roomOwnerId: try row.decode(String?.self, "owner"),
+                            at: try row.decode(Date.self, "created_at"))
         }
         return prefer.answer(status: .ok, rows: removed.map { [Self.like($0)] } ?? [], minimalStatus: .noContent)
     }
@@ -295,6 +271,34 @@ struct SocialWriteRoutes: Sendable {
         }
         throw HTTPError(.notFound, code: ErrorCode.notFound.rawValue,
                         message: "room_id: no room \(roomID) you can see (unknown, private, or not published yet)")
+    }
+
+    /// Inserts a row (`sql` returns it) and publishes `interaction` in one transaction: false when
+    /// an existing row was kept (`Prefer: resolution=ignore-duplicates`), `duplicate` when the
+    /// key is taken.
+    func insert(_ sql: String, _ binds: [any PostgresBindable], publishing interaction: RoomInteraction,
+                duplicate: @autoclosure () -> HTTPError) async throws -> Bool {
+        try await database.withTransaction { connection in
+            do {
+                guard !(try await connection.queryPrepared(sql, binds)).isEmpty else { return false }
+            } catch let error as PostgresError where error.isUniqueViolation {
+                throw duplicate()
+            }
+            try await publish(interaction)
+            return true
+        }
+    }
+
+    /// Removes (or marks removed) what `sql` returns, and publishes the interaction `removal` makes
+    /// of that row, in one transaction; nil when nothing matched.
+    func remove(_ sql: String, _ binds: [any PostgresBindable],
+                _ removal: (PostgresRow) throws -> RoomInteraction) async throws -> RoomInteraction? {
+        try await database.withTransaction { connection in
+            guard let row = try await connection.queryPrepared(sql, binds).first else { return nil }
+            let interaction = try removal(row)
+            try await publish(interaction)
+            return interaction
+        }
     }
 
     /// Produces `interaction` and waits for the broker; a refusal is a 503 that rolls back the

@@ -169,16 +169,7 @@ struct PostgRESTQuery: Sendable, Equatable {
         } else {
             throw unsupported(.unsupportedSelect, "rooms can embed current_version(…) or room_versions(…), not \(head)")
         }
-        var columns: [String] = []
-        var all = false
-        for column in inner.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
-            if column == "*" { all = true; continue }
-            guard CatalogResource.roomVersions.columns.contains(column) else {
-                throw unsupported(.unsupportedColumn, "room_versions has no column \(column)")
-            }
-            columns.append(column)
-        }
-        return Embed(kind: kind, name: alias, columns: all || columns.isEmpty ? nil : columns)
+        return Embed(kind: kind, name: alias, columns: try embedColumns(inner, of: .roomVersions))
     }
 
     /// A comment's author profile: `author:profiles(…)`, `profiles(…)`, `profiles!author_id(…)`.
@@ -186,16 +177,21 @@ struct PostgRESTQuery: Sendable, Equatable {
         guard ["profiles", "profiles!author_id", "profiles!comments_author_id_fkey"].contains(target) else {
             throw unsupported(.unsupportedSelect, "comments can embed their author, profiles(…), not \(target)")
         }
+        return Embed(kind: .author, name: alias, columns: try embedColumns(inner, of: .profiles))
+    }
+
+    /// The columns an embed names of `resource` (`*` or none named: nil, every column).
+    static func embedColumns(_ inner: String, of resource: CatalogResource) throws(HTTPError) -> [String]? {
         var columns: [String] = []
         var all = false
         for column in inner.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) {
             if column == "*" { all = true; continue }
-            guard CatalogResource.profiles.columns.contains(column) else {
-                throw unsupported(.unsupportedColumn, "profiles has no column \(column)")
+            guard resource.columns.contains(column) else {
+                throw unsupported(.unsupportedColumn, "\(resource.name) has no column \(column)")
             }
             columns.append(column)
         }
-        return Embed(kind: .author, name: alias, columns: all || columns.isEmpty ? nil : columns)
+        return all || columns.isEmpty ? nil : columns
     }
 
     mutating func parseOrder(_ text: String, resource: CatalogResource) throws(HTTPError) {
