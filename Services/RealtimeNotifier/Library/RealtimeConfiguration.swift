@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Lifecycle
 import ServiceLogging
 import ServiceRuntime
 import Settings
@@ -61,7 +62,7 @@ public struct RealtimeConfiguration: Sendable {
                 maxQueuedBytes: Int = 4 << 20, maxCatchUpBuffer: Int = 20_000, idleTimeout: Duration = .seconds(60), maxChannelsPerSocket: Int = 100,
                 maxBatchRecords: Int = 500, maxBatchWait: Duration = .milliseconds(2),
                 fetchWait: Duration? = nil, maintenanceInterval: Duration = .seconds(5),
-                instanceID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
+                instanceID: String = InstanceName.unique()) {
         self.transcodeStatusTopic = transcodeStatusTopic
         self.progressTopic = progressTopic
         self.broadcastsTopic = broadcastsTopic

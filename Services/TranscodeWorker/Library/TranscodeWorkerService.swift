@@ -98,7 +98,7 @@ public struct TranscodeWorkerService: Sendable {
 
     public init(context: ServiceContext, configuration: TranscodeConfiguration, pipeline: any TranscodePipeline,
                 links: any OutputLinks,
-                workerID: String = "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))") {
+                workerID: String = InstanceName.unique()) {
         self.context = context
         self.configuration = configuration
         self.pipeline = pipeline
