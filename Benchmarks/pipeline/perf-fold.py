@@ -2,6 +2,11 @@
 """Folds a system-wide `perf record -g` of the pipeline by process: self time by shared object and by symbol,
 and inclusive time of each frame, as percentages of the samples of the given pids (a service, or the PostgreSQL
 backends it opened). Usage: perf-fold.py perf.data PID[,PID…] [TOP]  (used for docs/profiles/pipeline/)."""
+import collections
+import os
+import re
+import subprocess
+import sys
 data, pids = sys.argv[1], set(sys.argv[2].split(','))
 top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
 p = subprocess.Popen(['perf','script','-i',data,'-F','pid,tid,ip,sym,dso'], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, errors='replace')
