@@ -415,6 +415,15 @@ struct StepResult: Sendable {
     var ceiling: Double { totalMicros > 0 ? Double(Self.cores) * 1e6 / totalMicros : 0 }
     static var cores: Int { ProcessInfo.processInfo.activeProcessorCount }
 
+    /// Each stage's µs per event split into its own process and the PostgreSQL backends it
+    /// opened (what `perEvent` adds to the process's CPU); PostgreSQL's shared rest stays whole.
+    var splitMicros: [(name: String, process: Double, backends: Double)] {
+        zip(cpu, perEvent).map { process, stage in
+            let own = acceptedPerSecond > 0 ? process.cores / acceptedPerSecond * 1e6 : 0
+            return stage.name.hasPrefix("postgres") ? (stage.name, stage.micros, 0) : (stage.name, own, max(0, stage.micros - own))
+        }
+    }
+
     static func ms(_ v: Double?) -> String { v.map { String(format: "%.0f", $0 * 1000) } ?? "–" }
 
     func printSummary() {
@@ -433,6 +442,9 @@ struct StepResult: Sendable {
         print("  CPU per accepted event (µs; each service with its PostgreSQL backends) "
               + perEvent.map { String(format: "%@ %.0f", $0.name, $0.micros) }.joined(separator: ", ")
               + String(format: "; total %.0f µs → at most %.0f events/s on %d cores", totalMicros, ceiling, Self.cores))
+        print("    of which the service's own process / its PostgreSQL backends (µs) " + splitMicros.map {
+            String(format: "%@ %.1f / %.1f", $0.name, $0.process, $0.backends)
+        }.joined(separator: ", "))
         if skipped > 0 { print("  records the broker removed before a consumer read them: \(skipped)") }
         print("  sustainable: \(sustainable ? "yes" : "no")")
     }

@@ -15,6 +15,9 @@
 #   pipeline-bench options --rates 2000,5000,… --step-seconds S --users N --subscribers N
 #                          --connections C --drain-seconds S
 # Ports: offset by $BENCH_PORT_OFFSET (default 2400) from the services' defaults.
+# PIPELINE_BIN=dir runs the release binaries in dir (say, a copy of an earlier build) and builds nothing.
+# PIPELINE_INGEST_ALONE=0 skips the standalone ingest run (when only the stages' CPU per event is wanted).
+# PIPELINE_PIDS_FILE=path writes the stack's "name=pid" list and its DATABASE_URL there once it is up (to profile it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WORK="$(mktemp -d)"
@@ -31,15 +34,20 @@ for arg in "$@"; do
     if [[ "$arg" == --long ]]; then ARGS+=(--step-seconds 60); else ARGS+=("$arg"); fi
 done
 
-for product in backbone ingest progress-projector analytics-aggregator realtime-notifier pipeline-bench IngestBench; do
-    swift build -c release --product "$product" >/dev/null
-done
+BIN="${PIPELINE_BIN:-.build/release}"
+if [[ -z "${PIPELINE_BIN:-}" ]]; then
+    products=(backbone ingest progress-projector analytics-aggregator realtime-notifier pipeline-bench)
+    [[ "${PIPELINE_INGEST_ALONE:-1}" == 0 ]] || products+=(IngestBench)
+    for product in "${products[@]}"; do
+        swift build -c release --product "$product" >/dev/null
+    done
+fi
 
 OFFSET="${BENCH_PORT_OFFSET:-2400}"
 export BACKBONE_HOME="$WORK/home"
 mkdir -p "$BACKBONE_HOME"
 env -u DATABASE_URL -u S3_ENDPOINT -u KAFKA_BROKERS -u JWT_SECRET LOG_LEVEL=warning \
-    .build/release/backbone dev --infra-only --port-offset "$OFFSET" >"$WORK/infra.log" 2>&1 &
+    "$BIN/backbone" dev --infra-only --port-offset "$OFFSET" >"$WORK/infra.log" 2>&1 &
 INFRA=$!
 PIDS+=("$INFRA")
 for _ in $(seq 1 240); do
@@ -59,7 +67,7 @@ PIDLIST="infra=$INFRA"
 for service in ingest progress-projector analytics-aggregator realtime-notifier; do
     LOG_LEVEL=warning HTTP_HOST=127.0.0.1 HTTP_PORT="${PORT[$service]}" \
         INGEST_RATE_LIMIT_PER_SECOND=100000 INGEST_RATE_LIMIT_BURST=100000 \
-        ".build/release/$service" >"$WORK/$service.log" 2>&1 &
+        "$BIN/$service" >"$WORK/$service.log" 2>&1 &
     PIDS+=("$!")
     PIDLIST="$PIDLIST,$service=$!"
 done
@@ -75,13 +83,19 @@ PG_PORT="$(sed -n 's|.*@[^:/]*:\([0-9]*\)/.*|\1|p' <<<"$DATABASE_URL")"
 PG_PID="$(ss -ltnpH "sport = :$PG_PORT" 2>/dev/null | sed -n 's/.*"postgres",pid=\([0-9]*\).*/\1/p' | head -1)"
 [[ -n "$PG_PID" ]] && PIDLIST="$PIDLIST,postgres=$PG_PID"
 
+[[ -n "${PIPELINE_PIDS_FILE:-}" ]] && printf "%s\n%s\n" "$PIDLIST" "$DATABASE_URL" >"$PIPELINE_PIDS_FILE"
+
 INGEST_URL="http://127.0.0.1:${PORT[ingest]}" PROGRESS_URL="http://127.0.0.1:${PORT[progress-projector]}" \
 ANALYTICS_URL="http://127.0.0.1:${PORT[analytics-aggregator]}" REALTIME_URL="http://127.0.0.1:${PORT[realtime-notifier]}" \
-PIPELINE_PIDS="$PIDLIST" .build/release/pipeline-bench "${ARGS[@]}" | tee "$WORK/pipeline.txt"
+PIPELINE_PIDS="$PIDLIST" "$BIN/pipeline-bench" "${ARGS[@]}" | tee "$WORK/pipeline.txt"
 
 for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
 for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
 PIDS=()
+if [[ "${PIPELINE_INGEST_ALONE:-1}" == 0 ]]; then
+    printf "load average: %s; %s cores\n" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+    exit 0
+fi
 
 echo
 echo "ingest alone, same run (IngestBench 2000 8: its own embedded broker and PostgreSQL):"

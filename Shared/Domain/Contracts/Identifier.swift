@@ -33,6 +33,14 @@ extension Identifier {
     /// `maxUTF8Length` bytes (or `limit`), no whitespace and no control characters.
     public static func isAcceptable(_ value: String, maxUTF8Length limit: Int = maxUTF8Length) -> Bool {
         guard !value.isEmpty, value.utf8.count <= limit else { return false }
+        // ASCII, the usual case, straight from the bytes: its whitespace and control scalars
+        // are U+0000–U+0020 and U+007F, and it has no format, private-use or unassigned ones.
+        var ascii = true
+        for byte in value.utf8 {
+            if byte >= 0x80 { ascii = false; break }
+            if byte <= 0x20 || byte == 0x7F { return false }
+        }
+        if ascii { return true }
         return value.unicodeScalars.allSatisfy { scalar in
             !scalar.properties.isWhitespace && !scalar.properties.generalCategory.isControlLike
         }

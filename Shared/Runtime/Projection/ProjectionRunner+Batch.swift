@@ -14,8 +14,10 @@ struct LostPartitions: Error {
 
 extension ProjectionRunner {
     /// One record of a batch: its decoded event, or `nil` when it was poison (already sent
-    /// to the dead-letter topic; only its offset still has to be passed).
-    struct Item: Sendable, ProjectionItem {
+    /// to the dead-letter topic; only its offset still has to be passed). A class: a batch's
+    /// items pass through several arrays (decode, ownership, commit), and a reference is one
+    /// retain where the record and its event would be a copy of every string they hold.
+    final class Item: Sendable, ProjectionItem {
         let record: KafkaConsumerRecord
         let event: P.Event?
         /// The record's trace, read once from its headers (the apply and the log line both take it).

@@ -29,7 +29,7 @@ extension [KafkaHeader] {
     /// The trace of a `traceparent` header, if one holds a valid value.
     public var trace: TraceContext? {
         guard let value = first(where: { $0.key == TraceContext.header })?.value else { return nil }
-        return TraceContext(traceparent: String(decoding: value, as: UTF8.self))
+        return TraceContext(traceparent: value)
     }
 }
 
