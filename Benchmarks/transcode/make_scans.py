@@ -21,7 +21,8 @@ from PIL import Image
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdUtils, Vt
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "USDTests", "Fixtures"))
-from generate import bind, room_group, room_object, room_shell, room_uuid, textured_material  # noqa: E402
+from generate import (bind, captured_entry, element_layer, reference_element, room_object, room_shell, room_uuid,  # noqa: E402
+                      textured_material)
 
 CATEGORIES = ["storage", "refrigerator", "stove", "bed", "sink", "washerDryer", "toilet", "bathtub", "oven",
               "dishwasher", "table", "sofa", "chair", "fireplace", "television", "stairs"]
@@ -106,12 +107,7 @@ def build(folder, name, scale):
                 "walls": [], "doors": [], "windows": [], "openings": [], "floors": [], "objects": []}
     meshes = triangles = 0
     for k, (kind, category, elem, matrix, dims, size, parent) in enumerate(elements(room, objects, rng)):
-        layer = Usd.Stage.CreateNew(os.path.join(folder, "assets", f"{elem}.usdc"))
-        UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
-        xform = UsdGeom.Xform.Define(layer, "/" + elem)
-        layer.SetDefaultPrim(xform.GetPrim())
-        xform.GetPrim().SetCustomDataByKey("UUID", room_uuid(k))
-        xform.AddTransformOp().Set(matrix)
+        layer = element_layer(os.path.join(folder, "assets", f"{elem}.usdc"), elem, room_uuid(k), matrix)
         if kind == "objects":
             layer.DefinePrim(f"/{elem}/Geom_grp")
             mesh = grid_box(layer, f"/{elem}/Geom_grp/{elem}_body", (size[0], size[1] * 0.8, size[2]), (0, size[1] * 0.1, 0), n)
@@ -122,16 +118,8 @@ def build(folder, name, scale):
             meshes += 1
         bind(mesh.GetPrim(), textured_material(layer, f"/{elem}/Looks/Surface", "../" + textures[k % len(textures)]))
         layer.GetRootLayer().Save()
-        path = "/Room"
-        for group in room_group(kind, category, elem):
-            path += "/" + group
-            root.DefinePrim(path)
-        root.DefinePrim(f"{path}/{elem}").GetReferences().AddReference(f"./assets/{elem}.usdc")
-        entry = {"identifier": room_uuid(k), "category": {category: {"isOpen": False} if category == "door" else {}},
-                 "confidence": {"high": {}}, "dimensions": list(dims), "transform": [v for row in matrix for v in row],
-                 "story": 0}
-        if parent is not None:
-            entry["parentIdentifier"] = room_uuid(parent)
+        reference_element(root, kind, category, elem, f"./assets/{elem}.usdc")
+        entry = captured_entry(k, category, dims, matrix, parent)
         if kind != "objects":
             entry["polygonCorners"] = []
             entry["completedEdges"] = []

@@ -323,6 +323,38 @@ def room_group(kind, category, name):
     return ["Parametric_grp", "Object_grp", category[0].upper() + category[1:] + "_grp"]
 
 
+def element_layer(path, name, uuid, matrix):
+    """An element's own layer at `path`: the Xform `/name` (its default prim) with the element's
+    UUID and transform."""
+    layer = Usd.Stage.CreateNew(path)
+    UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
+    element = UsdGeom.Xform.Define(layer, "/" + name)
+    layer.SetDefaultPrim(element.GetPrim())
+    element.GetPrim().SetCustomDataByKey("UUID", uuid)
+    element.AddTransformOp().Set(matrix)
+    return layer
+
+
+def reference_element(root, kind, category, name, asset):
+    """`asset` referenced from the scan's root layer at `/Room/<RoomPlan's groups>/name`."""
+    path = "/Room"
+    for group in room_group(kind, category, name):
+        path += "/" + group
+        root.DefinePrim(path)
+    root.DefinePrim(f"{path}/{name}").GetReferences().AddReference(asset)
+
+
+def captured_entry(n, category, dims, matrix, parent, confidence="high"):
+    """Element `n`'s CapturedRoom entry: identifier, category, confidence, dimensions, transform,
+    story and, for an opening in a wall, the wall's identifier."""
+    entry = {"identifier": room_uuid(n), "category": {category: {"isOpen": False} if category == "door" else {}},
+             "confidence": {confidence: {}}, "dimensions": list(dims), "transform": [v for row in matrix for v in row],
+             "story": 0}
+    if parent is not None:
+        entry["parentIdentifier"] = room_uuid(parent)
+    return entry
+
+
 def build_roomscan(folder, open_loop=False, confidences=None):
     """Writes the scan's layers under `folder`; returns (root layer path, CapturedRoom dict)."""
     os.makedirs(os.path.join(folder, "assets"), exist_ok=True)
@@ -343,12 +375,7 @@ def build_roomscan(folder, open_loop=False, confidences=None):
     elements = room_elements(open_loop)
     for n, (kind, category, name, matrix, dims, size, parent) in enumerate(elements):
         ext = "usdc" if n % 2 else "usda"
-        layer = Usd.Stage.CreateNew(os.path.join(folder, "assets", f"{name}.{ext}"))
-        UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
-        element = UsdGeom.Xform.Define(layer, "/" + name)
-        layer.SetDefaultPrim(element.GetPrim())
-        element.GetPrim().SetCustomDataByKey("UUID", room_uuid(n))
-        element.AddTransformOp().Set(matrix)
+        layer = element_layer(os.path.join(folder, "assets", f"{name}.{ext}"), name, room_uuid(n), matrix)
         if kind == "objects":
             # The object's meshes under an untyped group inside the Xform.
             layer.DefinePrim(f"/{name}/Geom_grp")
@@ -360,17 +387,9 @@ def build_roomscan(folder, open_loop=False, confidences=None):
         if texture:
             bind(mesh.GetPrim(), textured_material(layer, f"/{name}/Looks/Surface", texture))
         layer.GetRootLayer().Save()
-        path = "/Room"
-        for group in room_group(kind, category, name):
-            path += "/" + group
-            root.DefinePrim(path)
-        holder = root.DefinePrim(f"{path}/{name}")
-        holder.GetReferences().AddReference(f"./assets/{name}.{ext}")
-        entry = {"identifier": room_uuid(n), "category": {category: {"isOpen": False} if category == "door" else {}},
-                 "confidence": {(confidences[n] if confidences and n < len(confidences) else "high"): {}},
-                 "dimensions": list(dims), "transform": [v for row in matrix for v in row], "story": 0}
-        if parent is not None:
-            entry["parentIdentifier"] = room_uuid(parent)
+        reference_element(root, kind, category, name, f"./assets/{name}.{ext}")
+        entry = captured_entry(n, category, dims, matrix, parent,
+                               confidences[n] if confidences and n < len(confidences) else "high")
         if kind in ("walls", "doors", "windows", "openings", "floors"):
             entry["polygonCorners"] = [] if kind != "floors" else [[-2.5, 2.0, 0], [2.5, 2.0, 0], [2.5, -2.0, 0], [-2.5, -2.0, 0]]
             entry["completedEdges"] = []
