@@ -53,14 +53,8 @@ final class RealtimeHarness: Sendable {
                      tokens: TokenVerificationSettings = TokenVerificationSettings(),
                      configure: (inout RealtimeConfiguration) -> Void = { _ in },
                      _ body: (RealtimeHarness) async throws -> Void) async throws {
-        let harness = try await RealtimeHarness(instances: count, secret: secret, tokens: tokens, configure: configure)
-        do {
-            try await body(harness)
-        } catch {
-            await harness.shutdown()
-            throw error
-        }
-        await harness.shutdown()
+        try await withResource(try await RealtimeHarness(instances: count, secret: secret, tokens: tokens, configure: configure),
+                               release: { await $0.shutdown() }, body)
     }
 
     func startInstance(_ index: Int, configure: (inout RealtimeConfiguration) -> Void) async throws {
