@@ -17,21 +17,17 @@ if [[ -n "${2:-}" ]]; then BINARIES+=("$2"); fi
 DURATION="${DURATION:-20}"
 CONNECTIONS="${CONNECTIONS:-16}"
 WORK="$(mktemp -d /tmp/dev-ingest-bench.XXXX)"
-DEV=""
+. Benchmarks/lib/dev_stack.sh
 cleanup() {
-    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    dev_stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 round() {
     local bin="$1" home="$WORK/home"
     rm -rf "$home"; mkdir -p "$home"
-    BACKBONE_HOME="$home" LOG_LEVEL=warning INGEST_RATE_LIMIT_PER_SECOND=1000000 INGEST_RATE_LIMIT_BURST=1000000 \
-        "$bin" dev --port-offset 300 > "$WORK/dev.log" 2>&1 &
-    DEV=$!
-    for _ in $(seq 1 240); do [[ -f "$home/dev.env" ]] && break; sleep 0.5; done
-    [[ -f "$home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
-    local ingest; ingest="$(grep '^INGEST_URL=' "$home/dev.env" | cut -d= -f2- | tr -d "'")"
+    LOG_LEVEL=warning INGEST_RATE_LIMIT_PER_SECOND=1000000 INGEST_RATE_LIMIT_BURST=1000000 dev_start "$bin" "$home" --port-offset 300
+    local ingest; ingest="$(dev_value "$home" INGEST_URL)"
     local service; service="$(BACKBONE_HOME="$home" "$bin" token --user catalog --service | tail -n 1)"
     curl -sf -o /dev/null -X PUT -H "Authorization: Bearer $service" -H 'Content-Type: application/json' \
         -d '{"readingTargetType":"knowledgeSource","knowledgeBaseId":"kb1"}' "$ingest/materials/m1"
@@ -42,7 +38,7 @@ round() {
     printf '%-40s %8.0f events/s  p50 %-9s p99 %-9s non-200 %s\n' "$bin" \
         "$(awk '/Requests\/sec/ {print $2 * 100}' <<<"$out")" "$(awk '/ 50%/ {print $2}' <<<"$out")" \
         "$(awk '/ 99%/ {print $2}' <<<"$out")" "$(wc -l < "$WORK/errors")"
-    kill -INT "$DEV"; wait "$DEV" || true; DEV=""
+    dev_stop
 }
 for r in $(seq 1 "$ROUNDS"); do
     for bin in "${BINARIES[@]}"; do round "$bin"; done

@@ -22,9 +22,9 @@ EVENTS="${EVENTS:-10000000}"
 LIMIT="${LIMIT:-120}"
 WORK="$(mktemp -d /tmp/dev-restart-bench.XXXX)"
 HOME_DIR="$WORK/home"
-DEV=""
+. Benchmarks/lib/dev_stack.sh
 cleanup() {
-    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    dev_stop
     # As root the private cluster lives under /var/tmp (the postgres user cannot reach $WORK).
     local relocated; relocated="$(cat "$HOME_DIR/postgres/cluster-location" 2>/dev/null || true)"
     if [[ "$relocated" == /var/tmp/backbone-postgres-* ]]; then rm -rf "$relocated"; fi
@@ -47,10 +47,9 @@ start() {  # $1: extra arguments; waits for dev.env (and, without --infra-only, 
     done
     ELAPSED=$(echo "$(date +%s.%N) - $started" | bc)
 }
-stop() { kill -INT "$DEV"; wait "$DEV" || true; DEV=""; }
 
 start --infra-only
-DB="$(grep '^DATABASE_URL=' "$HOME_DIR/dev.env" | cut -d= -f2- | tr -d "'")"
+DB="$(dev_value "$HOME_DIR" DATABASE_URL)"
 echo "seeding $EVENTS accepted events (ledger and both event logs)…"
 seed_started=$(date +%s)
 psql -q "$DB" -v ON_ERROR_STOP=1 -v n="$EVENTS" <<'SQL'
@@ -71,7 +70,7 @@ INSERT INTO analytics_events (event_id, user_id, client_session_id, material_id,
 ANALYZE ingest_accepted_events; ANALYZE progress_event_log; ANALYZE analytics_events;
 SQL
 echo "seeded in $(( $(date +%s) - seed_started )) s"
-stop
+dev_stop
 
 # The baseline: the previous version's recovery statement, on the same data.
 BASELINE_SQL="WITH kept AS (SELECT DISTINCT dev_broker_journal_event_id(value) AS event_id FROM dev_broker_journal WHERE topic = 'reading.events.v2'),
@@ -81,7 +80,7 @@ lost AS (DELETE FROM ingest_accepted_events a
            AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.event_id = a.event_id::text) RETURNING 1)
 SELECT count(*) FROM lost"
 start --infra-only
-DB="$(grep '^DATABASE_URL=' "$HOME_DIR/dev.env" | cut -d= -f2- | tr -d "'")"
+DB="$(dev_value "$HOME_DIR" DATABASE_URL)"
 cost=$(psql -At "$DB" -c "EXPLAIN $BASELINE_SQL" | head -1 | sed -E 's/.*cost=[0-9.]+\.\.([0-9.]+).*/\1/')
 base_started=$(date +%s.%N)
 if PGOPTIONS="-c statement_timeout=${LIMIT}s" psql -v ON_ERROR_STOP=1 -At "$DB" -c "BEGIN" -c "$BASELINE_SQL" -c "ROLLBACK" > /dev/null 2>&1; then
@@ -113,15 +112,15 @@ fi
 
 # The first start of this version in a folder: no mark yet.
 psql -q "$DB" -c "DELETE FROM dev_recovery_checked"
-stop
+dev_stop
 
 start ""; first=$ELAPSED
 grep -a '"checked the dedup ledger' "$WORK/dev.log" | tail -1 | cut -c1-300 || true
-stop
+dev_stop
 start ""; restart=$ELAPSED
 kill -9 "$DEV"; wait "$DEV" 2>/dev/null || true; DEV=""
 start ""; killed=$ELAPSED
-stop
+dev_stop
 
 printf '\n%-44s %s\n' "events in the folder" "$EVENTS"
 printf '%-44s %s\n' "previous recovery statement (baseline)" "$baseline; plan cost $cost"

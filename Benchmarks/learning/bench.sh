@@ -19,9 +19,9 @@ BIN="${1:-.build/debug/backbone}"
 USERS="${USERS:-100}"
 WORK="$(mktemp -d /tmp/learning-bench.XXXX)"
 chmod 755 "$WORK"  # the private PostgreSQL lives in the folder (the postgres user reaches it)
-DEV=""
+. Benchmarks/lib/dev_stack.sh
 cleanup() {
-    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    dev_stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -32,11 +32,8 @@ else
     # The per-user limits are the app's, not what is measured here: 500 answers a second over
     # USERS users is more than one person types.
     export LOG_LEVEL=warning INGEST_RATE_LIMIT_PER_SECOND=100000 INGEST_RATE_LIMIT_BURST=100000
-    BACKBONE_HOME="$WORK/home" "$BIN" dev --port-offset 730 > "$WORK/dev.log" 2>&1 &
-    DEV=$!
+    dev_start "$BIN" "$WORK/home" --port-offset 730
     PID=$DEV
-    for _ in $(seq 1 240); do [[ -f "$WORK/home/dev.env" ]] && break; sleep 0.5; done
-    [[ -f "$WORK/home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
     ENV_FILE="$WORK/home/dev.env"
 fi
 set -a; . "$ENV_FILE"; set +a

@@ -20,22 +20,19 @@ MINUTES="${1:-60}"
 BIN="${2:-.build/release/backbone}"
 WORK="$(mktemp -d /tmp/soak.XXXX)"
 chmod 755 "$WORK"  # the private PostgreSQL lives in the folder (the postgres user reaches it)
-DEV=""
+. Benchmarks/lib/dev_stack.sh
 SERVICE_PIDS=""
 cleanup() {
     for pid in ${SERVICE_PIDS//,/ }; do kill -TERM "${pid#*:}" 2>/dev/null || true; done
     for pid in ${SERVICE_PIDS//,/ }; do wait "${pid#*:}" 2>/dev/null || true; done
-    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    dev_stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 export LOG_LEVEL=warning INGEST_RATE_LIMIT_PER_SECOND=100000 INGEST_RATE_LIMIT_BURST=100000
-DEV_ARGS=(dev --port-offset 600)
+DEV_ARGS=(--port-offset 600)
 [[ "${SOAK_SERVICES:-}" == separate ]] && DEV_ARGS+=(--infra-only)
-BACKBONE_HOME="$WORK/home" "$BIN" "${DEV_ARGS[@]}" > "$WORK/dev.log" 2>&1 &
-DEV=$!
-for _ in $(seq 1 240); do [[ -f "$WORK/home/dev.env" ]] && break; sleep 0.5; done
-[[ -f "$WORK/home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
+dev_start "$BIN" "$WORK/home" "${DEV_ARGS[@]}"
 ENV_FILE="$WORK/home/dev.env"
 if [[ "${SOAK_SERVICES:-}" == separate ]]; then
     ENV_FILE="$WORK/services.env"

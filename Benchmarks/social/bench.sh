@@ -10,21 +10,17 @@ cd "$(dirname "$0")/../.."
 export PATH="$PWD/.venv/bin:$PATH"
 BIN="$1"; RATE="${2:-1000}"; SECONDS_="${3:-10}"
 WORK="$(mktemp -d /tmp/social-bench.XXXX)"
-DEV=""
+. Benchmarks/lib/dev_stack.sh
 cleanup() {
-    if [[ -n "$DEV" ]]; then kill -INT "$DEV" 2>/dev/null || true; wait "$DEV" 2>/dev/null || true; fi
+    dev_stop
     rm -rf "$WORK"
 }
 trap cleanup EXIT
 # DATABASE_POOL_SIZE, when set, sizes every service's pool (each social write holds one of
 # ingest's connections until the broker acknowledged its record).
-BACKBONE_HOME="$WORK/home" LOG_LEVEL=warning INGEST_SOCIAL_RATE_LIMIT_PER_SECOND=1000000 INGEST_SOCIAL_RATE_LIMIT_BURST=1000000 \
-    DATABASE_POOL_SIZE="${DATABASE_POOL_SIZE:-10}" \
-    "$BIN" dev --port-offset "${BENCH_PORT_OFFSET:-2400}" > "$WORK/dev.log" 2>&1 &
-DEV=$!
-for _ in $(seq 1 240); do [[ -f "$WORK/home/dev.env" ]] && break; sleep 0.5; done
-[[ -f "$WORK/home/dev.env" ]] || { echo "backbone dev did not come up" >&2; cat "$WORK/dev.log" >&2; exit 1; }
-value() { grep "^$1=" "$WORK/home/dev.env" | cut -d= -f2- | tr -d "'"; }
+LOG_LEVEL=warning INGEST_SOCIAL_RATE_LIMIT_PER_SECOND=1000000 INGEST_SOCIAL_RATE_LIMIT_BURST=1000000 \
+    DATABASE_POOL_SIZE="${DATABASE_POOL_SIZE:-10}" dev_start "$BIN" "$WORK/home" --port-offset "${BENCH_PORT_OFFSET:-2400}"
+value() { dev_value "$WORK/home" "$1"; }
 BENCH_DEV_PID="$DEV" BENCH_DEV_HOME="$WORK/home" BENCH_DEV_DATABASE_URL="$(value DATABASE_URL)" python3 Benchmarks/social/social_bench.py "$(value APP_BASE_URL)" "$(value JWT_SECRET)" \
     Tests/USDTests/Fixtures/roomscan.usdz Tests/USDTests/Fixtures/roomscan.roomplan.json "$RATE" "$SECONDS_" \
     "${WORKERS:-2}" "${CONNECTIONS:-48}"

@@ -10,7 +10,6 @@ and more, larger PNG textures (seeded noise, so they do not compress away). Writ
 `scan_{small,medium,large}.usdz` and `.roomplan.json` into OUT_DIR and prints
 `name bytes meshes triangles textures` per package. Nothing here is committed output.
 """
-import math
 import os
 import random
 import shutil
@@ -22,7 +21,8 @@ from PIL import Image
 from pxr import Gf, Sdf, Usd, UsdGeom, UsdUtils, Vt
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "USDTests", "Fixtures"))
-from generate import bind, room_group, room_matrix, room_uuid, textured_material  # noqa: E402
+from generate import (bind, captured_entry, element_layer, reference_element, room_object, room_shell, room_uuid,  # noqa: E402
+                      textured_material)
 
 CATEGORIES = ["storage", "refrigerator", "stove", "bed", "sink", "washerDryer", "toilet", "bathtub", "oven",
               "dishwasher", "table", "sofa", "chair", "fireplace", "television", "stairs"]
@@ -79,30 +79,13 @@ def noise_png(path, side, seed):
 def elements(room, objects, rng):
     w, d = room
     corners = [(-w / 2, -d / 2), (w / 2, -d / 2), (w / 2, d / 2), (-w / 2, d / 2)]
-    walls = [(corners[i], corners[(i + 1) % 4]) for i in range(4)]
-    out = []
-    for i, ((x0, z0), (x1, z1)) in enumerate(walls):
-        length = math.hypot(x1 - x0, z1 - z0)
-        angle = math.degrees(math.atan2(-(z1 - z0), x1 - x0))
-        out.append(("walls", "wall", f"Wall{i}", room_matrix(angle, (x0 + x1) / 2, 1.25, (z0 + z1) / 2),
-                    (length, 2.5, 0.0), (length, 2.5, 0.1), None))
-
-    def on_wall(wall, along, y, angle):
-        (x0, z0), (x1, z1) = walls[wall]
-        return room_matrix(angle, x0 + (x1 - x0) * along, y, z0 + (z1 - z0) * along)
-    out.append(("doors", "door", "Door0", on_wall(0, 0.3, 1.0, 0), (0.9, 2.0, 0.0), (0.9, 2.0, 0.05), 0))
-    out.append(("windows", "window", "Window0", on_wall(1, 0.5, 1.5, -90), (1.2, 1.0, 0.0), (1.2, 1.0, 0.05), 1))
-    out.append(("openings", "opening", "Opening0", on_wall(2, 0.7, 1.0, 180), (1.0, 2.0, 0.0), (1.0, 2.0, 0.02), 2))
-    out.append(("floors", "floor", "Floor0", room_matrix(0, 0, 0, 0), (w, d, 0.0), (w, 0.02, d), None))
+    out = room_shell([(corners[i], corners[(i + 1) % 4]) for i in range(4)], w, d)
     counts = {}
     for k in range(objects):
         category = CATEGORIES[k % len(CATEGORIES)]
-        n = counts.get(category, 0)
-        counts[category] = n + 1
         size = (rng.uniform(0.4, 1.8), rng.uniform(0.4, 1.8), rng.uniform(0.3, 1.2))
         x, z = rng.uniform(-w / 2 + 0.8, w / 2 - 0.8), rng.uniform(-d / 2 + 0.8, d / 2 - 0.8)
-        name = category[0].upper() + category[1:] + str(n)
-        out.append(("objects", category, name, room_matrix(rng.choice([0, 90, 180, -90]), x, size[1] / 2, z), size, size, None))
+        out.append(room_object(category, rng.choice([0, 90, 180, -90]), x, z, size, counts))
     return out
 
 
@@ -124,12 +107,7 @@ def build(folder, name, scale):
                 "walls": [], "doors": [], "windows": [], "openings": [], "floors": [], "objects": []}
     meshes = triangles = 0
     for k, (kind, category, elem, matrix, dims, size, parent) in enumerate(elements(room, objects, rng)):
-        layer = Usd.Stage.CreateNew(os.path.join(folder, "assets", f"{elem}.usdc"))
-        UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
-        xform = UsdGeom.Xform.Define(layer, "/" + elem)
-        layer.SetDefaultPrim(xform.GetPrim())
-        xform.GetPrim().SetCustomDataByKey("UUID", room_uuid(k))
-        xform.AddTransformOp().Set(matrix)
+        layer = element_layer(os.path.join(folder, "assets", f"{elem}.usdc"), elem, room_uuid(k), matrix)
         if kind == "objects":
             layer.DefinePrim(f"/{elem}/Geom_grp")
             mesh = grid_box(layer, f"/{elem}/Geom_grp/{elem}_body", (size[0], size[1] * 0.8, size[2]), (0, size[1] * 0.1, 0), n)
@@ -140,16 +118,8 @@ def build(folder, name, scale):
             meshes += 1
         bind(mesh.GetPrim(), textured_material(layer, f"/{elem}/Looks/Surface", "../" + textures[k % len(textures)]))
         layer.GetRootLayer().Save()
-        path = "/Room"
-        for group in room_group(kind, category, elem):
-            path += "/" + group
-            root.DefinePrim(path)
-        root.DefinePrim(f"{path}/{elem}").GetReferences().AddReference(f"./assets/{elem}.usdc")
-        entry = {"identifier": room_uuid(k), "category": {category: {"isOpen": False} if category == "door" else {}},
-                 "confidence": {"high": {}}, "dimensions": list(dims), "transform": [v for row in matrix for v in row],
-                 "story": 0}
-        if parent is not None:
-            entry["parentIdentifier"] = room_uuid(parent)
+        reference_element(root, kind, category, elem, f"./assets/{elem}.usdc")
+        entry = captured_entry(k, category, dims, matrix, parent)
         if kind != "objects":
             entry["polygonCorners"] = []
             entry["completedEdges"] = []

@@ -36,10 +36,6 @@ struct AccountDeletionEndToEndTests {
     static let keeper = "keeps-data-2b"
     static let material = "lesson-deletion-1"
 
-    static func start(_ parts: ServiceParts) -> [Task<Void, any Error>] {
-        parts.background.map { part in Task { try await part.run() } }
-    }
-
     static func events(user: String, session: String, count: Int, from start: Date) -> [ReadingEventUploadItem] {
         var items: [ReadingEventUploadItem] = []
         for i in 0..<count {
@@ -78,50 +74,33 @@ struct AccountDeletionEndToEndTests {
     func deletionEndToEnd() async throws {
         try await SeaweedFSFixture.with { s3 in
             let store = S3ObjectStore(configuration: s3)
-            let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
-            for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
-            let database = try await TestDatabase.create("deletion")
-            let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url, jwtSecret: Self.secret,
-                                             httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
-            var contexts: [String: ServiceContext] = [:]
-            var tasks: [Task<Void, any Error>] = []
-            func stopAll() async {
-                for task in tasks { task.cancel() }
-                for task in tasks { _ = await task.result }
-                for context in contexts.values { await context.producer.shutdown(); await context.database.close() }
-                await database.drop()
-                cluster.shutdown()
-            }
-            do {
-                for entry in ServiceCatalog.entries {
-                    contexts[entry.name] = try await ServiceHost.makeContext(name: entry.name, configuration: common,
-                                                                             metrics: MetricsRegistry(), logger: .disabled)
-                }
-                let client = try #require(contexts["ingest"]).database
+            try await InProcessBackbone.with(databasePrefix: "deletion", secret: Self.secret,
+                                             services: ServiceCatalog.entries.map(\.name)) { backbone in
+                let client = try backbone.context("ingest").database
                 _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(client)
 
                 var ingestSettings = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
                 ingestSettings.accountDeletionGracePeriod = .seconds(2)
                 ingestSettings.accountDeletionSchedulerInterval = .milliseconds(200)
-                let ingest = IngestService(context: try #require(contexts["ingest"]), configuration: ingestSettings, objects: store).parts()
-                let progress = ProgressProjectorService(context: try #require(contexts["progress-projector"])).parts()
-                let analytics = AnalyticsService(context: try #require(contexts["analytics-aggregator"]),
+                let ingest = IngestService(context: try backbone.context("ingest"), configuration: ingestSettings, objects: store).parts()
+                let progress = ProgressProjectorService(context: try backbone.context("progress-projector")).parts()
+                let analytics = AnalyticsService(context: try backbone.context("analytics-aggregator"),
                                                  configuration: AnalyticsConfiguration()).parts()
                 var workerSettings = TranscodeConfiguration()
                 workerSettings.pollInterval = .milliseconds(100)
                 workerSettings.outboxInterval = .milliseconds(200)
                 var workerService = TranscodeWorkerService(
-                    context: try #require(contexts["transcode-worker"]), configuration: workerSettings,
+                    context: try backbone.context("transcode-worker"), configuration: workerSettings,
                     pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(), workDirectory: NSTemporaryDirectory(),
                                                      maxJobBytes: 64 << 20),
                     links: StoreOutputLinks(store: store, ttl: .seconds(300)), workerID: "deletion")
                 workerService.objects = store
                 let worker = workerService.parts()
                 let realtime = RealtimeNotifierService(
-                    context: try #require(contexts["realtime-notifier"]),
+                    context: try backbone.context("realtime-notifier"),
                     configuration: RealtimeConfiguration(maxBatchWait: .milliseconds(5), maintenanceInterval: .seconds(1),
                                                          instanceID: "deletion")).parts()
-                for parts in [ingest, progress, analytics, worker, realtime] { tasks += Self.start(parts) }
+                for parts in [ingest, progress, analytics, worker, realtime] { backbone.start(parts) }
 
                 let codec = JWTCodec(secret: Self.secret)
                 let service = codec.issue(userID: "catalog", ttl: 3600, role: "service")
@@ -246,13 +225,13 @@ struct AccountDeletionEndToEndTests {
 
                 // Nothing of them in any table (psql) or the bucket (boto3); the other user keeps everything.
                 for needle in [Self.doomed] + doomedRooms.flatMap({ [$0.room, $0.version] }) {
-                    #expect(try Self.tablesMentioning(needle, databaseURL: database.url) == [], "\(needle) is still stored")
+                    #expect(try Self.tablesMentioning(needle, databaseURL: backbone.database.url) == [], "\(needle) is still stored")
                 }
                 for room in doomedRooms.map(\.room) {
                     #expect(try await Self.boto3Keys(s3, prefix: "rooms/\(room)/") == [], "objects of \(room) are left")
                 }
                 #expect(try await Self.boto3Keys(s3, prefix: "rooms/\(keeperRoom.room)/").count >= 4)
-                let kept = try Self.tablesMentioning(Self.keeper, databaseURL: database.url)
+                let kept = try Self.tablesMentioning(Self.keeper, databaseURL: backbone.database.url)
                 for table in ["reading_progress", "progress_event_log", "analytics_events", "analytics_sessions", "analytics_daily",
                               "rooms", "room_versions", "transcode_jobs", "catalog_rooms", "realtime_history", "realtime_rooms",
                               "ingest_accepted_events"] {
@@ -287,19 +266,15 @@ struct AccountDeletionEndToEndTests {
                                    token: keeperToken).status == .ok)
 
                 // A rebuild re-projects the whole topic, which still holds their events: nothing comes back.
-                let environment = ["KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": database.url, "JWT_SECRET": Self.secret]
+                let environment = ["KAFKA_BROKERS": backbone.cluster.bootstrapServers, "DATABASE_URL": backbone.database.url, "JWT_SECRET": Self.secret]
                 for target in ["progress", "analytics"] {
                     let run = try await CLIProcess.run(["rebuild", target], environment: environment)
                     #expect(run.status == 0, "\(target): \(run.stderr)")
                 }
-                #expect(try Self.tablesMentioning(Self.doomed, databaseURL: database.url) == [])
+                #expect(try Self.tablesMentioning(Self.doomed, databaseURL: backbone.database.url) == [])
                 #expect(try await count("SELECT count(*) FROM reading_progress WHERE user_id = $1", [Self.keeper]) == 1)
                 #expect(try await count("SELECT count(*) FROM analytics_sessions WHERE user_id = $1", [Self.keeper]) == 1)
-            } catch {
-                await stopAll()
-                throw error
             }
-            await stopAll()
         }
     }
 }

@@ -39,37 +39,21 @@ struct LearningLoopEndToEndTests {
 
     @Test("sign in, choose the sample path, read lesson 1, answer its recall question: analysis_ready arrives, the analysis follows the seed, the review is due on SM-2's day, today names lesson 2 and the review, completing it reschedules; a rebuild brings the same model back; feedback and the waitlist keep one entry each; deletion erases the learner")
     func loop() async throws {
-        let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
-        for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
-        let database = try await TestDatabase.create("learning_loop")
-        let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url, jwtSecret: Self.secret,
-                                         httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
-        var contexts: [String: ServiceContext] = [:]
-        var tasks: [Task<Void, any Error>] = []
-        func stopAll() async {
-            for task in tasks { task.cancel() }
-            for task in tasks { _ = await task.result }
-            for context in contexts.values { await context.producer.shutdown(); await context.database.close() }
-            await database.drop()
-            cluster.shutdown()
-        }
-        do {
-            for name in ["ingest", "progress-projector", "analytics-aggregator", "realtime-notifier"] {
-                contexts[name] = try await ServiceHost.makeContext(name: name, configuration: common, metrics: MetricsRegistry(), logger: .disabled)
-            }
-            _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(try #require(contexts["ingest"]).database)
+        try await InProcessBackbone.with(databasePrefix: "learning_loop", secret: Self.secret,
+                                         services: ["ingest", "progress-projector", "analytics-aggregator", "realtime-notifier"]) { backbone in
+            _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(try backbone.context("ingest").database)
             let clock = TestClock()
-            let ingest = IngestService(context: try #require(contexts["ingest"]),
+            let ingest = IngestService(context: try backbone.context("ingest"),
                                        configuration: IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)).parts()
-            let progress = ProgressProjectorService(context: try #require(contexts["progress-projector"])).parts()
+            let progress = ProgressProjectorService(context: try backbone.context("progress-projector")).parts()
             var analyticsSettings = AnalyticsConfiguration()
             analyticsSettings.learningOutboxInterval = .milliseconds(200)
-            let analytics = AnalyticsService(context: try #require(contexts["analytics-aggregator"]), configuration: analyticsSettings,
+            let analytics = AnalyticsService(context: try backbone.context("analytics-aggregator"), configuration: analyticsSettings,
                                              clock: clock.read).parts()
             let realtime = RealtimeNotifierService(
-                context: try #require(contexts["realtime-notifier"]),
+                context: try backbone.context("realtime-notifier"),
                 configuration: RealtimeConfiguration(maxBatchWait: .milliseconds(5), maintenanceInterval: .seconds(1), instanceID: "learning")).parts()
-            for parts in [ingest, progress, analytics, realtime] { tasks += parts.background.map { part in Task { try await part.run() } } }
+            for parts in [ingest, progress, analytics, realtime] { backbone.start(parts) }
 
             let codec = JWTCodec(secret: Self.secret)
             let userToken = codec.issue(userID: Self.user, ttl: 3600)
@@ -272,7 +256,7 @@ struct LearningLoopEndToEndTests {
             #expect(direct["masteryScore"] as? Int == view.masteryScore)
 
             // `backbone rebuild learning` re-projects the topic into a shadow and swaps it in: the same model comes back.
-            let db = try #require(contexts["analytics-aggregator"]).database
+            let db = try backbone.context("analytics-aggregator").database
             func snapshot() async throws -> [String] {
                 var lines: [String] = []
                 for sql in ["SELECT session_id, analysis::text AS a, mastery_score::text AS m, review_at::text AS r FROM learning_sessions ORDER BY 1",
@@ -290,7 +274,7 @@ struct LearningLoopEndToEndTests {
             _ = try await db.execute("UPDATE learning_sessions SET mastery_score = 0")
             _ = try await db.execute("DELETE FROM learning_review_tasks WHERE status = 'completed'")
             let rebuilt = try await CLIProcess.run(["rebuild", "learning"], environment: [
-                "KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": database.url, "JWT_SECRET": Self.secret])
+                "KAFKA_BROKERS": backbone.cluster.bootstrapServers, "DATABASE_URL": backbone.database.url, "JWT_SECRET": Self.secret])
             #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
             #expect(try await snapshot() == before)
 
@@ -324,7 +308,7 @@ struct LearningLoopEndToEndTests {
             // Account deletion: the learner's profile, sessions, reviews, feedback and queued pushes go; the catalog stays.
             let deletion = UserDeletionRecord(requestId: "del-learning-1", userId: Self.user, requestedAt: Date(), purgeAt: Date())
             _ = try await db.query("SELECT 1") // the pool is alive
-            for result in try await #require(contexts["ingest"]).producer.send([KafkaProducerRecord(
+            for result in try await backbone.context("ingest").producer.send([KafkaProducerRecord(
                 topic: Topics.userDeletions, key: Array(Self.user.utf8), value: try ContractCoding.encode(deletion))]) { _ = try result.get() }
             try await eventually("the learner erased from the learning read model") {
                 var left: Int64 = 0
@@ -341,15 +325,11 @@ struct LearningLoopEndToEndTests {
             // A late write of the erased user (here straight to the topic) is not brought back.
             let late = LearningRecord(kind: .session, userId: Self.user, receivedAt: Date(), session: LearningSessionRequest(
                 sessionId: "after-erasure", lessonId: second.id, startedAt: start, endedAt: start, userInput: "x"))
-            for result in try await #require(contexts["ingest"]).producer.send([KafkaProducerRecord(
+            for result in try await backbone.context("ingest").producer.send([KafkaProducerRecord(
                 topic: Topics.learningSessions, key: Array(Self.user.utf8), value: try ContractCoding.encode(late))]) { _ = try result.get() }
             try await Task.sleep(for: .seconds(2))
             #expect(try await db.query("SELECT count(*)::bigint AS n FROM learning_sessions WHERE user_id = $1", [Self.user]).first?
                 .decode(Int64.self, "n") == 0)
-        } catch {
-            await stopAll()
-            throw error
         }
-        await stopAll()
     }
 }

@@ -13,12 +13,7 @@ import Testing
 
 /// A running progress projector (the real service's runner) against an embedded broker and
 /// a real database, and `backbone offsets|dlq` run as an operator runs them.
-final class LiveProjector: Sendable {
-    let cluster: EmbeddedKafkaCluster
-    let database: TestDatabase
-    let client: PostgresClient
-    let producer: KafkaProducer
-    let admin: KafkaAdmin
+final class LiveProjector: BrokerAndDatabase, @unchecked Sendable {
     let metrics = MetricsRegistry()
     let topic: String
     let group: String
@@ -27,13 +22,8 @@ final class LiveProjector: Sendable {
     init(_ name: String) async throws {
         topic = "\(name).events"
         group = "g-\(name)"
-        cluster = try EmbeddedKafkaCluster(brokers: 1)
+        try await super.init(databasePrefix: "cli_\(name)", migrations: ProgressProjectorService.migrations)
         for t in [topic, topic + ".progress", topic + ".dlq"] { try cluster.createTopic(t, partitions: partitions) }
-        database = try await TestDatabase.create("cli_\(name)")
-        client = database.client()
-        _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: .disabled).migrate(client)
-        producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
-        admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
     }
 
     var environment: [String: String] { ["KAFKA_BROKERS": cluster.bootstrapServers, "DATABASE_URL": database.url] }
@@ -49,13 +39,6 @@ final class LiveProjector: Sendable {
             context: context,
             configuration: ProgressConfiguration(eventsTopic: topic, progressTopic: topic + ".progress", groupID: group)).makeRunner()
         return Task { try await runner.run() }
-    }
-
-    func close() async {
-        await producer.shutdown()
-        await client.close()
-        await database.drop()
-        cluster.shutdown()
     }
 
     /// Heartbeats of `user`, `seconds` each, with ids from `seed`.

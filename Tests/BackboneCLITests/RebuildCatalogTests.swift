@@ -85,28 +85,6 @@ struct RebuildCatalogTests {
         return KafkaProducerRecord(topic: Topics.roomUploads, key: Array(room.utf8), value: try! ContractCoding.encode(event))
     }
 
-    /// The live catalog's consumer has stored, in every partition of every topic it reads,
-    /// the partition's high watermark.
-    static func caughtUp(_ stack: Stack, topics: [String]) async -> Bool {
-        await Integration.eventually(timeout: .seconds(60)) {
-            guard let admin = try? KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled),
-                  let rows = try? await stack.client.query(
-                      "SELECT topic, partition, next_offset FROM consumer_offsets WHERE group_id = 'room-catalog'") else { return false }
-            var stored: [String: Int64] = [:]
-            for row in rows {
-                stored["\((try? row.decode(String.self, "topic")) ?? "")/\((try? row.decode(Int64.self, "partition")) ?? -1)"] =
-                    (try? row.decode(Int64.self, "next_offset")) ?? -1
-            }
-            for topic in topics {
-                for partition in Int32(0)..<3 {
-                    guard let high = try? await admin.watermarks(topic: topic, partition: partition).high else { return false }
-                    if high > 0, stored["\(topic)/\(partition)"] != high { return false }
-                }
-            }
-            return true
-        }
-    }
-
     /// Both catalog tables' rows of `rooms`, as JSON, sorted.
     static func snapshot(_ client: PostgresClient, rooms: [String]) async throws -> [String] {
         var result: [String] = []
@@ -123,27 +101,12 @@ struct RebuildCatalogTests {
         // The catalog's three topics, and the remixes (their forks' rows; read by the social group).
         #expect(topics == [Topics.roomTranscodeRequests, Topics.roomTranscodeStatus, Topics.roomUploads, Topics.roomInteractions])
         try await RebuildCommandTests.withStack(services: false) { stack in
-            for topic in topics { try stack.cluster.createTopic(topic, partitions: 3) }
-            _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(stack.client)
             let (records, rooms, versions) = Self.rooms(60)
-            for result in await stack.producer.send(records) { _ = try result.get() }
-            // The worker's intake starts after these requests: only the catalog projects them
-            // (its job loop would otherwise transcode them and publish statuses of its own).
-            let admin = try KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled)
-            for partition in Int32(0)..<3 {
-                let high = try await admin.watermarks(topic: Topics.roomTranscodeRequests, partition: partition).high
-                _ = try await stack.client.execute("""
-                    INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner) VALUES ('transcode-worker', $1, $2, $3, 'test')
-                    """, [Topics.roomTranscodeRequests, Int(partition), high])
-            }
+            try await stack.seedRooms(topics: topics, records)
+            try await stack.skipTranscodeJobs()
             let port = Integration.freePort()
-            var env = stack.environment
-            env.merge(["HTTP_HOST": "127.0.0.1", "HTTP_PORT": String(port), "CATALOG_CACHE_TTL_MS": "0",
-                       // No store: jobs of the requests written during the rebuild wait on a transient failure.
-                       "S3_ENDPOINT": "http://127.0.0.1:\(Integration.freePort())", "S3_BUCKET": "rooms", "S3_ACCESS_KEY_ID": "k",
-                       "S3_SECRET_ACCESS_KEY": "s", "TRANSCODE_MAX_BACKOFF_MS": "600000"]) { _, new in new }
-            stack.services.append(try ServiceProcess(executable: "transcode-worker", environment: env))
-            #expect(await Self.caughtUp(stack, topics: topics), "transcode-worker did not project the catalog: \(stack.services.last?.log ?? "")")
+            stack.services.append(try ServiceProcess(executable: "transcode-worker", environment: stack.storelessWorkerEnvironment(port: port)))
+            #expect(await stack.caughtUp(group: "room-catalog", topics: topics), "transcode-worker did not project the catalog: \(stack.services.last?.log ?? "")")
             let clean = try await Self.snapshot(stack.client, rooms: rooms)
             #expect(clean.count == rooms.count - 2 + versions.count, "the abandoned rooms have no room row")
 
@@ -167,20 +130,7 @@ struct RebuildCatalogTests {
             #expect(try await !stack.schemaExists("rebuild_catalog"))
 
             // A rebuild killed half-way: its shadow keeps a position per partition of every topic.
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: Integration.executable("backbone"))
-            process.arguments = ["rebuild", "catalog", "--batch", "3"]
-            process.environment = CLIProcess.environment(stack.environment)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            _ = await Integration.eventually(timeout: .seconds(30), every: .milliseconds(10)) {
-                let rows = try? await stack.client.query(
-                    "SELECT sum(next_offset - start_offset) AS n FROM rebuild_catalog.rebuild_positions")
-                return ((try? rows?.first?.decode(Int64?.self, "n")) ?? nil) ?? 0 >= 30
-            }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = try await stack.rebuildKilled("catalog", after: 30)
             #expect(try await stack.schemaExists("rebuild_catalog"))
             let shadowTopics = try await stack.client.query("SELECT DISTINCT topic FROM rebuild_catalog.rebuild_positions ORDER BY 1")
                 .map { try $0.decode(String.self, "topic") }
@@ -237,7 +187,7 @@ struct RebuildCatalogTests {
 
             // The rooms are the clean projection again, and the live consumer went on from the
             // handed-over positions in both topics: nothing twice, nothing skipped.
-            #expect(await Self.caughtUp(stack, topics: topics))
+            #expect(await stack.caughtUp(group: "room-catalog", topics: topics))
             #expect(try await Self.snapshot(stack.client, rooms: rooms) == clean)
             let late = try await stack.client.query("SELECT count(*) AS n FROM catalog_versions WHERE owner_id = 'dave'").first
             #expect(try late?.decode(Int64.self, "n") == 30)

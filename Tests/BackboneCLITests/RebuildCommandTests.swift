@@ -107,15 +107,10 @@ struct RebuildCommandTests {
     }
 
     static func withStack(partitions: Int32 = 3, services: Bool = true, _ body: (Stack) async throws -> Void) async throws {
-        let stack = try await Stack(partitions: partitions)
-        do {
+        try await withResource(try await Stack(partitions: partitions), release: { await $0.stop() }) { stack in
             if services { try await stack.startServices() }
             try await body(stack)
-        } catch {
-            await stack.stop()
-            throw error
         }
-        await stack.stop()
     }
 
     /// Reading sessions of `users` over three materials: heartbeats with page positions,
@@ -294,27 +289,7 @@ struct RebuildCommandTests {
             let clean = try await stack.snapshot(Self.progressTables)
             _ = try await stack.client.execute("UPDATE reading_progress SET progress_percent = 1 WHERE user_id = 'user-4'")
 
-            func startKilled() async throws -> Int64 {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: Integration.executable("backbone"))
-                process.arguments = ["rebuild", "progress", "--batch", "3"]
-                process.environment = CLIProcess.environment(stack.environment)
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                var done: Int64 = 0
-                _ = await Integration.eventually(timeout: .seconds(30), every: .milliseconds(10)) {
-                    let rows = try? await stack.client.query(
-                        "SELECT sum(next_offset - start_offset) AS n FROM rebuild_progress.rebuild_positions")
-                    done = ((try? rows?.first?.decode(Int64?.self, "n")) ?? nil) ?? 0
-                    return done >= 60
-                }
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                return done
-            }
-
-            let done = try await startKilled()
+            let done = try await stack.rebuildKilled("progress", after: 60)
             #expect(done >= 60 && done < 1_500, "killed after \(done) records")
             #expect(try await stack.schemaExists("rebuild_progress"))
             let resumed = try await CLIProcess.run(["rebuild", "progress"], environment: stack.environment)
@@ -323,7 +298,7 @@ struct RebuildCommandTests {
             #expect(try await !stack.schemaExists("rebuild_progress"))
             #expect(try await stack.snapshot(Self.progressTables) == clean)
 
-            _ = try await startKilled()
+            _ = try await stack.rebuildKilled("progress", after: 60)
             #expect(try await stack.schemaExists("rebuild_progress"))
             let aborted = try await CLIProcess.run(["rebuild", "progress", "--abort"], environment: stack.environment)
             #expect(aborted.status == 0, "\(aborted.stderr)")

@@ -84,27 +84,6 @@ struct RebuildSocialTests {
         }
     }
 
-    /// `group` has stored, in every partition of `topics`, the partition's high watermark.
-    static func caughtUp(_ stack: Stack, group: String, topics: [String]) async -> Bool {
-        await Integration.eventually(timeout: .seconds(60)) {
-            guard let admin = try? KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled),
-                  let rows = try? await stack.client.query(
-                      "SELECT topic, partition, next_offset FROM consumer_offsets WHERE group_id = $1", [group]) else { return false }
-            var stored: [String: Int64] = [:]
-            for row in rows {
-                stored["\((try? row.decode(String.self, "topic")) ?? "")/\((try? row.decode(Int64.self, "partition")) ?? -1)"] =
-                    (try? row.decode(Int64.self, "next_offset")) ?? -1
-            }
-            for topic in topics {
-                for partition in Int32(0)..<3 {
-                    guard let high = try? await admin.watermarks(topic: topic, partition: partition).high else { return false }
-                    if high > 0, stored["\(topic)/\(partition)"] != high { return false }
-                }
-            }
-            return true
-        }
-    }
-
     /// Every row of the social tables, and the forks' rows in the catalog's, as JSON, sorted.
     static func snapshot(_ client: PostgresClient) async throws -> [String] {
         var result: [String] = []
@@ -137,29 +116,15 @@ struct RebuildSocialTests {
                 && catalog.group(of: Topics.roomTranscodeStatus) == "room-catalog")
         let topics = [Topics.roomTranscodeRequests, Topics.roomTranscodeStatus, Topics.roomUploads, Topics.roomInteractions]
         try await RebuildCommandTests.withStack(services: false) { stack in
-            for topic in topics { try stack.cluster.createTopic(topic, partitions: 3) }
-            _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(stack.client)
             let (catalogRecords, _, _) = RebuildCatalogTests.rooms(12)
-            for result in await stack.producer.send(catalogRecords) { _ = try result.get() }
-            for result in await stack.producer.send(Self.records(Self.interactions())) { _ = try result.get() }
-            // Only the catalog and the social layer project these requests (no job runs them).
-            let admin = try KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled)
-            for partition in Int32(0)..<3 {
-                let high = try await admin.watermarks(topic: Topics.roomTranscodeRequests, partition: partition).high
-                _ = try await stack.client.execute("""
-                    INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner) VALUES ('transcode-worker', $1, $2, $3, 'test')
-                    """, [Topics.roomTranscodeRequests, Int(partition), high])
-            }
+            try await stack.seedRooms(topics: topics, catalogRecords + Self.records(Self.interactions()))
+            try await stack.skipTranscodeJobs()
             let port = Integration.freePort()
-            var env = stack.environment
-            env.merge(["HTTP_HOST": "127.0.0.1", "HTTP_PORT": String(port), "CATALOG_CACHE_TTL_MS": "0",
-                       "S3_ENDPOINT": "http://127.0.0.1:\(Integration.freePort())", "S3_BUCKET": "rooms", "S3_ACCESS_KEY_ID": "k",
-                       "S3_SECRET_ACCESS_KEY": "s", "TRANSCODE_MAX_BACKOFF_MS": "600000"]) { _, new in new }
-            stack.services.append(try ServiceProcess(executable: "transcode-worker", environment: env))
+            stack.services.append(try ServiceProcess(executable: "transcode-worker", environment: stack.storelessWorkerEnvironment(port: port)))
             let log = { stack.services.last?.log ?? "" }
-            #expect(await Self.caughtUp(stack, group: "room-catalog", topics: catalog.topics.filter { $0 != Topics.roomInteractions }),
+            #expect(await stack.caughtUp(group: "room-catalog", topics: catalog.topics.filter { $0 != Topics.roomInteractions }),
                     "the catalog was not projected: \(log())")
-            #expect(await Self.caughtUp(stack, group: "room-social", topics: social.topics), "the social layer was not projected: \(log())")
+            #expect(await stack.caughtUp(group: "room-social", topics: social.topics), "the social layer was not projected: \(log())")
 
             // What the live consumer made of it: 4 comments on each of 5 rooms, one removed; three likes each, one taken back.
             #expect(try await Self.count(stack.client, "SELECT sum(comment_count) AS n FROM catalog_room_social") == 19)
@@ -216,7 +181,7 @@ struct RebuildSocialTests {
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.lines.last?.contains(#""event":"swapped""#) == true, "\(run.stdout)")
             #expect(try await !stack.schemaExists("rebuild_social"))
-            #expect(await Self.caughtUp(stack, group: "room-social", topics: social.topics))
+            #expect(await stack.caughtUp(group: "room-social", topics: social.topics))
             // The late comments are counted once each, nothing applied twice or skipped at the hand-over.
             #expect(try await Self.count(stack.client, "SELECT comment_count::bigint AS n FROM catalog_room_social WHERE room_id = 'room-5'") == 14)
             #expect(try await Self.count(stack.client, "SELECT count(*) AS n FROM catalog_notifications WHERE comment_id LIKE 'd0000000-%'") == 10)

@@ -21,21 +21,9 @@ struct SocialCrashTests {
     func killedMidStream() async throws {
         let topics = [Topics.roomTranscodeRequests, Topics.roomTranscodeStatus, Topics.roomUploads, Topics.roomInteractions]
         try await RebuildCommandTests.withStack(services: false) { stack in
-            for topic in topics { try stack.cluster.createTopic(topic, partitions: 3) }
-            _ = try await PostgresMigrator(migrations: ServiceCatalog.allMigrations, logger: .disabled).migrate(stack.client)
-            let (catalogRecords, _, _) = RebuildCatalogTests.rooms(3)
-            for result in await stack.producer.send(catalogRecords) { _ = try result.get() }
-            let admin = try KafkaAdmin(bootstrapServers: stack.cluster.bootstrapServers, logger: .disabled)
-            for partition in Int32(0)..<3 {
-                let high = try await admin.watermarks(topic: Topics.roomTranscodeRequests, partition: partition).high
-                _ = try await stack.client.execute("""
-                    INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, owner) VALUES ('transcode-worker', $1, $2, $3, 'test')
-                    """, [Topics.roomTranscodeRequests, Int(partition), high])
-            }
-            var env = stack.environment
-            env.merge(["HTTP_HOST": "127.0.0.1", "HTTP_PORT": String(Integration.freePort()), "CATALOG_CACHE_TTL_MS": "0",
-                       "S3_ENDPOINT": "http://127.0.0.1:\(Integration.freePort())", "S3_BUCKET": "rooms", "S3_ACCESS_KEY_ID": "k",
-                       "S3_SECRET_ACCESS_KEY": "s", "TRANSCODE_MAX_BACKOFF_MS": "600000", "KAFKA_SESSION_TIMEOUT_MS": "6000"]) { _, new in new }
+            try await stack.seedRooms(topics: topics, RebuildCatalogTests.rooms(3).records)
+            try await stack.skipTranscodeJobs()
+            let env = stack.storelessWorkerEnvironment(port: Integration.freePort(), ["KAFKA_SESSION_TIMEOUT_MS": "6000"])
             var worker = try ServiceProcess(executable: "transcode-worker", environment: env)
             defer { worker.terminate() }
 
@@ -82,7 +70,7 @@ struct SocialCrashTests {
                 worker = try ServiceProcess(executable: "transcode-worker", environment: env)
             }
             try await producing.value
-            #expect(await Social.caughtUp(stack, group: "room-social", topics: [Topics.roomInteractions, Topics.roomTranscodeStatus]),
+            #expect(await stack.caughtUp(group: "room-social", topics: [Topics.roomInteractions, Topics.roomTranscodeStatus]),
                     "the restarted worker did not catch up: \(worker.log.suffix(2000))")
 
             func count(_ sql: String) async throws -> Int64 { try await Social.count(stack.client, sql) }

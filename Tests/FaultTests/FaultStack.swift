@@ -233,15 +233,7 @@ final class FaultStack: @unchecked Sendable {
 
     /// Runs `body` over a new stack and always tears it down (processes, PostgreSQL, broker).
     static func with<T>(_ name: String, s3: S3Configuration? = nil, _ body: (FaultStack) async throws -> T) async throws -> T {
-        let stack = try await FaultStack(name: name, s3: s3)
-        do {
-            let result = try await body(stack)
-            await stack.close()
-            return result
-        } catch {
-            await stack.close()
-            throw error
-        }
+        try await withResource(try await FaultStack(name: name, s3: s3), release: { await $0.close() }, body)
     }
 
     func close() async {

@@ -9,9 +9,7 @@ import Testing
 struct AcceptedEventLedgerIntegrationTests {
     @Test("a ledger written before the partitions keeps every id through migration 105, and expired days are dropped")
     func upgradeKeepsRowsAndExpires() async throws {
-        let database = try await TestDatabase.create("ingest_ledger")
-        let client = database.client(maxConnections: 4)
-        do {
+        try await TestDatabase.with("ingest_ledger", maxConnections: 4) { client in
             let before = IngestSchema.migrations.filter { $0.version < 105 }
             _ = try await PostgresMigrator(migrations: before, logger: testLogger).migrate(client)
             let recent = [UUID(), UUID()].map { $0.uuidString.lowercased() }
@@ -60,13 +58,7 @@ struct AcceptedEventLedgerIntegrationTests {
             let late = UUID().uuidString.lowercased()
             try await ledger.record([late], userID: "user-e")
             #expect(try await ledger.alreadyAccepted([late], earliestClientTimestamp: Date()) == [late])
-        } catch {
-            await client.close()
-            await database.drop()
-            throw error
         }
-        await client.close()
-        await database.drop()
     }
 
     @Test("replicas maintaining the ledger at the same moment all succeed (each creates days the others are creating)")

@@ -14,15 +14,10 @@ import Testing
 @Suite("Account deletion requests", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(2)))
 struct AccountDeletionRoutesTests {
     static func withHarness(_ body: (IngestHarness) async throws -> Void) async throws {
-        let harness = try await IngestHarness()
-        do {
+        try await IngestHarness.with { harness in
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
             try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
         }
-        await harness.close()
     }
 
     static func text(_ response: HTTPResponse) -> String { String(decoding: response.body, as: UTF8.self) }

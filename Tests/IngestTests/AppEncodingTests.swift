@@ -114,8 +114,7 @@ struct AppEncodingIntegrationTests {
         // A store nothing listens on: upload-init still signs (signing needs no store), completion cannot look.
         let dead = S3ObjectStore(configuration: S3Configuration(endpoint: "http://127.0.0.1:9", bucket: "rooms",
                                                                 accessKeyId: "k", secretAccessKey: "s"))
-        let harness = try await IngestHarness(objects: dead)
-        do {
+        try await IngestHarness.with(objects: dead) { harness in
             let token = harness.userToken("app-store-down")
             let answer = Functions.object(try await Functions.call(harness, "upload-init", token: token, Functions.initBody))
             let version = try #require(answer["version_id"] as? String)
@@ -123,10 +122,6 @@ struct AppEncodingIntegrationTests {
             #expect(down.status == .serviceUnavailable && down.errorCode == "WORKER_UNAVAILABLE")
             #expect(down.headers["Retry-After"] != nil)
             #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 1).isEmpty)
-        } catch {
-            await harness.close()
-            throw error
         }
-        await harness.close()
     }
 }

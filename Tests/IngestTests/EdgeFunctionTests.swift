@@ -328,9 +328,8 @@ struct EdgeFunctionTests {
         let tokens = TokenVerificationSettings(keySet: .file(try witness.keySetFile()), issuer: TokenWitness.issuer,
                                                audience: TokenWitness.audience)
         try await SeaweedFSFixture.with { s3 in
-            let harness = try await IngestHarness(configuration: Uploads.smallPartsConfiguration, objects: S3ObjectStore(configuration: s3),
-                                                  secret: TokenWitness.secret, tokens: tokens)
-            do {
+            try await IngestHarness.with(configuration: Uploads.smallPartsConfiguration, objects: S3ObjectStore(configuration: s3),
+                                         secret: TokenWitness.secret, tokens: tokens) { harness in
                 let port = try await harness.startHTTP()
                 let script = Self.clients.appendingPathComponent("functions_client.py").path
                 let arguments = [script, "http://127.0.0.1:\(port)", try witness.token("es256")]
@@ -352,11 +351,7 @@ struct EdgeFunctionTests {
                 #expect(try harness.readTopic(harness.configuration.roomTranscodeTopic, expecting: 3).count == 2)
                 let anon = try await Self.call(harness, "quota", method: .get, token: try witness.token("anon"))
                 #expect(anon.status == .unauthorized && anon.errorCode == "UNAUTHENTICATED")
-            } catch {
-                await harness.close()
-                throw error
             }
-            await harness.close()
         }
     }
 }

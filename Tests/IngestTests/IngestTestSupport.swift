@@ -59,6 +59,15 @@ final class IngestHarness: Sendable {
         router = parts.router
     }
 
+    /// A harness for `body`, closed whether `body` returns or throws.
+    static func with(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
+                     objects: (any ObjectStore)? = nil, secret: String = testSecret,
+                     tokens: TokenVerificationSettings = TokenVerificationSettings(),
+                     _ body: (IngestHarness) async throws -> Void) async throws {
+        try await withResource(try await IngestHarness(configuration: configuration, objects: objects, secret: secret, tokens: tokens),
+                               release: { await $0.close() }, body)
+    }
+
     func close() async {
         let task = server.withLock { $0 }
         task?.cancel()

@@ -15,12 +15,7 @@ import Testing
 struct MaterialsAndRoomsIntegrationTests {
     static func withHarness(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
                             _ body: (IngestHarness) async throws -> Void) async throws {
-        let harness = try await IngestHarness(configuration: configuration)
-        do { try await body(harness) } catch {
-            await harness.close()
-            throw error
-        }
-        await harness.close()
+        try await IngestHarness.with(configuration: configuration, body)
     }
 
     @Test("only a service token maintains the catalog; a deletion takes effect for the next batch")

@@ -140,8 +140,7 @@ struct OpenAPIFuzzTests {
         // A folder store: the upload routes are served (presigned URLs are file URLs; only their shape matters here).
         let objects = try FileSystemObjectStore(root: FileManager.default.temporaryDirectory
             .appendingPathComponent("openapi-objects-\(UInt32.random(in: 0...UInt32.max))"))
-        let harness = try await IngestHarness(objects: objects)
-        do {
+        try await IngestHarness.with(objects: objects) { harness in
             try harness.cluster.createTopic(Topics.learningSessions, partitions: 2)
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource))
             let port = try await harness.startHTTP()
@@ -202,11 +201,7 @@ struct OpenAPIFuzzTests {
                 .compactMap { try? ContractCoding.decode(RoomInteraction.self, from: Array($0.value.utf8)) }
             #expect(written.first?.roomId == "5b0f6c1e-2a3d-4e5f-8a7b-9c0d1e2f3a4b" || written.first?.kind == .profileUpdated,
                     "\(written)")
-        } catch {
-            await harness.close()
-            throw error
         }
-        await harness.close()
     }
 
     /// The four other services as their executables run them, each over a database of its

@@ -14,15 +14,10 @@ import Testing
 struct ReadingEventBatchIntegrationTests {
     static func withHarness(configuration: IngestConfiguration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
                             _ body: (IngestHarness) async throws -> Void) async throws {
-        let harness = try await IngestHarness(configuration: configuration)
-        do {
+        try await IngestHarness.with(configuration: configuration) { harness in
             _ = try await harness.putMaterial("lesson-shared", MaterialUpsertRequest(readingTargetType: .knowledgeSource, knowledgeBaseId: "kb-physics-101"))
             try await body(harness)
-        } catch {
-            await harness.close()
-            throw error
         }
-        await harness.close()
     }
 
     @Test("accepted events reach Kafka keyed by the token's user with the validated event, userId and receivedAt")

@@ -22,12 +22,7 @@ struct RoomUploadIntegrationTests {
                           _ body: (IngestHarness, S3ObjectStore) async throws -> Void) async throws {
         try await SeaweedFSFixture.with { s3 in
             let store = S3ObjectStore(configuration: s3)
-            let harness = try await IngestHarness(configuration: configuration, objects: store)
-            do { try await body(harness, store) } catch {
-                await harness.close()
-                throw error
-            }
-            await harness.close()
+            try await IngestHarness.with(configuration: configuration, objects: store) { harness in try await body(harness, store) }
         }
     }
 
@@ -46,6 +41,20 @@ struct RoomUploadIntegrationTests {
 
     static func initBody(usdz: Int64, json: Int64) -> RoomUploadInitRequest {
         RoomUploadInitRequest(title: "客厅", tags: ["living room"], visibility: .public, usdzBytes: usdz, roomplanJsonBytes: json)
+    }
+
+    /// upload-init for a scan of `usdz` bytes and a RoomPlan JSON of `json` bytes (filled with
+    /// `jsonFill`) as `token`'s user, then both PUT to their presigned URLs (each answered 200).
+    static func uploaded(_ harness: IngestHarness, token: String, usdz: Int, json: Int,
+                         jsonFill: UInt8 = 0x41) async throws -> RoomUploadInitResponse {
+        let answer = try await harness.request(.post, "/rooms/uploads", token: token,
+                                               body: try ContractCoding.encode(Self.initBody(usdz: Int64(usdz), json: Int64(json))))
+            .decoded(RoomUploadInitResponse.self)
+        let usdzFile = Self.file(usdz), jsonFile = Self.file(json, fill: jsonFill)
+        defer { for path in [usdzFile, jsonFile] { try? FileManager.default.removeItem(atPath: path) } }
+        #expect(try await PlainHTTP.send("PUT", try #require(answer.usdz.url), headers: answer.usdz.headers, file: usdzFile).status == 200)
+        #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: jsonFile).status == 200)
+        return answer
     }
 
     static func complete(_ answer: RoomUploadInitResponse, parts: [UploadedPart]? = nil,
@@ -131,13 +140,7 @@ struct RoomUploadIntegrationTests {
     func completeOnlyWhatInitMinted() async throws {
         try await Self.withStack { harness, _ in
             let owner = harness.userToken("victim")
-            let answer = try await harness.request(.post, "/rooms/uploads", token: owner,
-                                                   body: try ContractCoding.encode(Self.initBody(usdz: 1200, json: 200)))
-                .decoded(RoomUploadInitResponse.self)
-            let usdz = Self.file(1200), json = Self.file(200, fill: 0x7B)
-            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
-            #expect(try await PlainHTTP.send("PUT", try #require(answer.usdz.url), headers: answer.usdz.headers, file: usdz).status == 200)
-            #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: json).status == 200)
+            let answer = try await Self.uploaded(harness, token: owner, usdz: 1200, json: 200, jsonFill: 0x7B)
 
             let thief = harness.userToken("thief")
             // A version and room of the thief's own invention, over the victim's objects.
@@ -290,13 +293,7 @@ struct RoomUploadIntegrationTests {
     func serverCompletionWhileKafkaDown() async throws {
         try await Self.withStack { harness, store in
             let token = harness.userToken("offline-phone")
-            let answer = try await harness.request(.post, "/rooms/uploads", token: token,
-                                                   body: try ContractCoding.encode(Self.initBody(usdz: 1500, json: 200)))
-                .decoded(RoomUploadInitResponse.self)
-            let usdz = Self.file(1500), json = Self.file(200)
-            defer { for path in [usdz, json] { try? FileManager.default.removeItem(atPath: path) } }
-            #expect(try await PlainHTTP.send("PUT", try #require(answer.usdz.url), headers: answer.usdz.headers, file: usdz).status == 200)
-            #expect(try await PlainHTTP.send("PUT", try #require(answer.roomplanJson.url), file: json).status == 200)
+            let answer = try await Self.uploaded(harness, token: token, usdz: 1500, json: 200)
             let completer = try #require(IngestService(context: harness.context, configuration: harness.configuration, objects: store)
                 .roomUploadCompleter())
             func status() async throws -> String? {

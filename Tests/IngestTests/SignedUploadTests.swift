@@ -29,15 +29,10 @@ struct SignedUploadTests {
             var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
             configuration.uploadURLs = .origin
             configuration.appBaseURL = "http://127.0.0.1:\(port)"
-            let harness = try await IngestHarness(configuration: configuration, objects: store)
-            do {
+            try await IngestHarness.with(configuration: configuration, objects: store) { harness in
                 _ = try await harness.startHTTP(port: port)
                 try await body(harness, store, "http://127.0.0.1:\(port)")
-            } catch {
-                await harness.close()
-                throw error
             }
-            await harness.close()
         }
     }
 
@@ -172,17 +167,24 @@ struct SignedUploadTests {
 struct ResumableUploadTests {
     typealias Functions = EdgeFunctionTests
 
+    /// upload-init (Edge Functions) for a scan of `bytes` as `token`'s user: the answer, the
+    /// version it minted and the object key of its source.
+    static func initScan(_ harness: IngestHarness, token: String,
+                         bytes: Int) async throws -> (answer: [String: Any], version: String, key: String) {
+        var body = Functions.initBody
+        body["bytes_source"] = bytes
+        let answer = Functions.object(try await Functions.call(harness, "upload-init", token: token, body))
+        let room = try #require(answer["room_id"] as? String), version = try #require(answer["version_id"] as? String)
+        return (answer, version, "rooms/\(room)/\(version)/source.usdz")
+    }
+
     @Test("a 40 MB scan goes up through /storage/v1/upload/resumable with tuspy in 6 MB chunks, two chunks, a third cut off, resumed from HEAD's offset; the store holds exactly the file and upload-complete queues the version; another user cannot create an upload for that object")
     func fortyMegabytesResumed() async throws {
         try await SignedUploadTests.withOrigin { harness, store, base in
             let token = harness.userToken("tus-owner")
-            var body = Functions.initBody
-            body["bytes_source"] = 40 << 20
-            let answer = Functions.object(try await Functions.call(harness, "upload-init", token: token, body))
+            let (answer, version, key) = try await Self.initScan(harness, token: token, bytes: 40 << 20)
             #expect(answer["resumable_url"] as? String == "\(base)/storage/v1/upload/resumable")
             #expect(answer["presigned_usdz"] is String && answer["presigned_usdz_parts"] is [Any])
-            let room = try #require(answer["room_id"] as? String), version = try #require(answer["version_id"] as? String)
-            let key = "rooms/\(room)/\(version)/source.usdz"
 
             var bytes = [UInt8](repeating: 0, count: 40 << 20)
             var generator = SplitMix64(state: 41)
@@ -219,11 +221,7 @@ struct ResumableUploadTests {
     func abandonedResumableUploadIsSwept() async throws {
         try await SignedUploadTests.withOrigin { harness, store, base in
             let token = harness.userToken("tus-quitter")
-            var body = Functions.initBody
-            body["bytes_source"] = 12 << 20
-            let answer = Functions.object(try await Functions.call(harness, "upload-init", token: token, body))
-            let room = try #require(answer["room_id"] as? String), version = try #require(answer["version_id"] as? String)
-            let key = "rooms/\(room)/\(version)/source.usdz"
+            let (_, version, key) = try await Self.initScan(harness, token: token, bytes: 12 << 20)
             let file = NSTemporaryDirectory() + "tus-quit-\(UInt32.random(in: 0...UInt32.max))"
             #expect(FileManager.default.createFile(atPath: file, contents: Data(repeating: 0x55, count: 12 << 20)))
             defer { try? FileManager.default.removeItem(atPath: file) }

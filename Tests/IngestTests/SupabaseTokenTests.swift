@@ -42,8 +42,7 @@ struct SupabaseTokenTests {
             .appendingPathComponent("supabase-objects-\(UInt32.random(in: 0...UInt32.max))"))
         let tokens = TokenVerificationSettings(keySet: .file(try witness.keySetFile()), issuer: TokenWitness.issuer,
                                                audience: TokenWitness.audience)
-        let harness = try await IngestHarness(objects: objects, secret: TokenWitness.secret, tokens: tokens)
-        do {
+        try await IngestHarness.with(objects: objects, secret: TokenWitness.secret, tokens: tokens) { harness in
             let url = "http://127.0.0.1:\(try await harness.startHTTP())/rooms/quota"
             for name in ["es256", "rs256"] {
                 let session = try Self.get(url, token: witness.token(name))
@@ -53,11 +52,7 @@ struct SupabaseTokenTests {
             }
             try Self.expectRefusals(url, witness)
             #expect(try Self.get(url).status == 401)
-        } catch {
-            await harness.close()
-            throw error
         }
-        await harness.close()
     }
 
     @Test("a service executable reads JWT_JWKS_URL, JWT_ISSUER and JWT_AUDIENCE from its environment and fetches the key set at start")

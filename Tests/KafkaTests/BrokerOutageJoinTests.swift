@@ -17,11 +17,9 @@ extension KafkaIntegrationTests {
     struct BrokerOutageJoinTests {
         @Test("a server started next to the embedded broker keeps none of its connections: a member whose broker goes down during JoinGroup joins once it is back")
         func memberJoinsAfterOutageDuringJoin() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("outage-join", partitions: 2)
             defer { cluster.shutdown() }
-            let topic = uniqueName("outage-join")
-            try cluster.createTopic(topic, partitions: 2)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            let producer = try testProducer(cluster)
             let sent = await producer.send((0..<20).map { KafkaProducerRecord(topic: topic, key: bytes("k\($0)"), value: bytes("\($0)")) })
             #expect(sent.allSatisfy { (try? $0.get()) != nil })
             await producer.shutdown()

@@ -9,14 +9,10 @@ extension KafkaIntegrationTests {
     struct KafkaInteropTests {
         @Test("kcat reads what the wrapper wrote, and the wrapper reads what kcat wrote")
         func kcatRoundTrip() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("interop", partitions: 1)
             defer { cluster.shutdown() }
-            let topic = uniqueName("interop")
-            try cluster.createTopic(topic, partitions: 1)
 
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-            _ = await producer.send((0..<5).map { KafkaProducerRecord(topic: topic, key: bytes("k\($0)"), value: bytes("from-swift-\($0)")) })
-            await producer.shutdown()
+            try await produceAll((0..<5).map { KafkaProducerRecord(topic: topic, key: bytes("k\($0)"), value: bytes("from-swift-\($0)")) }, to: cluster)
             let read = try runKcat(["-b", cluster.bootstrapServers, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%k %s\n"])
             #expect(read.split(separator: "\n").map(String.init) == (0..<5).map { "k\($0) from-swift-\($0)" })
 
@@ -33,11 +29,9 @@ extension KafkaIntegrationTests {
 
         @Test("admin lists topics (a created one with its partitions) and reads watermarks")
         func admin() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("admin", partitions: 3)
             defer { cluster.shutdown() }
-            let topic = uniqueName("admin")
-            try cluster.createTopic(topic, partitions: 3)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            let producer = try testProducer(cluster)
             let before = Date()
             _ = await producer.send((0..<30).map { KafkaProducerRecord(topic: topic, partition: Int32($0 % 3), value: bytes("v\($0)")) })
             await producer.shutdown()

@@ -9,11 +9,9 @@ extension KafkaIntegrationTests {
     struct KafkaProducerConsumerTests {
         @Test("10,000 records produced are all consumed back through a group, in order per key")
         func roundTrip() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("round-trip", partitions: 4)
             defer { cluster.shutdown() }
-            let topic = uniqueName("round-trip")
-            try cluster.createTopic(topic, partitions: 4)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            let producer = try testProducer(cluster)
             let records = (0..<10_000).map { index in
                 KafkaProducerRecord(topic: topic, key: bytes("key-\(index % 37)"), value: bytes("\(index % 37):\(index)"),
                                     headers: [KafkaHeader(key: "n", value: bytes(String(index)))])
@@ -45,13 +43,9 @@ extension KafkaIntegrationTests {
 
         @Test("a start offset supplied at assignment is where consumption begins")
         func startOffsetHonoured() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("start-offset", partitions: 1)
             defer { cluster.shutdown() }
-            let topic = uniqueName("start-offset")
-            try cluster.createTopic(topic, partitions: 1)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-            _ = await producer.send((0..<1_000).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) })
-            await producer.shutdown()
+            try await produceAll((0..<1_000).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) }, to: cluster)
 
             let partition = KafkaTopicPartition(topic: topic, partition: 0)
             let consumer = try KafkaConsumer(
@@ -75,13 +69,9 @@ extension KafkaIntegrationTests {
 
         @Test("an unread consumer buffers about its capacity, then delivers everything without gaps")
         func boundedBuffer() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("bounded", partitions: 2)
             defer { cluster.shutdown() }
-            let topic = uniqueName("bounded")
-            try cluster.createTopic(topic, partitions: 2)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-            _ = await producer.send((0..<6_000).map { KafkaProducerRecord(topic: topic, partition: Int32($0 % 2), value: bytes("v\($0)")) })
-            await producer.shutdown()
+            try await produceAll((0..<6_000).map { KafkaProducerRecord(topic: topic, partition: Int32($0 % 2), value: bytes("v\($0)")) }, to: cluster)
 
             // The buffer is the same with a group; direct assignment spares the mock's 3 s to form one.
             var configuration = KafkaConsumerConfiguration(bootstrapServers: cluster.bootstrapServers, groupID: uniqueName("g"), topics: [],
@@ -100,11 +90,9 @@ extension KafkaIntegrationTests {
 
         @Test("a slow consumer of a large backlog receives every record through many pause/resume cycles")
         func backlogThroughPauses() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("backlog", partitions: 6)
             defer { cluster.shutdown() }
-            let topic = uniqueName("backlog")
-            try cluster.createTopic(topic, partitions: 6)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            let producer = try testProducer(cluster)
             // The mock broker keeps the last 5 MB of each partition: stay well inside it.
             let payload = String(repeating: "x", count: 300)
             let total = 40_000
@@ -136,10 +124,8 @@ extension KafkaIntegrationTests {
 
         @Test("a queue too small for the batch is backpressure, not an error")
         func queueFullIsBackpressure() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("queue-full", partitions: 2)
             defer { cluster.shutdown() }
-            let topic = uniqueName("queue-full")
-            try cluster.createTopic(topic, partitions: 2)
             let producer = try KafkaProducer(
                 configuration: .init(bootstrapServers: cluster.bootstrapServers, extra: ["queue.buffering.max.messages": "10"]),
                 logger: testLogger)
@@ -158,10 +144,8 @@ extension KafkaIntegrationTests {
 
         @Test("with every broker down, send fails within the delivery timeout instead of hanging")
         func brokersDownFailFast() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 2)
+            let (cluster, topic) = try clusterWithTopic("down", partitions: 1, brokers: 2)
             defer { cluster.shutdown() }
-            let topic = uniqueName("down")
-            try cluster.createTopic(topic, partitions: 1)
             try cluster.setAllBrokersDown()
             let producer = try KafkaProducer(
                 configuration: .init(bootstrapServers: cluster.bootstrapServers, deliveryTimeout: .seconds(3)), logger: testLogger)

@@ -88,11 +88,9 @@ extension KafkaIntegrationTests {
     struct KafkaRebalanceTests {
         @Test("a member joining and a member leaving move partitions without re-processing committed work")
         func joinAndLeave() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("rebalance", partitions: 4)
             defer { cluster.shutdown() }
-            let topic = uniqueName("rebalance")
-            try cluster.createTopic(topic, partitions: 4)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+            let producer = try testProducer(cluster)
             func produce(_ range: Range<Int>) async {
                 let results = await producer.send(range.map { KafkaProducerRecord(topic: topic, key: bytes("k\($0 % 16)"), value: bytes("\($0)")) })
                 #expect(results.allSatisfy { (try? $0.get()) != nil })

@@ -9,13 +9,9 @@ extension KafkaIntegrationTests {
     struct KafkaSeekTests {
         @Test("seek moves an assigned partition back: what was buffered is dropped and records come again from the new offset")
         func seekBack() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("seek", partitions: 1)
             defer { cluster.shutdown() }
-            let topic = uniqueName("seek")
-            try cluster.createTopic(topic, partitions: 1)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-            _ = await producer.send((0..<300).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) })
-            await producer.shutdown()
+            try await produceAll((0..<300).map { KafkaProducerRecord(topic: topic, value: bytes("v\($0)")) }, to: cluster)
 
             let partition = KafkaTopicPartition(topic: topic, partition: 0)
             let consumer = try KafkaConsumer(
@@ -35,13 +31,9 @@ extension KafkaIntegrationTests {
 
         @Test("a consumer given its partitions reads them from the given offsets without joining a group")
         func directAssignment() async throws {
-            let cluster = try EmbeddedKafkaCluster(brokers: 1)
+            let (cluster, topic) = try clusterWithTopic("assign", partitions: 2)
             defer { cluster.shutdown() }
-            let topic = uniqueName("assign")
-            try cluster.createTopic(topic, partitions: 2)
-            let producer = try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
-            _ = await producer.send((0..<40).map { KafkaProducerRecord(topic: topic, key: bytes("k\($0 % 2)"), value: bytes("v\($0)")) })
-            await producer.shutdown()
+            try await produceAll((0..<40).map { KafkaProducerRecord(topic: topic, key: bytes("k\($0 % 2)"), value: bytes("v\($0)")) }, to: cluster)
             let admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: testLogger)
             // The partition the keys put most records in (both keys may hash to the same one).
             let id: Int32 = try await admin.watermarks(topic: topic, partition: 0).high >= 20 ? 0 : 1

@@ -1,3 +1,4 @@
+import DevInfrastructure
 import Foundation
 import Kafka
 import ServiceLogging
@@ -12,6 +13,29 @@ func bytes(_ string: String) -> [UInt8] { Array(string.utf8) }
 func text(_ bytes: [UInt8]?) -> String { bytes.map { String(decoding: $0, as: UTF8.self) } ?? "" }
 
 func uniqueName(_ prefix: String) -> String { "\(prefix)-\(UInt32.random(in: 0...UInt32.max))" }
+
+/// A fresh embedded cluster with one new topic named after `prefix`; the caller shuts the
+/// cluster down.
+func clusterWithTopic(_ prefix: String, partitions: Int32, brokers: Int = 1) throws -> (EmbeddedKafkaCluster, String) {
+    let cluster = try EmbeddedKafkaCluster(brokers: brokers)
+    let topic = uniqueName(prefix)
+    try cluster.createTopic(topic, partitions: partitions)
+    return (cluster, topic)
+}
+
+/// A producer to `cluster` with the wrapper's defaults.
+func testProducer(_ cluster: EmbeddedKafkaCluster) throws -> KafkaProducer {
+    try KafkaProducer(configuration: .init(bootstrapServers: cluster.bootstrapServers), logger: testLogger)
+}
+
+/// Sends `records` through a producer of their own, shut down once every one is answered.
+@discardableResult
+func produceAll(_ records: [KafkaProducerRecord], to cluster: EmbeddedKafkaCluster) async throws -> [Result<KafkaDeliveryReport, KafkaError>] {
+    let producer = try testProducer(cluster)
+    let results = await producer.send(records)
+    await producer.shutdown()
+    return results
+}
 
 /// Polls `condition` every 50 ms until it holds or `timeout` elapsed.
 func eventually(timeout: Duration = .seconds(30), _ condition: () async -> Bool) async -> Bool {

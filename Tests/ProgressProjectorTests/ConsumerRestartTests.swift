@@ -16,6 +16,26 @@ import Testing
 /// went down with it. The runner now replaces the failed consumer after a capped backoff.
 @Suite("A failed consumer is replaced", .serialized, .enabled(if: Integration.isEnabled), .timeLimit(.minutes(2)))
 struct ConsumerRestartTests {
+    /// A progress runner in `group` whose member never gets partitions: its session timeout (2 s)
+    /// is shorter than the embedded broker's first rebalance delay (3 s), so the mock drops every
+    /// joiner before it answers it. It reports itself stalled after `stallLimit`.
+    static func unassignedRunner(_ harness: ProgressHarness, group: String, stallLimit: Duration,
+                                 context: ServiceContext) -> ProjectionRunner<ReadingProgressProjection> {
+        var configuration = ProjectionRunnerConfiguration(bootstrapServers: harness.cluster.bootstrapServers, groupID: group,
+                                                          topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
+        configuration.assignmentStallLimit = stallLimit
+        return ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
+                                configuration: configuration, context: context)
+    }
+
+    /// Cancels the consuming task; returns how long it took to end.
+    static func stop(_ consuming: Task<Void, any Error>) async -> Duration {
+        consuming.cancel()
+        let stopped = ContinuousClock.now
+        _ = await consuming.result
+        return ContinuousClock.now - stopped
+    }
+
     @Test("positions cannot be loaded for longer than the listener's attempts: the projection keeps running and resumes once they can")
     func resumesAfterTheListenerGaveUp() async throws {
         let harness = try await ProgressHarness(databasePrefix: "consumer_restart")
@@ -43,17 +63,12 @@ struct ConsumerRestartTests {
         let logged = try await harness.client.query("SELECT count(*)::bigint AS n FROM progress_event_log").first?.decode(Int64.self, "n")
         #expect(logged == Int64(Set(events.map(\.eventId)).count))
 
-        consuming.cancel()
-        let stopped = ContinuousClock.now
-        _ = await consuming.result
-        #expect(ContinuousClock.now - stopped < .seconds(10))
+        #expect(await Self.stop(consuming) < .seconds(10))
         await harness.close()
     }
 
     /// A member the group never gives partitions to, while its topic's records wait and no
-    /// stored position of the group moves, used to poll forever with `/readyz` at 200. Such
-    /// a member is made here with a session timeout shorter than the embedded broker's first
-    /// rebalance delay (3 s): the mock drops every joiner before it answers it.
+    /// stored position of the group moves, used to poll forever with `/readyz` at 200.
     @Test("a member left without partitions while records wait that nobody processes: not ready, and its consumer is replaced")
     func unassignedMemberIsNotReadyAndReplaced() async throws {
         let harness = try await ProgressHarness(databasePrefix: "assignment_stall")
@@ -61,11 +76,7 @@ struct ConsumerRestartTests {
         let events = ReadingStream.sessions(users: 2, materials: 1, sessionsPerPair: 1, seed: 16)
         try await harness.produce(events, to: Topics.readingEvents)
         let context = harness.context()
-        var configuration = ProjectionRunnerConfiguration(bootstrapServers: harness.cluster.bootstrapServers, groupID: "progress-stalled",
-                                                          topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
-        configuration.assignmentStallLimit = .seconds(3)
-        let runner = ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
-                                      configuration: configuration, context: context)
+        let runner = Self.unassignedRunner(harness, group: "progress-stalled", stallLimit: .seconds(3), context: context)
         let consuming = Task { try await runner.run() }
         #expect(!runner.isAssignmentStalled)
 
@@ -79,10 +90,7 @@ struct ConsumerRestartTests {
         #expect(replaced)
         #expect(runner.committedPositions.isEmpty)
 
-        consuming.cancel()
-        let stopped = ContinuousClock.now
-        _ = await consuming.result
-        #expect(ContinuousClock.now - stopped < .seconds(10))
+        #expect(await Self.stop(consuming) < .seconds(10))
         await harness.close()
     }
 
@@ -91,18 +99,13 @@ struct ConsumerRestartTests {
         let harness = try await ProgressHarness(databasePrefix: "assignment_idle")
         try harness.createTopics([Topics.readingEvents, Topics.readingProgress])
         let context = harness.context()
-        var configuration = ProjectionRunnerConfiguration(bootstrapServers: harness.cluster.bootstrapServers, groupID: "progress-idle",
-                                                          topics: [Topics.readingEvents], sessionTimeout: .seconds(2))
-        configuration.assignmentStallLimit = .seconds(1)
-        let runner = ProjectionRunner(projection: ReadingProgressProjection(producer: harness.producer, database: harness.client),
-                                      configuration: configuration, context: context)
+        let runner = Self.unassignedRunner(harness, group: "progress-idle", stallLimit: .seconds(1), context: context)
         let consuming = Task { try await runner.run() }
         // Past the limit and its first check: the topic is empty, nothing is late.
         try await Task.sleep(for: .milliseconds(2500))
         #expect(!runner.isAssignmentStalled)
         #expect(!context.metrics.render().contains("projection_assignment_stalls_total{"))
-        consuming.cancel()
-        _ = await consuming.result
+        _ = await Self.stop(consuming)
         await harness.close()
     }
 }

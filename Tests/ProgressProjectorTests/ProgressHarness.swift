@@ -61,28 +61,11 @@ enum ReadingStream {
 }
 
 /// One embedded broker and one database for a suite, and helpers to feed and read them.
-final class ProgressHarness: Sendable {
-    let cluster: EmbeddedKafkaCluster
-    let database: TestDatabase
-    let client: PostgresClient
-    let producer: KafkaProducer
-    let admin: KafkaAdmin
+final class ProgressHarness: BrokerAndDatabase, @unchecked Sendable {
     let secret = "progress-test-secret-0123456789"
 
     init(databasePrefix: String) async throws {
-        cluster = try EmbeddedKafkaCluster(brokers: 1)
-        database = try await TestDatabase.create(databasePrefix)
-        client = database.client()
-        producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
-        admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
-        _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: .disabled).migrate(client)
-    }
-
-    func close() async {
-        await producer.shutdown()
-        await client.close()
-        await database.drop()
-        cluster.shutdown()
+        try await super.init(databasePrefix: databasePrefix, migrations: ProgressProjectorService.migrations)
     }
 
     func createTopics(_ names: [String], partitions: Int32 = 6) throws {

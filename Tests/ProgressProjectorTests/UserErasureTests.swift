@@ -36,7 +36,6 @@ struct UserErasureTests {
     }
 
     struct Fixture {
-        let database: TestDatabase
         let client: PostgresClient
         let progress: ReadingProgressProjection
         let erasure: UserErasureProjection
@@ -55,28 +54,20 @@ struct UserErasureTests {
     }
 
     static func withFixture(_ body: (Fixture) async throws -> Void) async throws {
-        let database = try await TestDatabase.create("erasure")
-        let client = database.client(maxConnections: 4)
         // Never connects: only after-commit work would publish, and these tests run apply alone.
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: "127.0.0.1:9"), logger: .disabled)
-        do {
+        try await TestDatabase.with("erasure", maxConnections: 4) { client in
             _ = try await PostgresMigrator(migrations: ProgressProjectorService.migrations, logger: .disabled).migrate(client)
             let erased = ErasedUsers(service: ProgressErasure.service)
             let fixture = Fixture(
-                database: database, client: client,
+                client: client,
                 progress: ReadingProgressProjection(producer: producer, database: client),
                 erasure: UserErasureProjection(erasedUsers: erased, step: .sql(ProgressErasure.statements),
                                                outbox: UserErasureOutbox(service: erased.service, database: client, producer: producer,
                                                                          topic: Topics.userDeletionStatus),
                                                revoked: RevokedSubjects()))
             try await body(fixture)
-        } catch {
-            await client.close()
-            await database.drop()
-            throw error
         }
-        await client.close()
-        await database.drop()
     }
 
     @Test("a deletion delivered twice erases once and confirms once; another user keeps everything; later events of the erased user are left out")

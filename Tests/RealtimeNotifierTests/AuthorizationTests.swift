@@ -20,8 +20,7 @@ struct AuthorizationTests {
 
     @Test("a socket open when its account is erased gets a system error and is closed (1008); the next one is refused")
     func erasedAccountSocketIsClosed() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let leaver = try await RawSocket(url: harness.socketURL(user: "leaver"))
             defer { leaver.close() }
             let stayer = try await RawSocket(url: harness.socketURL(user: "stayer"))
@@ -40,17 +39,12 @@ struct AuthorizationTests {
             let frame = try #require(try await stayer.frame(timeout: 15) as? [String: Any])
             #expect(frame["event"] as? String == "broadcast")
             #expect(try await RawSocket.refusal(url: harness.socketURL(user: "leaver"))?.status == 401)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("another user's channel and a private room are refused; a public room and one's own private room are allowed")
     func joins() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "priv", versionId: "v", ownerUserId: "alice",
                                                                   visibility: .private, status: .queued, at: Date()))
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "pub", versionId: "v", ownerUserId: "alice",
@@ -87,17 +81,12 @@ struct AuthorizationTests {
             #expect(allowed == 200)
             let (health, _) = try await harness.get("/healthz", token: nil)
             #expect(health == 200)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("the owner joins room:{id} right after upload-init, before the room's announcement is processed, and receives its statuses; a stranger is refused a private uploading room")
     func roomFromTheFirstStep() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let owner = try await RawSocket(url: harness.socketURL(user: "erin"))
             defer { owner.close() }
             // The join is sent first; upload-init's announcement arrives while it waits.
@@ -114,18 +103,13 @@ struct AuthorizationTests {
             let stranger = try await RawSocket(url: harness.socketURL(user: "frank"))
             defer { stranger.close() }
             #expect(try await join(stranger, "room:early", ref: "1")["status"] as? String == "error")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a socket opened with one of the project's publishable keys (sb_publishable_…, REALTIME_PUBLISHABLE_KEYS) is anonymous as with the anon key: public rooms only, the owner's session in the join opens their private room; another publishable key opens no socket; the setting refuses what is not one")
     func publishableKeySocket() async throws {
         let key = "sb_publishable_AbC123dEf456"
-        let harness = try await RealtimeHarness(configure: { $0.publishableKeys = [key] })
-        do {
+        try await RealtimeHarness.with(configure: { $0.publishableKeys = [key] }) { harness in
             try await harness.uploadStarted(roomID: "mine", owner: "alice", visibility: .private)
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "open", versionId: "v", ownerUserId: "alice",
                                                                   visibility: .public, status: .queued, at: Date()))
@@ -143,11 +127,7 @@ struct AuthorizationTests {
             let other = try #require(try await RawSocket.refusal(
                 url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=sb_publishable_another&vsn=1.0.0"))
             #expect(other.status == 401, "\(other)")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
         var reader = EnvironmentReader(["REALTIME_PUBLISHABLE_KEYS": "\(key), sb_publishable_second"])
         #expect(RealtimeConfiguration.read(from: &reader).publishableKeys == [key, "sb_publishable_second"])
         try reader.validate()
@@ -162,8 +142,7 @@ struct AuthorizationTests {
 
     @Test("a socket opened with the project's anon key (as Supabase's SDKs open it) joins public rooms only; the user's session in the join's access_token opens the owner's private room and own channel; the anon key sent again (sign-out) closes them")
     func anonKeySocket() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             try await harness.uploadStarted(roomID: "mine", owner: "alice", visibility: .private)
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "open", versionId: "v", ownerUserId: "alice",
                                                                   visibility: .public, status: .queued, at: Date()))
@@ -228,17 +207,12 @@ struct AuthorizationTests {
             let outdated = try #require(try await RawSocket.refusal(
                 url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=\(old)&vsn=1.0.0"))
             #expect(outdated.status == 401 && outdated.body.contains("expired"), "\(outdated)")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a refreshed access_token that is invalid ends the channel with a system error")
     func accessTokenRefresh() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let socket = try await RawSocket(url: harness.socketURL(user: "dave"))
             defer { socket.close() }
             #expect(try await join(socket, "user:dave", ref: "1")["status"] as? String == "ok")
@@ -251,10 +225,6 @@ struct AuthorizationTests {
             #expect((system["payload"] as? [String: Any])?["status"] as? String == "error")
             let close = try #require(try await socket.frame() as? [String: Any])
             #expect(close["event"] as? String == "phx_close")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 }

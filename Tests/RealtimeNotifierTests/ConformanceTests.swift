@@ -23,8 +23,7 @@ func joinV2(_ socket: RawSocket, _ topic: String, ref: String, config: [String: 
 struct ConformanceTests {
     @Test("the Python realtime client (v1) subscribes to room:123 and receives a ready broadcast produced to Kafka")
     func pythonClientReceivesReady() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             // The room becomes known (public) through its transcode status.
             try await harness.transcodeStatus(RoomTranscodeStatus(roomId: "123", versionId: "v1", ownerUserId: "owner",
                                                                   visibility: .public, status: .queued, at: Date()))
@@ -44,11 +43,7 @@ struct ConformanceTests {
             #expect((broadcast["payload"] as? [String: Any])?["status"] as? String == "ready")
             #expect((broadcast["meta"] as? [String: Any])?["id"] as? String == "2")
             #expect(await listener.waitForExit() == 0)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("the Python realtime client as Supabase's SDKs use it — the anon key as the socket's apikey, set_auth with the user's ES256 Supabase session — joins room:{id} right after upload-init and receives queued, transcoding and ready with the version_id; with the anon key alone, or an expired session, the owner's room is refused")
@@ -56,8 +51,7 @@ struct ConformanceTests {
         let witness = try TokenWitness.shared()
         let tokens = TokenVerificationSettings(keySet: .file(try witness.keySetFile()), issuer: TokenWitness.issuer,
                                                audience: TokenWitness.audience)
-        let harness = try await RealtimeHarness(secret: TokenWitness.secret, tokens: tokens)
-        do {
+        try await RealtimeHarness.with(secret: TokenWitness.secret, tokens: tokens) { harness in
             let base = "http://127.0.0.1:\(harness.port())/realtime/v1"
             let anon = try witness.token("anon")
             let owner = try witness.subject("es256")
@@ -97,17 +91,12 @@ struct ConformanceTests {
             #expect(stale["status"] as? String == "CHANNEL_ERROR", "\(stale)")
             #expect((stale["error"] as? String)?.contains("invalid access_token (expired)") == true, "\(stale)")
             #expect(await expired.waitForExit() == 0, "\(expired.standardError)")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a backend announces remix_created through the REST broadcast endpoint and the owner's client receives it")
     func restBroadcastReachesClient() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let listener = try PythonClient(script: "supabase_listener.py", arguments: [
                 "http://127.0.0.1:\(harness.port())/realtime/v1", harness.token("owner"), "user:owner", "remix_created", "1"])
             let status = try await listener.next()
@@ -127,17 +116,12 @@ struct ConformanceTests {
             #expect(broadcast["event"] as? String == "remix_created")
             #expect((broadcast["payload"] as? [String: Any])?["remix_id"] as? String == "x9")
             #expect(await listener.waitForExit() == 0)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("v2 frames: join reply with postgres_changes, heartbeat with the same ref, null refs on broadcasts, re-join closes the old join, leave replies then closes")
     func rawV2Protocol() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let socket = try await RawSocket(url: harness.socketURL(user: "u1", vsn: "2.0.0"))
             defer { socket.close() }
             try await joinV2(socket, "realtime:user:u1", ref: "1")
@@ -168,17 +152,12 @@ struct ConformanceTests {
             #expect(leaveReply.event == "phx_reply" && leaveReply.ref as? String == "3" && leaveReply.payload["status"] as? String == "ok")
             let closed = try v2(try await socket.frame())
             #expect(closed.event == "phx_close" && closed.joinRef as? String == "2" && closed.payload.isEmpty)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("v1 broadcasts carry ref: null; errors are clear for unmatched topics and malformed frames; bad apikeys are refused before the upgrade")
     func rawV1AndErrors() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let missing = try await RawSocket.refusal(url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?vsn=1.0.0")
             #expect(missing?.status == 401 && missing?.body.contains("apikey") == true)
             let forged = try await RawSocket.refusal(url: "ws://127.0.0.1:\(harness.port())/realtime/v1/websocket?apikey=abc.def.ghi")
@@ -205,10 +184,6 @@ struct ConformanceTests {
             let frame = try #require(try await socket.frame() as? [String: Any])
             #expect(frame["event"] as? String == "broadcast")
             #expect(frame.keys.contains("ref") && frame["ref"] is NSNull)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 }

@@ -54,8 +54,7 @@ func broadcasts(_ socket: RawSocket, count: Int, timeout: Double = 45) async thr
 struct DeliveryTests {
     @Test("a client that rejoins with the last id it saw gets exactly the 50 events it missed, in order, then live ones; the HTTP catch-up serves the same")
     func replayAfterReconnect() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let channel = "user:reader"
             let first = try await RawSocket(url: harness.socketURL(user: "reader"))
             #expect(try await joinV1(first, channel, ref: "1")["status"] as? String == "ok")
@@ -85,17 +84,12 @@ struct DeliveryTests {
             #expect(status == 200)
             let page = try ContractCoding.decode(ChannelEventsResponse.self, from: Array(body))
             #expect(page.events.map(\.seq) == Array(4...53) && !page.truncated && page.latestSeq == 58)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a replay since a time (epoch ms) returns what came after it; a history that no longer reaches back says so")
     func replaySinceAndTruncation() async throws {
-        let harness = try await RealtimeHarness { $0.historyMaxEvents = 10 }
-        do {
+        try await RealtimeHarness.with(configure: { $0.historyMaxEvents = 10 }) { harness in
             let channel = "user:t"
             for i in 1...5 { try await harness.broadcast(channel, "e", ["i": .number(Double(i))]) }
             try await harness.waitForSequence(channel, atLeast: 5)
@@ -126,17 +120,12 @@ struct DeliveryTests {
             let (_, body) = try await harness.get("/realtime/v1/channels/\(channel)/events?after=2", token: harness.token("t"))
             let page = try ContractCoding.decode(ChannelEventsResponse.self, from: Array(body))
             #expect(page.truncated && page.oldestSeq == 22)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("with two notifier instances, a client on each receives every event of its channels")
     func twoInstances() async throws {
-        let harness = try await RealtimeHarness(instances: 2)
-        do {
+        try await RealtimeHarness.with(instances: 2) { harness in
             let a = try await RawSocket(url: harness.socketURL(0, user: "shared"))
             let b = try await RawSocket(url: harness.socketURL(1, user: "shared"))
             defer { a.close(); b.close() }
@@ -149,20 +138,15 @@ struct DeliveryTests {
             let onB = try await broadcasts(b, count: 40)
             #expect(onA.events.map(\.seq) == Array(1...40))
             #expect(onB.events.map(\.seq) == Array(1...40))
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a slow reader is cut off with a system error while a fast reader on the same channel keeps receiving")
     func slowReader() async throws {
-        let harness = try await RealtimeHarness {
+        try await RealtimeHarness.with(configure: {
             $0.maxQueuedMessages = 512
             $0.maxQueuedBytes = 2 << 20
-        }
-        do {
+        }) { harness in
             let fast = try await RawSocket(url: harness.socketURL(user: "busy"))
             let slow = try await RawSocket(url: harness.socketURL(user: "busy"), maxQueue: 1, receiveBuffer: 4096)
             defer { fast.close(); slow.close() }
@@ -185,11 +169,7 @@ struct DeliveryTests {
             let (sawSystemError, closeCode) = try await slow.untilClosed(timeout: 10)
             #expect(sawSystemError)
             #expect(closeCode == 1013)
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 }
 
@@ -197,8 +177,7 @@ struct DeliveryTests {
 struct ClientBroadcastTests {
     @Test("a client broadcast is acknowledged when asked, reaches the other sockets, and comes back to the sender only with self")
     func clientBroadcasts() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let sender = try await RawSocket(url: harness.socketURL(user: "w"))
             let mirror = try await RawSocket(url: harness.socketURL(user: "w"))
             let other = try await RawSocket(url: harness.socketURL(user: "w"))
@@ -231,10 +210,6 @@ struct ClientBroadcastTests {
 
             // Joining someone else's channel is refused.
             #expect(try await joinV1(other, "user:w2", ref: "3")["status"] as? String == "error")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 }

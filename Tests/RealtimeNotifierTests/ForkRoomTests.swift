@@ -24,8 +24,7 @@ struct ForkRoomTests {
 
     @Test("the remixer, the source's owner and a signed-out reader join room:{fork} of a remix (a public room of the remixer); the remixer hears its statuses; a remix of one's own room is a room too")
     func forkRoomChannelIsJoinable() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let authorization = AuthorizationTests()
             try await harness.transcodeRequest(roomID: "source", owner: "olive", visibility: .public)
             for remix in [Self.remix(source: "source", owner: "olive", fork: "fork-1", remixer: "rami"),
@@ -57,11 +56,7 @@ struct ForkRoomTests {
 
             let rows = try await harness.database.query("SELECT owner_user_id FROM realtime_rooms WHERE room_id = 'fork-1'")
             #expect(try rows.first?.decode(String.self, "owner_user_id") == "rami")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a remix record names its fork as a room of the remixer, whether or not the source's owner is pushed to")

@@ -9,8 +9,7 @@ import Testing
 struct MaintenanceTests {
     @Test("an event committed but never published (a crash after commit) is re-published and reaches the subscribers")
     func outboxRepublishes() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let socket = try await RawSocket(url: harness.socketURL(user: "o"))
             defer { socket.close() }
             #expect(try await joinV1(socket, "user:o", ref: "1")["status"] as? String == "ok")
@@ -31,17 +30,12 @@ struct MaintenanceTests {
                 if !published { try await Task.sleep(for: .milliseconds(100)) }
             }
             #expect(published, "the outbox re-published the row")
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a room status delivered twice is numbered once on the room's and the owner's channel, also when the repeat comes after newer ones; the same stage reported again later is new")
     func repeatedStatusNumberedOnce() async throws {
-        let harness = try await RealtimeHarness()
-        do {
+        try await RealtimeHarness.with { harness in
             let at = Date(timeIntervalSince1970: 1_790_000_000)
             func status(_ status: RoomVersionStatus, version: String = "v1", stage: String? = nil, at: Date) -> RoomTranscodeStatus {
                 RoomTranscodeStatus(roomId: "repeat-room", versionId: version, ownerUserId: "repeat-owner", status: status,
@@ -66,17 +60,12 @@ struct MaintenanceTests {
                 let events = try rows.map { "\(try $0.decode(String.self, "event")) \(try $0.decode(String?.self, "stage") ?? "-") \(try $0.decode(String.self, "version"))" }
                 #expect(events == ["transcode_progress parsing v1", "transcode_progress parsing v1", "ready - v1", "ready - v2"], "\(channel)")
             }
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("events older than the history age are trimmed; a replay since before them is told the history no longer reaches back")
     func ageTrimming() async throws {
-        let harness = try await RealtimeHarness { $0.historyMaxAge = .seconds(1) }
-        do {
+        try await RealtimeHarness.with(configure: { $0.historyMaxAge = .seconds(1) }) { harness in
             let since = Int64(Date().timeIntervalSince1970 * 1000) - 1_000
             for i in 1...3 { try await harness.broadcast("user:aged", "e", ["i": .number(Double(i))]) }
             try await harness.waitForSequence("user:aged", atLeast: 3)
@@ -93,17 +82,12 @@ struct MaintenanceTests {
             #expect(((frame["payload"] as? [String: Any])?["message"] as? String)?.contains("history no longer reaches back") == true)
             try await harness.broadcast("user:aged", "e", ["i": .number(4)])
             #expect(try await broadcasts(socket, count: 1).events == [Pushed(event: "e", seq: 4, replayed: false)])
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 
     @Test("a socket that sends no heartbeat within the idle timeout gets a system error and is closed")
     func idleSocketsClose() async throws {
-        let harness = try await RealtimeHarness { $0.idleTimeout = .seconds(2) }
-        do {
+        try await RealtimeHarness.with(configure: { $0.idleTimeout = .seconds(2) }) { harness in
             let socket = try await RawSocket(url: harness.socketURL(user: "idle"))
             defer { socket.close() }
             let frame = try #require(try await socket.frame(timeout: 8) as? [String: Any])
@@ -113,10 +97,6 @@ struct MaintenanceTests {
                 Issue.record("the idle socket was not closed")
                 return
             }
-        } catch {
-            await harness.shutdown()
-            throw error
         }
-        await harness.shutdown()
     }
 }

@@ -48,6 +48,15 @@ final class RealtimeHarness: Sendable {
         for index in 0..<count { try await startInstance(index, configure: configure) }
     }
 
+    /// A harness for `body`, shut down whether `body` returns or throws.
+    static func with(instances count: Int = 1, secret: String = RealtimeHarness.secret,
+                     tokens: TokenVerificationSettings = TokenVerificationSettings(),
+                     configure: (inout RealtimeConfiguration) -> Void = { _ in },
+                     _ body: (RealtimeHarness) async throws -> Void) async throws {
+        try await withResource(try await RealtimeHarness(instances: count, secret: secret, tokens: tokens, configure: configure),
+                               release: { await $0.shutdown() }, body)
+    }
+
     func startInstance(_ index: Int, configure: (inout RealtimeConfiguration) -> Void) async throws {
         var common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: databaseURL, jwtSecret: secret,
                                          httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)

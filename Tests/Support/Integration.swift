@@ -108,12 +108,10 @@ public struct TestDatabase: Sendable {
     public static func with<T>(_ prefix: String, maxConnections: Int = 8,
                                _ body: (PostgresClient) async throws -> T) async throws -> T {
         let database = try await create(prefix)
-        let client = database.client(maxConnections: maxConnections)
-        let result: Result<T, any Error>
-        do { result = .success(try await body(client)) } catch { result = .failure(error) }
-        await client.close()
-        await database.drop()
-        return try result.get()
+        return try await withResource(database.client(maxConnections: maxConnections), release: { client in
+            await client.close()
+            await database.drop()
+        }, body)
     }
 
     public func client(maxConnections: Int = 8) -> PostgresClient {

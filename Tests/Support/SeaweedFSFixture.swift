@@ -17,14 +17,7 @@ public enum SeaweedFSFixture {
             await server.stop()
             throw error
         }
-        do {
-            let result = try await body(configuration)
-            await server.stop()
-            return result
-        } catch {
-            await server.stop()
-            throw error
-        }
+        return try await withResource(configuration, release: { _ in await server.stop() }, body)
     }
 }
 

@@ -36,59 +36,44 @@ struct FlowAEndToEndTests {
         return byVersion.values.sorted { $0.version < $1.version }
     }
 
-    /// Runs the background parts of `parts` until the returned tasks are cancelled.
-    static func start(_ parts: ServiceParts) -> [Task<Void, any Error>] {
-        parts.background.map { part in Task { try await part.run() } }
-    }
-
-    static func stop(_ tasks: [Task<Void, any Error>]) async {
-        for task in tasks { task.cancel() }
-        for task in tasks { _ = await task.result }
+    /// The transcode worker as the end-to-end runs have it: the real pipeline over `store`,
+    /// polling every 100 ms, its outbox relayed every 200 ms.
+    static func worker(_ context: ServiceContext, store: S3ObjectStore, workerID: String) -> ServiceParts {
+        var settings = TranscodeConfiguration()
+        settings.pollInterval = .milliseconds(100)
+        settings.outboxInterval = .milliseconds(200)
+        return TranscodeWorkerService(
+            context: context, configuration: settings,
+            pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(), workDirectory: NSTemporaryDirectory(),
+                                             maxJobBytes: 64 << 20),
+            links: StoreOutputLinks(store: store, ttl: .seconds(300)), workerID: workerID).parts()
     }
 
     @Test("upload-init, PUT, upload-complete: the room's client sees transcode_progress then ready, and the catch-up query agrees")
     func uploadToReady() async throws {
         try await SeaweedFSFixture.with { s3 in
             let store = S3ObjectStore(configuration: s3)
-            let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
-            for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
-            let database = try await TestDatabase.create("flow_a")
-            let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url, jwtSecret: Self.secret,
-                                             httpHost: "127.0.0.1", httpPort: 0, databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
-            var contexts: [ServiceContext] = []
-            var tasks: [Task<Void, any Error>] = []
-            var workerTasks: [Task<Void, any Error>] = []
-            do {
-                for name in ["ingest", "transcode-worker", "realtime-notifier"] {
-                    contexts.append(try await ServiceHost.makeContext(name: name, configuration: common, metrics: MetricsRegistry(),
-                                                                      logger: .disabled))
-                }
-                _ = try await PostgresMigrator(migrations: Self.migrations, logger: .disabled).migrate(contexts[0].database)
+            try await InProcessBackbone.with(databasePrefix: "flow_a", secret: Self.secret,
+                                             services: ["ingest", "transcode-worker", "realtime-notifier"]) { backbone in
+                _ = try await PostgresMigrator(migrations: Self.migrations, logger: .disabled).migrate(try backbone.context("ingest").database)
 
-                let ingest = IngestService(context: contexts[0],
+                let ingest = IngestService(context: try backbone.context("ingest"),
                                            configuration: IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000),
                                            objects: store).parts()
-                tasks += Self.start(ingest)
+                backbone.start(ingest)
 
-                var settings = TranscodeConfiguration()
-                settings.pollInterval = .milliseconds(100)
-                settings.outboxInterval = .milliseconds(200)
-                let worker = TranscodeWorkerService(
-                    context: contexts[1], configuration: settings,
-                    pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(), workDirectory: NSTemporaryDirectory(),
-                                                     maxJobBytes: 64 << 20),
-                    links: StoreOutputLinks(store: store, ttl: .seconds(300)), workerID: "flow-a").parts()
+                let worker = Self.worker(try backbone.context("transcode-worker"), store: store, workerID: "flow-a")
 
                 var notifier = RealtimeNotifierService(
-                    context: contexts[2],
+                    context: try backbone.context("realtime-notifier"),
                     configuration: RealtimeConfiguration(maxBatchWait: .milliseconds(5), maintenanceInterval: .seconds(1),
                                                          instanceID: "flow-a"))
                 let port = Mutex<Int?>(nil)
                 notifier.onListening = { bound in port.withLock { $0 = bound } }
                 let notifierParts = notifier.parts()
                 let hub = notifier.hub
-                let notifierContext = contexts[2]
-                tasks.append(Task { try await ServiceHost.run(context: notifierContext, parts: notifierParts, handlesSignals: false) })
+                let notifierContext = try backbone.context("realtime-notifier")
+                backbone.run { try await ServiceHost.run(context: notifierContext, parts: notifierParts, handlesSignals: false) }
                 #expect(await Integration.eventually(timeout: .seconds(60)) { port.withLock { $0 } != nil && hub.isLive })
                 let realtimePort = try #require(port.withLock { $0 })
 
@@ -123,7 +108,7 @@ struct FlowAEndToEndTests {
 
                 // The notifier learns the room from the transcode request; the room screen joins then.
                 let known = try await Integration.eventually(timeout: .seconds(60)) {
-                    try await contexts[2].database.query("SELECT 1 FROM realtime_rooms WHERE room_id = $1", [answer.roomId]).count == 1
+                    try await backbone.context("realtime-notifier").database.query("SELECT 1 FROM realtime_rooms WHERE room_id = $1", [answer.roomId]).count == 1
                 }
                 #expect(known, "the notifier knows the room")
                 let output = NSTemporaryDirectory() + "flow-a-listener-\(UInt32.random(in: 0...UInt32.max)).jsonl"
@@ -149,7 +134,7 @@ struct FlowAEndToEndTests {
                 #expect(subscribed, "\(lines())")
 
                 // Only now does the worker start, so every status happens while the client listens.
-                workerTasks = Self.start(worker)
+                backbone.start(worker)
                 let finished = await Integration.eventually(timeout: .seconds(120), every: .milliseconds(200)) { !listener.isRunning }
                 #expect(finished && listener.terminationStatus == 0, "\(lines())")
                 let broadcasts = lines().compactMap { $0["broadcast"] as? [String: Any] }
@@ -180,17 +165,7 @@ struct FlowAEndToEndTests {
                 if let grade = payloads.last?["qualityGrade"] as? String ?? payloads.last?["quality_grade"] as? String {
                     #expect(grade == details.qualityGrade)
                 }
-            } catch {
-                await Self.stop(workerTasks + tasks)
-                for context in contexts { await context.producer.shutdown(); await context.database.close() }
-                await database.drop()
-                cluster.shutdown()
-                throw error
             }
-            await Self.stop(workerTasks + tasks)
-            for context in contexts { await context.producer.shutdown(); await context.database.close() }
-            await database.drop()
-            cluster.shutdown()
         }
     }
 }

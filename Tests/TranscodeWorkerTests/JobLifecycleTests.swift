@@ -55,24 +55,14 @@ struct FixedLinks: OutputLinks {
 struct JobLifecycleTests {
     static let secret = "transcode-test-secret-0123456789"
 
-    final class Harness: Sendable {
-        let cluster: EmbeddedKafkaCluster
-        let database: TestDatabase
-        let client: PostgresClient
-        let producer: KafkaProducer
-        let admin: KafkaAdmin
+    final class Harness: BrokerAndDatabase, @unchecked Sendable {
         let requests = "t.transcode.requests"
         let statuses = "t.transcode.status"
         let uploads = "t.room.uploads"
 
         init() async throws {
-            cluster = try EmbeddedKafkaCluster(brokers: 1)
-            database = try await TestDatabase.create("transcode_jobs")
-            client = database.client()
-            producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers), logger: .disabled)
-            admin = try KafkaAdmin(bootstrapServers: cluster.bootstrapServers, logger: .disabled)
+            try await super.init(databasePrefix: "transcode_jobs", migrations: TranscodeWorkerService.migrations)
             for topic in [requests, statuses, uploads, Topics.deadLetter(for: requests)] { try cluster.createTopic(topic, partitions: 3) }
-            _ = try await PostgresMigrator(migrations: TranscodeWorkerService.migrations, logger: .disabled).migrate(client)
         }
 
         /// `tokens`: what tokens are checked with besides `JobLifecycleTests.secret` (a JWKS).
@@ -136,12 +126,6 @@ struct JobLifecycleTests {
             try await client.query("SELECT status FROM transcode_jobs WHERE version_id = $1", [version]).first?.decode(String.self, "status")
         }
 
-        func close() async {
-            await producer.shutdown()
-            await client.close()
-            await database.drop()
-            cluster.shutdown()
-        }
     }
 
     /// Runs the service's background parts until `body` returns.

@@ -37,41 +37,23 @@ struct OriginUploadToReadyTests {
     func signedAndResumableToReady() async throws {
         try await SeaweedFSFixture.with { s3 in
             let store = S3ObjectStore(configuration: s3)
-            let cluster = try EmbeddedKafkaCluster(brokers: 1, logger: .disabled)
-            for topic in Topics.all { try cluster.createTopic(topic.name, partitions: topic.partitions) }
-            let database = try await TestDatabase.create("origin_ready")
-            let common = CommonConfiguration(kafkaBrokers: cluster.bootstrapServers, databaseURL: database.url,
-                                             jwtSecret: FlowAEndToEndTests.secret, httpHost: "127.0.0.1", httpPort: 0,
-                                             databasePoolSize: 6, kafkaFetchWait: EmbeddedKafkaCluster.fetchWait)
-            var contexts: [ServiceContext] = []
-            var tasks: [Task<Void, any Error>] = []
-            do {
-                for name in ["ingest", "transcode-worker"] {
-                    contexts.append(try await ServiceHost.makeContext(name: name, configuration: common, metrics: MetricsRegistry(),
-                                                                      logger: .disabled))
-                }
-                _ = try await PostgresMigrator(migrations: FlowAEndToEndTests.migrations, logger: .disabled).migrate(contexts[0].database)
+            try await InProcessBackbone.with(databasePrefix: "origin_ready", secret: FlowAEndToEndTests.secret,
+                                             services: ["ingest", "transcode-worker"]) { backbone in
+                _ = try await PostgresMigrator(migrations: FlowAEndToEndTests.migrations, logger: .disabled).migrate(try backbone.context("ingest").database)
 
                 let port = Integration.freePort()
                 let base = "http://127.0.0.1:\(port)"
                 var configuration = IngestConfiguration(rateLimitPerSecond: 1000, rateLimitBurst: 1000)
                 configuration.uploadURLs = .origin
                 configuration.appBaseURL = base
-                let ingest = IngestService(context: contexts[0], configuration: configuration, objects: store).parts()
-                tasks += FlowAEndToEndTests.start(ingest)
+                let ingest = IngestService(context: try backbone.context("ingest"), configuration: configuration, objects: store).parts()
+                backbone.start(ingest)
                 let http = HTTPService(name: "ingest", configuration: HTTPServerConfiguration(host: "127.0.0.1", port: port),
-                                       router: ingest.router, readiness: [], metrics: contexts[0].metrics, logger: .disabled)
-                tasks.append(Task { try await http.run() })
+                                       router: ingest.router, readiness: [], metrics: try backbone.context("ingest").metrics, logger: .disabled)
+                backbone.run { try await http.run() }
 
-                var settings = TranscodeConfiguration()
-                settings.pollInterval = .milliseconds(100)
-                settings.outboxInterval = .milliseconds(200)
-                let worker = TranscodeWorkerService(
-                    context: contexts[1], configuration: settings,
-                    pipeline: StoreTranscodePipeline(store: store, converter: RoomScanConverter(), workDirectory: NSTemporaryDirectory(),
-                                                     maxJobBytes: 64 << 20),
-                    links: StoreOutputLinks(store: store, ttl: .seconds(300)), workerID: "origin-ready").parts()
-                tasks += FlowAEndToEndTests.start(worker)
+                let worker = FlowAEndToEndTests.worker(try backbone.context("transcode-worker"), store: store, workerID: "origin-ready")
+                backbone.start(worker)
 
                 let token = JWTCodec(secret: FlowAEndToEndTests.secret).issue(userID: "origin-app", ttl: 3600)
                 let fixtures = Integration.packageRoot.appendingPathComponent("Tests/USDTests/Fixtures")
@@ -155,17 +137,7 @@ struct OriginUploadToReadyTests {
                 #expect(try await PlainHTTP.send("PUT", try #require(second["presigned_json"] as? String), file: jsonPath).status == 200)
                 #expect(try await function("upload-complete", ["version_id": secondVersion, "redactions": []])["status"] as? String == "queued")
                 #expect(await ready(secondVersion), "the resumable upload's version becomes ready")
-            } catch {
-                await FlowAEndToEndTests.stop(tasks)
-                for context in contexts { await context.producer.shutdown(); await context.database.close() }
-                await database.drop()
-                cluster.shutdown()
-                throw error
             }
-            await FlowAEndToEndTests.stop(tasks)
-            for context in contexts { await context.producer.shutdown(); await context.database.close() }
-            await database.drop()
-            cluster.shutdown()
         }
     }
 }

@@ -20,28 +20,20 @@ import tempfile
 import time
 import urllib.request
 import zipfile
+from functools import partial
 
 from postgrest import SyncPostgrestClient
-from realtime import AsyncRealtimeClient
 from supabase_functions import SyncFunctionsClient
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Support", "Witnesses"))
+from app_session import invoke as invoke_with, put, read_scan, realtime_socket  # noqa: E402
 
 base, anon_key, session, usdz_path, json_path = sys.argv[1:6]
 large_bytes = int(sys.argv[6])
 headers = {"Authorization": f"Bearer {session}", "apikey": anon_key}
 functions = SyncFunctionsClient(f"{base}/functions/v1", dict(headers))
 rest = SyncPostgrestClient(f"{base}/rest/v1", headers=dict(headers))
-
-
-def invoke(name, body=None, method="POST"):
-    options = {"method": method, "responseType": "json"}
-    if body is not None:
-        options["body"] = body
-    return functions.invoke(name, options)
-
-
-def put(url, data):
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method="PUT")) as answer:
-        assert answer.status == 200, answer.status
+invoke = partial(invoke_with, functions)
 
 
 def large_usdz(source, at_least, folder):
@@ -138,14 +130,9 @@ async def main():
     seen = {}
     quota = invoke("quota", method="GET")
     seen["quota_limit"] = quota["storage"]["limit"]
-    with open(usdz_path, "rb") as f:
-        usdz = f.read()
-    with open(json_path, "rb") as f:
-        roomplan = f.read()
+    usdz, roomplan = read_scan(usdz_path, json_path)
 
-    client = AsyncRealtimeClient(f"{base}/realtime/v1", anon_key, auto_reconnect=False)
-    await client.connect()
-    await client.set_auth(session)
+    client = await realtime_socket(base, anon_key, session)
     await upload(client, seen, "single", usdz, roomplan)
     with tempfile.TemporaryDirectory() as folder:
         large = large_usdz(usdz_path, large_bytes, folder)

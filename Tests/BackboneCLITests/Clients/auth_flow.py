@@ -9,6 +9,7 @@ the app must handle. Prints one JSON object of what it saw.
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import time
 import uuid
@@ -17,10 +18,12 @@ import httpx
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 from postgrest import SyncPostgrestClient
-from realtime import AsyncRealtimeClient
 from supabase import create_client
 from supabase_auth.errors import AuthApiError, AuthWeakPasswordError
 from supabase_functions import SyncFunctionsClient
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Support", "Witnesses"))
+from app_session import realtime_socket  # noqa: E402
 
 base, anon_key, jwks_path, client_id = sys.argv[1:5]
 seen = {}
@@ -64,9 +67,7 @@ def services(access_token):
 async def join_own_channel(access_token, user_id):
     """The Realtime join as the apps make it: the socket opened with the anon key, the session
     handed over with set_auth, the user's own channel. Returns the join's outcome."""
-    socket = AsyncRealtimeClient(f"{base}/realtime/v1", anon_key, auto_reconnect=False)
-    await socket.connect()
-    await socket.set_auth(access_token)
+    socket = await realtime_socket(base, anon_key, access_token)
     joined = asyncio.Event()
     outcome = {}
 

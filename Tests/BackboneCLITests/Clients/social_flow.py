@@ -11,14 +11,17 @@ with their author's name. Then the bad inputs. Prints one JSON object of what it
 """
 import asyncio
 import json
+import os
 import sys
 import time
 import urllib.error
 import urllib.request
 
 from postgrest import APIError, SyncPostgrestClient
-from realtime import AsyncRealtimeClient
 from supabase_functions import SyncFunctionsClient
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Support", "Witnesses"))
+from app_session import put, read_scan, realtime_socket  # noqa: E402
 
 base, anon_key, owner_session, fan_session, stranger_session, usdz_path, json_path = sys.argv[1:8]
 
@@ -53,11 +56,6 @@ def function_refusal(name, body, session):
     """A function's refusal: status and the house error body."""
     status, _, answer = raw("POST", f"/functions/v1/{name}", session, body)
     return {"status": status, **(json.loads(answer).get("error") or {})}
-
-
-def put(url, data):
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, method="PUT")) as answer:
-        assert answer.status == 200, answer.status
 
 
 def eventually(read, until, timeout=15):
@@ -97,15 +95,10 @@ def room_counts(room):
 
 async def main():
     seen = {"pushes": []}
-    with open(usdz_path, "rb") as f:
-        usdz = f.read()
-    with open(json_path, "rb") as f:
-        roomplan = f.read()
+    usdz, roomplan = read_scan(usdz_path, json_path)
 
     # The owner listens on her own channel, as the app does from launch (§2.3).
-    client = AsyncRealtimeClient(f"{base}/realtime/v1", anon_key, auto_reconnect=False)
-    await client.connect()
-    await client.set_auth(owner_session)
+    client = await realtime_socket(base, anon_key, owner_session)
     joined = asyncio.Event()
     arrived = {}
 

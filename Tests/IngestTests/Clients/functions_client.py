@@ -6,28 +6,20 @@ URLSession would, upload-complete with only version_id and redactions, and accou
 (schedule, see, cancel). Prints one JSON object of what it saw.
 """
 import json
+import os
 import sys
-import urllib.request
+from functools import partial
 
 from supabase_functions import SyncFunctionsClient
 from supabase_functions.errors import FunctionsHttpError
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Support", "Witnesses"))
+from app_session import invoke as invoke_with, put  # noqa: E402
+
 base, token = sys.argv[1], sys.argv[2]
 client = SyncFunctionsClient(f"{base}/functions/v1",
                              {"Authorization": f"Bearer {token}", "apikey": "anon-key", "x-client-info": "supabase-py/2"})
-
-
-def invoke(name, body=None, method="POST"):
-    options = {"method": method, "responseType": "json"}
-    if body is not None:
-        options["body"] = body
-    return client.invoke(name, options)
-
-
-def put(url, data):
-    request = urllib.request.Request(url, data=data, method="PUT")
-    with urllib.request.urlopen(request) as answer:
-        assert answer.status == 200, answer.status
+invoke = partial(invoke_with, client)
 
 
 seen = {}

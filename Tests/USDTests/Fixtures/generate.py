@@ -9,6 +9,7 @@ bound textures, upAxis and metersPerUnit. Malformed packages get the finding or 
 code the reader must report.
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -275,13 +276,13 @@ def room_uuid(n):
     return "5E1A%04X-0C3D-4B7E-9A21-%012X" % (n, 0xC0FFEE000000 + n)
 
 
-def room_elements(open_loop=False):
-    """(kind, category, name, matrix, dimensions, mesh size, parent wall index) per element."""
+def room_shell(walls, width, depth):
+    """A wall along each of `walls` (pairs of corners), a door, a window and an opening in the first
+    three, and a `width` × `depth` floor: (kind, category, name, matrix, dimensions, mesh size,
+    parent wall index) per element."""
     elements = []
-    walls = ROOM_WALLS[:3] if open_loop else ROOM_WALLS
     for i, ((x0, z0), (x1, z1)) in enumerate(walls):
-        length = ((x1 - x0) ** 2 + (z1 - z0) ** 2) ** 0.5
-        import math
+        length = math.hypot(x1 - x0, z1 - z0)
         angle = math.degrees(math.atan2(-(z1 - z0), x1 - x0))
         elements.append(("walls", "wall", f"Wall{i}", room_matrix(angle, (x0 + x1) / 2, 1.25, (z0 + z1) / 2),
                          (length, 2.5, 0.0), (length, 2.5, 0.1), None))
@@ -291,13 +292,24 @@ def room_elements(open_loop=False):
     elements.append(("doors", "door", "Door0", on_wall(0, 0.3, 1.0, 0), (0.9, 2.0, 0.0), (0.9, 2.0, 0.05), 0))
     elements.append(("windows", "window", "Window0", on_wall(1, 0.5, 1.5, -90), (1.2, 1.0, 0.0), (1.2, 1.0, 0.05), 1))
     elements.append(("openings", "opening", "Opening0", on_wall(2, 0.7, 1.0, 180), (1.0, 2.0, 0.0), (1.0, 2.0, 0.02), 2))
-    elements.append(("floors", "floor", "Floor0", room_matrix(0, 0, 0, 0), (5.0, 4.0, 0.0), (5.0, 0.02, 4.0), None))
+    elements.append(("floors", "floor", "Floor0", room_matrix(0, 0, 0, 0), (width, depth, 0.0), (width, 0.02, depth), None))
+    return elements
+
+
+def room_object(category, angle, x, z, size, counts):
+    """An object element of `category`, named after it and how many came before it (`counts`)."""
+    n = counts.get(category, 0)
+    counts[category] = n + 1
+    name = category[0].upper() + category[1:] + str(n)
+    return ("objects", category, name, room_matrix(angle, x, size[1] / 2, z), size, size, None)
+
+
+def room_elements(open_loop=False):
+    """(kind, category, name, matrix, dimensions, mesh size, parent wall index) per element."""
+    elements = room_shell(ROOM_WALLS[:3] if open_loop else ROOM_WALLS, 5.0, 4.0)
     counts = {}
     for category, x, z, angle, size in ROOM_OBJECTS:
-        n = counts.get(category, 0)
-        counts[category] = n + 1
-        name = category[0].upper() + category[1:] + str(n)
-        elements.append(("objects", category, name, room_matrix(angle, x, size[1] / 2, z), size, size, None))
+        elements.append(room_object(category, angle, x, z, size, counts))
     return elements
 
 
@@ -309,6 +321,38 @@ def room_group(kind, category, name):
     if kind == "floors":
         return ["Parametric_grp", "Floor_grp"]
     return ["Parametric_grp", "Object_grp", category[0].upper() + category[1:] + "_grp"]
+
+
+def element_layer(path, name, uuid, matrix):
+    """An element's own layer at `path`: the Xform `/name` (its default prim) with the element's
+    UUID and transform."""
+    layer = Usd.Stage.CreateNew(path)
+    UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
+    element = UsdGeom.Xform.Define(layer, "/" + name)
+    layer.SetDefaultPrim(element.GetPrim())
+    element.GetPrim().SetCustomDataByKey("UUID", uuid)
+    element.AddTransformOp().Set(matrix)
+    return layer
+
+
+def reference_element(root, kind, category, name, asset):
+    """`asset` referenced from the scan's root layer at `/Room/<RoomPlan's groups>/name`."""
+    path = "/Room"
+    for group in room_group(kind, category, name):
+        path += "/" + group
+        root.DefinePrim(path)
+    root.DefinePrim(f"{path}/{name}").GetReferences().AddReference(asset)
+
+
+def captured_entry(n, category, dims, matrix, parent, confidence="high"):
+    """Element `n`'s CapturedRoom entry: identifier, category, confidence, dimensions, transform,
+    story and, for an opening in a wall, the wall's identifier."""
+    entry = {"identifier": room_uuid(n), "category": {category: {"isOpen": False} if category == "door" else {}},
+             "confidence": {confidence: {}}, "dimensions": list(dims), "transform": [v for row in matrix for v in row],
+             "story": 0}
+    if parent is not None:
+        entry["parentIdentifier"] = room_uuid(parent)
+    return entry
 
 
 def build_roomscan(folder, open_loop=False, confidences=None):
@@ -331,12 +375,7 @@ def build_roomscan(folder, open_loop=False, confidences=None):
     elements = room_elements(open_loop)
     for n, (kind, category, name, matrix, dims, size, parent) in enumerate(elements):
         ext = "usdc" if n % 2 else "usda"
-        layer = Usd.Stage.CreateNew(os.path.join(folder, "assets", f"{name}.{ext}"))
-        UsdGeom.SetStageUpAxis(layer, UsdGeom.Tokens.y)
-        element = UsdGeom.Xform.Define(layer, "/" + name)
-        layer.SetDefaultPrim(element.GetPrim())
-        element.GetPrim().SetCustomDataByKey("UUID", room_uuid(n))
-        element.AddTransformOp().Set(matrix)
+        layer = element_layer(os.path.join(folder, "assets", f"{name}.{ext}"), name, room_uuid(n), matrix)
         if kind == "objects":
             # The object's meshes under an untyped group inside the Xform.
             layer.DefinePrim(f"/{name}/Geom_grp")
@@ -348,17 +387,9 @@ def build_roomscan(folder, open_loop=False, confidences=None):
         if texture:
             bind(mesh.GetPrim(), textured_material(layer, f"/{name}/Looks/Surface", texture))
         layer.GetRootLayer().Save()
-        path = "/Room"
-        for group in room_group(kind, category, name):
-            path += "/" + group
-            root.DefinePrim(path)
-        holder = root.DefinePrim(f"{path}/{name}")
-        holder.GetReferences().AddReference(f"./assets/{name}.{ext}")
-        entry = {"identifier": room_uuid(n), "category": {category: {"isOpen": False} if category == "door" else {}},
-                 "confidence": {(confidences[n] if confidences and n < len(confidences) else "high"): {}},
-                 "dimensions": list(dims), "transform": [v for row in matrix for v in row], "story": 0}
-        if parent is not None:
-            entry["parentIdentifier"] = room_uuid(parent)
+        reference_element(root, kind, category, name, f"./assets/{name}.{ext}")
+        entry = captured_entry(n, category, dims, matrix, parent,
+                               confidences[n] if confidences and n < len(confidences) else "high")
         if kind in ("walls", "doors", "windows", "openings", "floors"):
             entry["polygonCorners"] = [] if kind != "floors" else [[-2.5, 2.0, 0], [2.5, 2.0, 0], [2.5, -2.0, 0], [-2.5, -2.0, 0]]
             entry["completedEdges"] = []
