@@ -59,7 +59,12 @@ struct RealtimeBench {
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: logger).migrate(context.database)
         // `fetch.wait.max.ms` of the notifier's consumers (the service's REALTIME_FETCH_WAIT_MS, default 5).
         let fetchWait = Duration.milliseconds(Int(ProcessInfo.processInfo.environment["REALTIME_FETCH_WAIT_MS"] ?? "") ?? 5)
-        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096, fetchWait: fetchWait))
+        var realtime = RealtimeConfiguration(maxQueuedMessages: 4_096, fetchWait: fetchWait)
+        // The notifier's REALTIME_WRITE_COALESCE_BYTES (0: one send() per message, as before 2026-12-06).
+        if let bytes = ProcessInfo.processInfo.environment["REALTIME_WRITE_COALESCE_BYTES"].flatMap(Int.init) {
+            realtime.coalescedWriteBytes = bytes
+        }
+        var service = RealtimeNotifierService(context: context, configuration: realtime)
         let port = Mutex<Int?>(nil)
         service.onListening = { bound in port.withLock { $0 = bound } }
         let parts = service.parts()
