@@ -17,12 +17,17 @@ import Synchronization
 /// Starts an embedded Kafka broker, a PostgreSQL (a private cluster, or a fresh database on
 /// `BENCH_DATABASE_URL`), one realtime-notifier in this process, and the load client holding
 /// the connections: ``LoadClient`` (epoll threads in this process), or with
-/// `BENCH_CLIENT=python` the older `load_client.py` processes. Then it produces broadcasts at a
+/// `BENCH_CLIENT=python` the older `load_client.py` processes, or with `BENCH_CLIENT=process`
+/// ``LoadClient`` in a process of its own (``LoadClientProcess``: this executable again), so
+/// that a profile of this process is the notifier's alone. Then it produces broadcasts at a
 /// steady rate, round-robin over the channels, each carrying its publish time, and reports
 /// delivered messages/s and publish-to-receive latency p50/p99.
 @main
 struct RealtimeBench {
     static func main() async throws {
+        if CommandLine.arguments.dropFirst().first == LoadClientProcess.flag {
+            exit(await LoadClientProcess.run(Array(CommandLine.arguments.dropFirst(2))))
+        }
         let args = CommandLine.arguments.dropFirst().compactMap(Int.init)
         let connections = args.count > 0 ? args[0] : 2_000
         let channelCount = args.count > 1 ? args[1] : 20
@@ -59,7 +64,12 @@ struct RealtimeBench {
         _ = try await PostgresMigrator(migrations: RealtimeNotifierService.migrations, logger: logger).migrate(context.database)
         // `fetch.wait.max.ms` of the notifier's consumers (the service's REALTIME_FETCH_WAIT_MS, default 5).
         let fetchWait = Duration.milliseconds(Int(ProcessInfo.processInfo.environment["REALTIME_FETCH_WAIT_MS"] ?? "") ?? 5)
-        var service = RealtimeNotifierService(context: context, configuration: RealtimeConfiguration(maxQueuedMessages: 4_096, fetchWait: fetchWait))
+        var realtime = RealtimeConfiguration(maxQueuedMessages: 4_096, fetchWait: fetchWait)
+        // The notifier's REALTIME_WRITE_COALESCE_BYTES (0: one send() per message, as before 2026-12-06).
+        if let bytes = ProcessInfo.processInfo.environment["REALTIME_WRITE_COALESCE_BYTES"].flatMap(Int.init) {
+            realtime.coalescedWriteBytes = bytes
+        }
+        var service = RealtimeNotifierService(context: context, configuration: realtime)
         let port = Mutex<Int?>(nil)
         service.onListening = { bound in port.withLock { $0 = bound } }
         let parts = service.parts()
@@ -84,6 +94,7 @@ struct RealtimeBench {
         // A service token may join every channel.
         let token = codec.issue(userID: "bench", ttl: 3600, role: "service")
         let python = ProcessInfo.processInfo.environment["BENCH_CLIENT"] == "python"
+        let ownProcess = ProcessInfo.processInfo.environment["BENCH_CLIENT"] == "process"
         var clients: [(Process, Pipe, Pipe)] = []
         var swiftClient: LoadClient?
         let started = ContinuousClock.now
@@ -104,6 +115,21 @@ struct RealtimeBench {
                 let line = try readLine(output.fileHandleForReading)
                 guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
             }
+        } else if ownProcess {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            process.arguments = [LoadClientProcess.flag, String(port.withLock { $0! }), "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
+                                 String(perProcess * processes), String(processes), channels.joined(separator: ",")]
+            let input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            try process.run()
+            clients.append((process, input, output))
+            for (_, _, output) in clients {
+                let line = try readLine(output.fileHandleForReading)
+                guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
+            }
         } else {
             let topics = (0..<perProcess * processes).map { "realtime:" + channels[$0 % channels.count] }
             let client = LoadClient(port: UInt16(port.withLock { $0! }), path: "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
@@ -115,7 +141,7 @@ struct RealtimeBench {
             if let failure = client.failure { throw BenchError(description: "load client failed: \(failure)") }
             swiftClient = client
         }
-        print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now)) (\(python ? "Python" : "Swift epoll") client)")
+        print("connected and joined: \(perProcess * processes) sockets in \(started.duration(to: .now)) (\(python ? "Python" : ownProcess ? "Swift epoll, own process" : "Swift epoll") client)")
         try await waitOrFail("subscriptions") { service.hub.subscriptionCount >= perProcess * processes }
 
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers,
@@ -138,7 +164,8 @@ struct RealtimeBench {
         let tick = Duration.milliseconds(10)
         let perTick = max(1, rate / 100)
         var produced = 0
-        let cpuBefore = CPUSample.take(client: swiftClient)
+        let clientPID = ownProcess ? clients.first?.0.processIdentifier : nil
+        let cpuBefore = CPUSample.take(client: swiftClient, clientPID: clientPID)
         let begin = ContinuousClock.now
         var next = begin
         while ContinuousClock.now - begin < .seconds(seconds) {
@@ -156,7 +183,7 @@ struct RealtimeBench {
             try await Task.sleep(until: next, clock: .continuous)
         }
         let elapsed = ContinuousClock.now - begin
-        let cpuAfter = CPUSample.take(client: swiftClient)
+        let cpuAfter = CPUSample.take(client: swiftClient, clientPID: clientPID)
         try await Task.sleep(for: .seconds(3))  // drain
 
         var received = 0
@@ -196,14 +223,15 @@ struct RealtimeBench {
     }
 
     /// CPU time of this process (the notifier, the embedded broker and, with the Swift client,
-    /// the load client threads) and of the whole machine, to read the latencies against.
+    /// the load client threads; with `BENCH_CLIENT=process`, plus the client's process) and of
+    /// the whole machine, to read the latencies against.
     struct CPUSample {
         var process: Double
         var client: Double
         var machineBusy: Double
         var machineTotal: Double
 
-        static func take(client: LoadClient?) -> CPUSample {
+        static func take(client: LoadClient?, clientPID: Int32? = nil) -> CPUSample {
             var usage = rusage()
             getrusage(RUSAGE_SELF.rawValue, &usage)
             let process = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
@@ -214,6 +242,10 @@ struct RealtimeBench {
             let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
             let total = fields.prefix(8).reduce(0, +) / ticks
             let idle = fields.count > 4 ? (fields[3] + fields[4]) / ticks : 0
+            if let clientPID {
+                let own = LoadClientProcess.cpuSeconds(pid: clientPID)
+                return CPUSample(process: process + own, client: own, machineBusy: total - idle, machineTotal: total)
+            }
             return CPUSample(process: process, client: client?.cpuSeconds ?? 0, machineBusy: total - idle, machineTotal: total)
         }
 

@@ -30,6 +30,8 @@ public struct RealtimeConfiguration: Sendable {
     /// Outgoing messages queued per connection before it is cut off as a slow consumer.
     public var maxQueuedMessages: Int
     public var maxQueuedBytes: Int
+    /// Most bytes of a socket's queued messages written with one `send()` (0: one per message).
+    public var coalescedWriteBytes = 16 * 1024
     /// Live events buffered per subscription while it catches up from the history (a join,
     /// a gap); beyond this the socket is cut off like a slow consumer.
     public var maxCatchUpBuffer: Int
@@ -85,7 +87,7 @@ public struct RealtimeConfiguration: Sendable {
     /// `REALTIME_HISTORY_EVENTS`, `REALTIME_HISTORY_SECONDS`, `REALTIME_QUEUE_MESSAGES`,
     /// `REALTIME_QUEUE_BYTES`, `REALTIME_CATCHUP_BUFFER`, `REALTIME_IDLE_SECONDS`, `REALTIME_MAX_CHANNELS`,
     /// `REALTIME_SEQUENCER_GROUP`, `REALTIME_BATCH_RECORDS`, `REALTIME_BATCH_WAIT_MS`, `REALTIME_FETCH_WAIT_MS`,
-    /// `REALTIME_INSTANCE_ID`, `REALTIME_PUBLISHABLE_KEYS` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_TRANSCODE_REQUESTS_TOPIC`,
+    /// `REALTIME_INSTANCE_ID`, `REALTIME_WRITE_COALESCE_BYTES`, `REALTIME_PUBLISHABLE_KEYS` and the topic overrides `ROOM_TRANSCODE_STATUS_TOPIC`, `ROOM_TRANSCODE_REQUESTS_TOPIC`,
     /// `READING_PROGRESS_TOPIC`, `REALTIME_BROADCASTS_TOPIC`, `REALTIME_SEQUENCED_TOPIC`.
     public static func read(from env: inout EnvironmentReader) -> RealtimeConfiguration {
         var configuration = RealtimeConfiguration(
@@ -105,6 +107,7 @@ public struct RealtimeConfiguration: Sendable {
             maxBatchWait: env.milliseconds("REALTIME_BATCH_WAIT_MS", default: .milliseconds(2)),
             fetchWait: env.optionalMilliseconds("REALTIME_FETCH_WAIT_MS", range: 0...300_000))
         if let id = env.optionalString("REALTIME_INSTANCE_ID") { configuration.instanceID = id }
+        configuration.coalescedWriteBytes = env.int("REALTIME_WRITE_COALESCE_BYTES", default: 16 * 1024, range: 0...(1 << 20))
         configuration.transcodeRequestsTopic = env.string("ROOM_TRANSCODE_REQUESTS_TOPIC", default: Topics.roomTranscodeRequests)
         configuration.roomUploadsTopic = env.string("ROOM_UPLOADS_TOPIC", default: Topics.roomUploads)
         configuration.interactionsTopic = env.string("ROOM_INTERACTIONS_TOPIC", default: Topics.roomInteractions)

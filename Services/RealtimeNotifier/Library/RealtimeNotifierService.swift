@@ -116,11 +116,11 @@ public struct RealtimeNotifierService: Sendable {
 
     /// The WebSocket server (with `router` on the same port) as a service.
     func makeServerService(router: Router) -> any Service {
-        let server = WebSocketServer(
-            configuration: WebSocketServerConfiguration(
-                host: context.configuration.httpHost, port: context.configuration.httpPort,
-                maxQueuedMessages: configuration.maxQueuedMessages, maxQueuedBytes: configuration.maxQueuedBytes),
-            delegate: delegate, httpRouter: router, logger: context.logger)
+        var serverConfiguration = WebSocketServerConfiguration(
+            host: context.configuration.httpHost, port: context.configuration.httpPort,
+            maxQueuedMessages: configuration.maxQueuedMessages, maxQueuedBytes: configuration.maxQueuedBytes)
+        serverConfiguration.coalescedWriteBytes = configuration.coalescedWriteBytes
+        let server = WebSocketServer(configuration: serverConfiguration, delegate: delegate, httpRouter: router, logger: context.logger)
         let onListening = self.onListening
         let logger = context.logger
         let (sessions, catchUps) = (delegate.sessionTasks, environment.hub.catchUps)

@@ -36,6 +36,8 @@ final class ClientLoop: @unchecked Sendable {
     private var failure: WebSocketError?
     private var scratch: UnsafeMutablePointer<UInt8>
     private var scratchCapacity = 16 * 1024
+    /// The frame being written (client frames leave one per write: lws masks each).
+    private var run: [WebSocketFrame] = []
     private let pre = Int(cws_pre())
 
     // MARK: C-owned memory that must outlive the context
@@ -279,7 +281,8 @@ final class ClientLoop: @unchecked Sendable {
     private func write(_ wsi: OpaquePointer) -> Int32 {
         for _ in 0..<32 {
             if lws_partial_buffered(wsi) != 0 { break }
-            switch outbox.withLock({ $0.next(canClose: true) }) {
+            run.removeAll(keepingCapacity: true)
+            switch outbox.withLock({ $0.next(canClose: true, maxBytes: 0, into: &run) }) {
             case .idle, .closeDue:
                 return 0
             case .close(let code, let reason):
@@ -289,7 +292,8 @@ final class ClientLoop: @unchecked Sendable {
                 DispatchQueue.global().asyncAfter(deadline: .now() + configuration.closeGracePeriod + 0.05) { waker.poke() }
                 closeWith(wsi, code: code, reason: reason)
                 return -1
-            case .message(let frame, let more):
+            case .messages(let more):
+                let frame = run[0]
                 // lws masks a client frame in place: write a copy, the frame stays as it was.
                 if pre + frame.count > scratchCapacity {
                     scratch.deallocate()

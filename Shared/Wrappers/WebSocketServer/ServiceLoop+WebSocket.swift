@@ -15,7 +15,7 @@ final class LiveConnection {
 }
 
 extension ServiceLoop {
-    /// Most messages one flush of a connection writes before yielding to other connections.
+    /// Most writes one flush of a connection makes before yielding to other connections.
     static let writesPerCallback = 32
 
     /// Upgrade requested: asks the delegate, and answers a refusal as a plain HTTP response.
@@ -96,15 +96,24 @@ extension ServiceLoop {
         return flush(wsi, live, inWriteable: true) ? 0 : -1
     }
 
-    /// Writes queued frames while the socket takes them, up to `writesPerCallback`; whatever
-    /// is left re-arms the writeable callback.
+    /// Writes queued frames while the socket takes them, up to `writesPerCallback` writes;
+    /// whatever is left re-arms the writeable callback.
+    ///
+    /// The frames queued on a socket leave together: each write carries the run of queued
+    /// frames that fits in the configuration's `coalescedWriteBytes` (``Outbox/next(canClose:maxBytes:into:)``),
+    /// framed into the scratch buffer and handed to lws as one raw write, so a socket with
+    /// ten small messages waiting costs one `send()` instead of ten. A lone frame (or one
+    /// larger than the budget) is written as before, from the shared frame itself with
+    /// `LWS_WRITE_TEXT`. Server frames are unmasked and no extension is negotiated, so the
+    /// bytes on the wire are the same either way.
     ///
     /// "Takes them" means lws holds no unsent bytes of an earlier write
     /// (`lws_partial_buffered`, a flag: no syscall). A write the kernel does not take in full
     /// leaves its tail (or all of it) in lws's own buffer, which lws sends first, before
     /// anything written later, on the next writeable event; nothing more is written until
-    /// that buffer is empty. So a reader that stops reading costs at most one message in lws
-    /// plus its own bounded queue, and the queue then stops draining and overflows.
+    /// that buffer is empty. So a reader that stops reading costs at most one write (one
+    /// message, or a run of at most `coalescedWriteBytes`) in lws plus its own bounded queue, and
+    /// the queue then stops draining and overflows.
     ///
     /// Also called straight from the inbox drain (`inWriteable` false): the common case, one
     /// frame for an idle socket, is written at once instead of after another trip through
@@ -113,12 +122,14 @@ extension ServiceLoop {
     /// Returns false if the connection must close.
     func flush(_ wsi: OpaquePointer, _ live: LiveConnection, inWriteable: Bool) -> Bool {
         let connection = live.connection
+        defer { run.removeAll(keepingCapacity: run.capacity <= 1024) }
         for written in 0..<Self.writesPerCallback {
             if written == Self.writesPerCallback - 1 || lws_partial_buffered(wsi) != 0 {
                 lws_callback_on_writable(wsi)
                 return true
             }
-            switch connection.outbox.withLock({ $0.next(canClose: inWriteable) }) {
+            run.removeAll(keepingCapacity: true)
+            switch connection.outbox.withLock({ $0.next(canClose: inWriteable, maxBytes: configuration.coalescedWriteBytes, into: &run) }) {
             case .idle:
                 return true
             case .closeDue:
@@ -127,8 +138,8 @@ extension ServiceLoop {
             case .close(let code, let reason):
                 sendCloseReason(wsi, code: code, reason: reason)
                 return false
-            case .message(let frame, let more):
-                guard lws_write(wsi, frame.payload, frame.count, LWS_WRITE_TEXT) >= frame.count else {
+            case .messages(let more):
+                guard writeRun(wsi) else {
                     if inWriteable { return false }
                     live.failed = true
                     lws_callback_on_writable(wsi)
@@ -138,6 +149,25 @@ extension ServiceLoop {
             }
         }
         return true
+    }
+
+    /// Writes `run` with one `lws_write`: a lone frame from its own storage, several framed
+    /// one after another into the scratch buffer and sent raw. False if lws failed.
+    private func writeRun(_ wsi: OpaquePointer) -> Bool {
+        messagesWritten.add(run.count, ordering: .relaxed)
+        messageWrites.add(1, ordering: .relaxed)
+        if run.count == 1 {
+            let frame = run[0]
+            return lws_write(wsi, frame.payload, frame.count, LWS_WRITE_TEXT) >= frame.count
+        }
+        var total = 0
+        for frame in run { total += frame.wireCount }
+        reserveScratch(total)
+        var cursor = scratch + pre
+        for frame in run { cursor += frame.encode(into: cursor) }
+        // LWS_WRITE_HTTP is lws's LWS_WRITE_RAW (a macro Swift does not import): the bytes go
+        // out as they are, through the same partial-write buffer as a framed write.
+        return lws_write(wsi, scratch + pre, total, LWS_WRITE_HTTP) >= total
     }
 
     func connectionDidClose(_ live: LiveConnection) {

@@ -39,6 +39,14 @@ final class ServiceLoop: @unchecked Sendable {
     var draining = false
     var drainDeadline = ContinuousClock.now
 
+    /// WebSocket messages written to sockets, and the `lws_write` calls that carried them.
+    let messagesWritten = Atomic<Int>(0)
+    let messageWrites = Atomic<Int>(0)
+
+    /// The frames of one socket being written together (``flush(_:_:inWriteable:)``); kept
+    /// to reuse its storage.
+    var run: [WebSocketFrame] = []
+
     /// Write buffer with `LWS_PRE` bytes of headroom, grown on demand.
     private(set) var scratch: UnsafeMutablePointer<UInt8>
     private(set) var scratchCapacity: Int

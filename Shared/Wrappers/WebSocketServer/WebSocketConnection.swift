@@ -138,9 +138,10 @@ struct Outbox: ~Copyable {
 
     /// What the service thread should do next.
     enum Next {
-        /// Write this frame; `more` is true if something (a frame or the close) follows it.
-        /// When false the connection is no longer scheduled: the next `send` wakes the thread.
-        case message(WebSocketFrame, more: Bool)
+        /// Write the frames just appended to the caller's run, in order, as one write; `more`
+        /// is true if something (a frame or the close) follows them. When false the
+        /// connection is no longer scheduled: the next `send` wakes the thread.
+        case messages(more: Bool)
         case close(code: UInt16, reason: String)
         /// The close is due but the caller may not carry it out (outside the connection's
         /// writeable callback); it stays queued and the connection stays scheduled.
@@ -170,11 +171,23 @@ struct Outbox: ~Copyable {
 
     /// Takes the next thing to write; clears the scheduled flag once nothing is left.
     /// A due close is returned only when `canClose`.
-    mutating func next(canClose: Bool = true) -> Next {
+    ///
+    /// Frames are appended to `run`: the head frame always, then the frames after it while
+    /// the run's wire size (payloads and their headers) stays within `maxBytes`, so several
+    /// small messages queued on one socket leave in one write. The close is never part of a
+    /// run: it follows once everything before it was written.
+    mutating func next(canClose: Bool = true, maxBytes: Int = 0, into run: inout [WebSocketFrame]) -> Next {
         if head < messages.count {
-            let frame = messages[head]
-            head += 1
-            bytes -= frame.count
+            var wire = 0
+            repeat {
+                let frame = messages[head]
+                let size = frame.wireCount
+                if wire > 0 && wire + size > maxBytes { break }
+                run.append(frame)
+                wire += size
+                head += 1
+                bytes -= frame.count
+            } while head < messages.count
             if head == messages.count {
                 messages.removeAll(keepingCapacity: messages.capacity <= 64)
                 head = 0
@@ -184,7 +197,7 @@ struct Outbox: ~Copyable {
             }
             let more = hasWork
             if !more { scheduled = false }
-            return .message(frame, more: more)
+            return .messages(more: more)
         }
         if case .closing(let code, let reason) = state {
             return canClose ? .close(code: code, reason: reason) : .closeDue
@@ -193,7 +206,7 @@ struct Outbox: ~Copyable {
         return .idle
     }
 
-    /// True if `next()` would return something.
+    /// True if `next(into:)` would return something.
     var hasWork: Bool {
         if head < messages.count { return true }
         if case .closing = state { return true }

@@ -41,6 +41,13 @@ public final class WebSocketServer: Sendable {
     /// The event loop in use once started: "epoll" or "poll" (nil before `start()`).
     public var eventLoop: String? { loop.eventLoopName.withLock { $0 } }
 
+    /// WebSocket messages written to sockets so far, and the writes (`send()` calls) that
+    /// carried them: several queued messages of one socket leave in one write
+    /// (``WebSocketServerConfiguration/coalescedWriteBytes``).
+    public var writeCounts: (messages: Int, writes: Int) {
+        (loop.messagesWritten.load(ordering: .relaxed), loop.messageWrites.load(ordering: .relaxed))
+    }
+
     /// Binds the port and starts the service thread; returns once the server accepts connections.
     public func start() throws(WebSocketError) {
         try state.withLock { state throws(WebSocketError) in

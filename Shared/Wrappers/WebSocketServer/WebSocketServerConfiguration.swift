@@ -24,6 +24,9 @@ public struct WebSocketServerConfiguration: Sendable {
     public var shutdownGracePeriod: Double
     /// How the service thread waits for socket events.
     public var eventLoop: EventLoop
+    /// Most bytes of a connection's queued frames written together with one `send()`;
+    /// `0` writes every frame on its own (one `send()` per message).
+    public var coalescedWriteBytes = 16 * 1024
 
     public enum EventLoop: Sendable, Equatable {
         /// epoll (lws's libev plugin, `libwebsockets-evlib-ev`, on a loop the server owns)
