@@ -11,10 +11,8 @@ struct SocialReadModelTests {
         do {
             _ = try PostgRESTQuery.parse(query, resource: resource, maxLimit: 100)
             return nil
-        } catch let error as HTTPError {
-            return error.code
         } catch {
-            return "unexpected"
+            return error.code
         }
     }
 
