@@ -153,18 +153,24 @@ FROM t LEFT JOIN analytics_daily d
   ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 6) AND DATE '1970-01-01' + t.today
 ORDER BY d.day;
 SQL
-for window in trend:7 heatmap:365; do
-    name=${window%%:*}; span=${window#*:}
-    [[ $name == trend ]] && file="$WORK/sql/learning/trend.sql" || file="$WORK/sql/activity/heatmap.sql"
-    cat >"$file" <<SQL
+cat >"$WORK/sql/learning/trend.sql" <<SQL
 \\set u random(1, 100)
 WITH t AS MATERIALIZED (SELECT $TODAY AS today)
 SELECT t.today, d.day - DATE '1970-01-01' AS n, d.active_seconds
 FROM t LEFT JOIN analytics_daily d
-  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - $span + 1) AND DATE '1970-01-01' + t.today
+  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 7 + 1) AND DATE '1970-01-01' + t.today
 ORDER BY d.day;
 SQL
-done
+# The heatmap's (ActivityMonths.window): the months holding the 365 days ending today.
+cat >"$WORK/sql/activity/heatmap.sql" <<SQL
+\\set u random(1, 100)
+WITH t AS MATERIALIZED (SELECT today, today - 365 + 1 AS first FROM (SELECT $TODAY AS today) AS s)
+SELECT t.today, t.first, m.month - DATE '1970-01-01' AS n, array_replace(m.seconds, NULL, 0)
+FROM t LEFT JOIN analytics_months m
+  ON m.user_id = 'user-' || :u
+ AND m.month BETWEEN DATE '1970-01-01' + t.first - (extract(day FROM DATE '1970-01-01' + t.first)::int - 1) AND DATE '1970-01-01' + t.today
+ORDER BY m.month;
+SQL
 cat >"$WORK/sql/learning/history.sql" <<'SQL'
 \set u random(1, 100)
 SELECT client_session_id, material_id, active_seconds, completed,

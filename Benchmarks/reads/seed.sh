@@ -3,7 +3,8 @@
 # reading_progress rows each and, for users 1–100, a year of analytics_daily plus sessions,
 # completions and day materials. Needs PSQL, DATABASE_URL, USERS and MATERIALS set. The streak
 # settings are left empty, so the aggregator, when it next starts, computes the seeded users'
-# streak runs (and their summary rows) from the daily rows.
+# streak runs (and their summary rows) from the daily rows, and applies the months' migration
+# (the heatmap's analytics_months, filled from the daily rows) again.
 reads_seed() {
     # USERS × MATERIALS rows, every 4th in progress.
     "$PSQL" -q "$DATABASE_URL" <<SQL
@@ -27,6 +28,10 @@ reads_seed() {
            now() - (s || ' hours')::interval + interval '20 minutes', 1200, s % 7 = 0, 40
     FROM generate_series(1, 100) u, generate_series(1, 200) s;
     DELETE FROM analytics_streak_settings;
+    -- The heatmap's months (migration 470) are filled from the daily rows by their migration:
+    -- forgotten here, so the aggregator's restart applies it again over the seeded days.
+    DROP TABLE IF EXISTS analytics_months;
+    DELETE FROM schema_migrations WHERE version = 470;
 SQL
 }
 

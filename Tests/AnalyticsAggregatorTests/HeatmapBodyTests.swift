@@ -10,7 +10,8 @@ struct HeatmapBodyTests {
     func sameBytes() throws {
         var random = SplitMix64(state: 20261206)
         let todays = [LocalDay(2026, 12, 6), LocalDay(2024, 2, 29), LocalDay(1970, 1, 1), LocalDay(1969, 12, 31),
-                      LocalDay(0, 1, 3), LocalDay(10_000, 1, 1), LocalDay(-1, 12, 31)]
+                      LocalDay(0, 1, 3), LocalDay(10_000, 1, 1), LocalDay(-1, 12, 31),
+                      LocalDay(2000, 3, 1), LocalDay(2100, 3, 1), LocalDay(1900, 3, 1), LocalDay(9999, 12, 31), LocalDay(10_000, 12, 30)]
         for today in todays {
             for count in [1, 2, 7, 365, 366] {
                 var days: [DailyActivity] = []

@@ -55,6 +55,7 @@ struct ScratchDatabase {
             "SELECT user_id, latest_event_at::text, tz_offset_minutes FROM analytics_users ORDER BY 1",
             "SELECT \(UserSummary.columns) FROM analytics_users ORDER BY 1",
             "SELECT user_id, start_day::text, end_day::text FROM analytics_streak_runs ORDER BY 1, 2",
+            ActivityMonths.keptRows,
             "SELECT count(*) FROM analytics_events",
         ]
         var lines: [String] = []

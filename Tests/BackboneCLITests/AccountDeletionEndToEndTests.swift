@@ -233,6 +233,7 @@ struct AccountDeletionEndToEndTests {
                 #expect(try await Self.boto3Keys(s3, prefix: "rooms/\(keeperRoom.room)/").count >= 4)
                 let kept = try Self.tablesMentioning(Self.keeper, databaseURL: backbone.database.url)
                 for table in ["reading_progress", "progress_event_log", "analytics_events", "analytics_sessions", "analytics_daily",
+                              "analytics_months",
                               "rooms", "room_versions", "transcode_jobs", "catalog_rooms", "realtime_history", "realtime_rooms",
                               "ingest_accepted_events"] {
                     #expect(kept.contains(table), "\(table) lost the other user's rows")

@@ -18,7 +18,8 @@ struct RebuildCommandTests {
     static let secret = "rebuild-test-secret-0123456789abcdef"
     static let progressTables = ["progress_event_log", "reading_progress"]
     static let analyticsTables = ["analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions",
-                                  "analytics_completions", "analytics_sessions", "analytics_users", "analytics_streak_runs"]
+                                  "analytics_completions", "analytics_sessions", "analytics_users", "analytics_streak_runs",
+                                  "analytics_months"]
 
     /// The live system: the cluster, a database and both services.
     final class Stack: @unchecked Sendable {

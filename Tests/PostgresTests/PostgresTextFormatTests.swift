@@ -38,6 +38,16 @@ struct PostgresTextFormatTests {
         #expect([String].decode(postgresText: text) == values)
         #expect([Int64].decode(postgresText: "{1,-2,3}") == [1, -2, 3])
         #expect([Int64].decode(postgresText: "{1,NULL}") == nil)
+        // Plain integer literals take the byte-wise path; anything else the general parser,
+        // with the same answers.
+        #expect([Int64].decode(postgresText: "{}") == [])
+        #expect([Int64].decode(postgresText: "{0,9223372036854775807,-9223372036854775807}") == [0, .max, -.max])
+        #expect([Int64].decode(postgresText: "{-9223372036854775808}") == [.min])
+        #expect([Int64].decode(postgresText: "{9223372036854775808}") == nil)
+        #expect([Int64].decode(postgresText: #"{"7",8}"#) == [7, 8])
+        for malformed in ["{1,}", "{,1}", "{-}", "{1 ,2}", "1,2", "{1,2", "{1}}"] {
+            #expect([Int64].decode(postgresText: malformed) == nil, "\(malformed)")
+        }
         #expect([String].decode(postgresText: "{}") == [])
     }
 

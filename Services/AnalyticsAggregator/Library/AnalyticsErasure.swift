@@ -6,6 +6,7 @@ public enum AnalyticsErasure {
     public static let statements = [
         "DELETE FROM analytics_events WHERE user_id = $1",
         "DELETE FROM analytics_daily WHERE user_id = $1",
+        "DELETE FROM analytics_months WHERE user_id = $1",
         "DELETE FROM analytics_day_materials WHERE user_id = $1",
         "DELETE FROM analytics_day_sessions WHERE user_id = $1",
         "DELETE FROM analytics_completions WHERE user_id = $1",

@@ -38,6 +38,12 @@ public struct AnalyticsReadModel: Sendable {
         return (try Self.today(rows), try Self.days(rows, dayColumn: 1))
     }
 
+    /// `window`'s answer read from the months that hold the days (`ActivityMonths`): at most 13
+    /// rows for the heatmap's year instead of a row per active day.
+    public func heatmapWindow(user: String, count: Int, now: Date, offsetMinutes: Int?) async throws -> (today: LocalDay, days: [DailyActivity]) {
+        try await ActivityMonths.window(database, user: user, count: count, now: now, offsetMinutes: offsetMinutes)
+    }
+
     /// The rows of `GET /learning/summary` (today as in `window`): the user's summary row
     /// (`UserSummary`, one point read) and the days of the seven ending today (one short range
     /// scan), whatever the length of the user's history. The current streak is the run holding

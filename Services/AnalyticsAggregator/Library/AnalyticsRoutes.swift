@@ -47,7 +47,7 @@ public struct AnalyticsRoutes: Sendable {
     func heatmap(_ request: HTTPRequest) async throws -> HTTPResponse {
         let user = try await authenticator.userID(request)
         let count = try QueryParameters.int(request, "days", default: 365, range: 1...366)
-        let window = try await readModel.window(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
+        let window = try await readModel.heatmapWindow(user: user, count: count, now: clock(), offsetMinutes: try offsetMinutes(request))
         return HTTPResponse(status: .ok, headers: ["Content-Type": "application/json"],
                             body: HeatmapBody.json(window.days, today: window.today, count: count))
     }

@@ -110,5 +110,6 @@ public enum AnalyticsSchema {
             );
             """),
         PostgresMigration(version: 460, name: "analytics_user_summary", sql: UserSummary.migration),
+        PostgresMigration(version: 470, name: "analytics_months", sql: ActivityMonths.migration),
     ]
 }

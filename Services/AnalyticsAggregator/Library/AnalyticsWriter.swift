@@ -98,6 +98,8 @@ enum AnalyticsWriter {
                 SET active_seconds = analytics_daily.active_seconds + EXCLUDED.active_seconds,
                     events = analytics_daily.events + EXCLUDED.events
             RETURNING user_id, day, active_seconds
+        ), months AS (
+            \(ActivityMonths.upsert(from: "daily"))
         ), day_materials AS (
             INSERT INTO analytics_day_materials (user_id, day, material_id, completed)
             SELECT t.u, \(fromDay) t.d, t.m, t.c <> 0 FROM unnest($5::text[], $6::int[], $7::text[], $8::int[]) AS t(u, d, m, c)

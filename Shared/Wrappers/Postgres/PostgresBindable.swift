@@ -80,6 +80,7 @@ extension String: PostgresArrayElement {
 extension Int64: PostgresArrayElement {
     public static func postgresText(forArray elements: [Int64]) -> String { ArrayLiteral.format(elements.map(String.init)) }
     public static func decodeArray(postgresText text: String) -> [Int64]? {
+        if let values = ArrayLiteral.integers(text) { return values }
         guard let items = ArrayLiteral.parse(text) else { return nil }
         var values: [Int64] = []
         for item in items {

@@ -58,6 +58,37 @@ enum ArrayLiteral {
 
     static func format(_ items: [String]) -> String { "{" + items.joined(separator: ",") + "}" }
 
+    /// A literal of plain decimal integers (`{1,-2,30}`), read byte-wise without a `String` per
+    /// element; `nil` for anything else (quotes, NULLs, overflow), which `parse` then reads.
+    static func integers(_ text: String) -> [Int64]? {
+        var text = text
+        return text.withUTF8 { bytes -> [Int64]? in
+            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
+            var values: [Int64] = []
+            if bytes.count == 2 { return values }
+            values.reserveCapacity(bytes.count / 2)
+            var index = 1
+            while true {
+                let negative = bytes[index] == UInt8(ascii: "-")
+                if negative { index += 1 }
+                var value: Int64 = 0, digits = 0
+                while index < bytes.count - 1, case let digit = bytes[index] &- UInt8(ascii: "0"), digit < 10 {
+                    let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+                    let (sum, overflow2) = times.addingReportingOverflow(Int64(digit))
+                    if overflow1 || overflow2 { return nil }
+                    value = sum
+                    digits += 1
+                    index += 1
+                }
+                guard digits > 0 else { return nil }
+                values.append(negative ? -value : value)
+                if index == bytes.count - 1 { return values }
+                guard bytes[index] == UInt8(ascii: ",") else { return nil }
+                index += 1
+            }
+        }
+    }
+
     /// Parses a one-dimensional literal; `nil` elements are SQL NULLs.
     static func parse(_ text: String) -> [String?]? {
         var scalars = text.unicodeScalars[...]

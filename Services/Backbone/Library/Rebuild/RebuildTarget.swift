@@ -74,7 +74,7 @@ struct RebuildTarget: Sendable {
             return RebuildTarget(
                 name: name, service: "analytics-aggregator", topics: [configuration.topic], groupID: configuration.groupID,
                 migrations: AnalyticsSchema.readingMigrations,
-                tables: ["analytics_events", "analytics_daily", "analytics_day_materials", "analytics_day_sessions",
+                tables: ["analytics_events", "analytics_daily", "analytics_months", "analytics_day_materials", "analytics_day_sessions",
                          "analytics_completions", "analytics_sessions", "analytics_users", "analytics_streak_runs",
                          "analytics_streak_settings"],
                 views: ["analytics_daily_figures"], scratch: []) { _, _ in
