@@ -2,6 +2,7 @@ import Auth
 import BackboneCLI
 import Contracts
 import Foundation
+import JSON
 import RealtimeNotifier
 import ServiceLogging
 import Synchronization

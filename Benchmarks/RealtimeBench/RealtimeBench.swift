@@ -4,6 +4,7 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Glibc
+import JSON
 import Kafka
 import Postgres
 import PrometheusMetrics
