@@ -131,17 +131,17 @@ let services: [Target] =
 
 let benchmarks: [Target] = [
     .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPRouting", "Projection", "ServiceRuntime", "Contracts",
-                                                            "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
+                                                            "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "Lifecycle"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging"], path: "Benchmarks/KafkaBench",
+    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging", "Lifecycle"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),
     .executableTarget(name: "RealtimeBench",
                       dependencies: ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "CEpoll",
-                                     "DevInfrastructure", "PrometheusMetrics", "JSON"],
+                                     "DevInfrastructure", "PrometheusMetrics", "JSON", "Lifecycle"],
                       path: "Benchmarks/RealtimeBench", exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
-    .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
+    .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging", "Lifecycle"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
     .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging", "JSON"],
                       path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "Lifecycle", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
@@ -149,20 +149,20 @@ let benchmarks: [Target] = [
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
-                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "BenchSupport"],
+                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "BenchSupport", "Lifecycle"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
+    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan", "Lifecycle"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "RebuildBench",
                       dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "Lifecycle", "ServiceRuntime", "Contracts",
                                      "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "ServiceLogging", "RealtimeNotifier", "JSON"],
+    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "ServiceLogging", "RealtimeNotifier", "JSON", "Lifecycle"],
                       path: "Benchmarks/FlowABench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "CatalogBench",
                       dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPRouting",
-                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BenchSupport"],
+                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BenchSupport", "Lifecycle"],
                       path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
@@ -173,7 +173,7 @@ func tests(_ name: String, _ deps: [Target.Dependency], exclude: [String] = []) 
 }
 
 let testTargets: [Target] = [
-    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "ServiceLogging", "ObjectStore", "Hashing", "DevInfrastructure"], path: "Tests/Support",
+    .target(name: "BackboneTestSupport", dependencies: ["Postgres", "Kafka", "ServiceLogging", "ObjectStore", "Hashing", "DevInfrastructure", "Lifecycle"], path: "Tests/Support",
             exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
                                      "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure", "JSON"]),
@@ -208,7 +208,7 @@ let testTargets: [Target] = [
     // Outages and the fault suite: the service executables as child processes over a broker
     // and a PostgreSQL the tests take down and bring back.
     tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
-                         "ObjectStore", "Hashing"]),
+                         "ObjectStore", "Hashing", "Lifecycle"]),
     tests("BackboneCLITests", ["Lifecycle", "Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "PrometheusMetrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPRouting",
