@@ -38,7 +38,7 @@ let cLibraries: [Target] = [
 // MARK: - Shared modules
 
 let sharedLayers: [String: [String]] = [
-    "Wrappers": ["BlockingCalls", "Hashing", "HTTPClient", "HTTPServer", "WebSocketServer", "Kafka", "Postgres", "ObjectStore", "USD"],
+    "Wrappers": ["BlockingCalls", "Hashing", "HTTPClient", "HTTPServer", "WebSocketServer", "Kafka", "Postgres", "ObjectStore", "USD", "JSON"],
     "Runtime": ["ServiceLogging", "Settings", "Lifecycle", "HTTPRouting", "PrometheusMetrics", "ServiceRuntime", "Projection"],
     "Domain": ["Contracts", "Auth", "UserErasure", "RoomScan"],
     "Dev": ["DevInfrastructure", "DevAuth"],
@@ -50,36 +50,43 @@ func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
 }
 
 let sharedModules: [Target] = [
-    shared("ServiceLogging"),
-    // The lifecycle: services and their group, periodic tasks, coalescing, consumer groups.
-    // A leaf with no C library, so that what needs only these does not link the host's.
+    // JSON text: the one string escaper, the writer, `JSONValue`, and yajl's token reader (the
+    // only module that imports yajl, internally: its clients see Swift types only).
+    shared("JSON", ["CYAJL"]),
+    // The log lines (written with JSON's escaper) and their trace context.
+    shared("ServiceLogging", ["JSON"]),
+    // The lifecycle: services and their group, periodic tasks, coalescing, consumer groups, and
+    // the `Duration` units every module converts with (so the wrappers that convert durations
+    // for their C libraries, Kafka, Postgres and HTTPServer, depend on it: it depends on nothing
+    // of theirs). A leaf with no C library of its own — its one, through the log lines' JSON, is
+    // yajl, which every service links anyway — so that what needs only these does not link the host's.
     shared("Lifecycle", ["ServiceLogging"]),
     shared("BlockingCalls"),
-    shared("HTTPRouting", ["ServiceLogging"]),
+    shared("HTTPRouting", ["ServiceLogging", "Lifecycle"]),
     shared("PrometheusMetrics"),
     shared("Hashing", ["COpenSSL"]),
     shared("HTTPClient", ["CCurl", "BlockingCalls"]),
     shared("Auth", ["Contracts", "Hashing", "HTTPClient", "ServiceLogging"]),
-    shared("Kafka", ["CRdKafka", "ServiceLogging", "BlockingCalls"]),
-    shared("Postgres", ["CLibPQ", "ServiceLogging", "BlockingCalls"]),
+    shared("Kafka", ["CRdKafka", "ServiceLogging", "BlockingCalls", "Lifecycle"]),
+    shared("Postgres", ["CLibPQ", "ServiceLogging", "BlockingCalls", "Lifecycle"]),
     shared("HTTPServer", ["CMicroHTTPD", "HTTPRouting", "ServiceLogging", "Lifecycle"]),
-    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging", "Lifecycle"]),
+    shared("WebSocketServer", ["CWebSockets", "HTTPRouting", "ServiceLogging", "Lifecycle", "JSON"]),
     // Reading settings from the environment: a leaf, so that what links the object store (or any
     // module with settings) does not link the service runtime.
     shared("Settings", ["ServiceLogging"]),
     // The host: a service process's wiring of HTTP, auth, Kafka and PostgreSQL around the lifecycle.
     shared("ServiceRuntime", ["BlockingCalls", "CMalloc", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics",
                               "Auth", "Kafka", "Postgres", "Projection"]),
-    shared("Contracts", ["CYAJL", "ServiceLogging"]),
+    shared("Contracts", ["JSON", "ServiceLogging"]),
     shared("Projection", ["Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "Contracts", "Lifecycle"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
     shared("UserErasure", ["Lifecycle", "Projection", "Kafka", "Postgres", "ServiceLogging", "Contracts", "Auth", "ServiceRuntime"]),
-    shared("USD", ["CLZ4", "ServiceLogging"]),
-    shared("ObjectStore", ["HTTPClient", "Hashing", "Settings"]),
+    shared("USD", ["CLZ4", "JSON"]),
+    shared("ObjectStore", ["HTTPClient", "Hashing", "Settings", "Lifecycle"]),
     // Development only (embedded broker, private PostgreSQL, private SeaweedFS): linked by the
     // `backbone` CLI, tests and benchmarks, never by a service's library.
     shared("DevInfrastructure", ["CRdKafka", "Kafka", "Postgres", "ServiceLogging", "ObjectStore", "Hashing", "BlockingCalls"]),
-    shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP"]),
+    shared("RoomScan", ["USD", "Hashing", "Contracts", "CPNG", "CWebP", "JSON"]),
     // Development only: the `/auth/v1` API `backbone dev` hosts (compose runs Supabase's own auth
     // server). Linked by the `backbone` CLI and tests, never by a service's library.
     shared("DevAuth", ["CArgon2", "Hashing", "Auth", "HTTPRouting", "HTTPServer", "Postgres", "ServiceLogging", "Settings",
@@ -101,19 +108,19 @@ let serviceBase: [Target.Dependency] = [
 ]
 
 let services: [Target] =
-    service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "BlockingCalls"])
+    service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "BlockingCalls", "JSON"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection", "HTTPClient"], mainDeps: ["Projection"])
-    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer"],
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer", "JSON"],
               mainDeps: ["Projection"])
-    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing"])
+    + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing", "JSON"])
     + [
         .target(
             name: "BackboneCLI",
             dependencies: [
                 "Contracts", "Lifecycle", "ServiceRuntime", "Settings", "Kafka", "Postgres", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPServer", "Hashing",
                 "Ingest", "ProgressProjector", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "USD", "Projection",
-                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure", "HTTPRouting",
+                "ObjectStore", "DevInfrastructure", "DevAuth", "UserErasure", "HTTPRouting", "JSON",
             ],
             path: "Services/Backbone/Library", swiftSettings: swiftSettings),
         .executableTarget(name: "BackboneMain", dependencies: ["BackboneCLI"],
@@ -124,38 +131,38 @@ let services: [Target] =
 
 let benchmarks: [Target] = [
     .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPRouting", "Projection", "ServiceRuntime", "Contracts",
-                                                            "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
+                                                            "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "Lifecycle"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
     .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging"], path: "Benchmarks/KafkaBench",
+    .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging", "Lifecycle"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),
     .executableTarget(name: "RealtimeBench",
                       dependencies: ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "CEpoll",
-                                     "DevInfrastructure", "PrometheusMetrics"],
+                                     "DevInfrastructure", "PrometheusMetrics", "JSON", "Lifecycle"],
                       path: "Benchmarks/RealtimeBench", exclude: ["load_client.py", "CEpoll"], swiftSettings: swiftSettings),
-    .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
-    .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging"],
+    .target(name: "BenchSupport", dependencies: ["Postgres", "ServiceLogging", "Lifecycle"], path: "Benchmarks/Support", swiftSettings: swiftSettings),
+    .executableTarget(name: "PipelineBench", dependencies: ["BenchSupport", "RealtimeNotifier", "Auth", "Contracts", "Kafka", "Postgres", "ServiceLogging", "JSON"],
                       path: "Benchmarks/PipelineBench", swiftSettings: swiftSettings),
     .executableTarget(name: "IngestBench", dependencies: ["BenchSupport", "Ingest", "Lifecycle", "ServiceRuntime", "Contracts", "Kafka", "CRdKafka", "Postgres",
-                                                          "HTTPServer", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
+                                                          "HTTPServer", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "JSON"],
                       path: "Benchmarks/IngestBench", swiftSettings: swiftSettings),
     .executableTarget(name: "AnalyticsBench",
                       dependencies: ["AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime",
-                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "BenchSupport"],
+                                     "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "BenchSupport", "Lifecycle"],
                       path: "Benchmarks/AnalyticsBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan"], path: "Benchmarks/TranscodeBench",
+    .executableTarget(name: "TranscodeBench", dependencies: ["RoomScan", "Lifecycle"], path: "Benchmarks/TranscodeBench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "RebuildBench",
                       dependencies: ["BackboneCLI", "ProgressProjector", "AnalyticsAggregator", "Projection", "Lifecycle", "ServiceRuntime", "Contracts",
                                      "Kafka", "Postgres", "HTTPRouting", "Auth", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure"],
                       path: "Benchmarks/RebuildBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "ServiceLogging", "RealtimeNotifier"],
+    .executableTarget(name: "FlowABench", dependencies: ["BackboneCLI", "Auth", "Contracts", "ServiceLogging", "RealtimeNotifier", "JSON", "Lifecycle"],
                       path: "Benchmarks/FlowABench",
                       swiftSettings: swiftSettings),
     .executableTarget(name: "CatalogBench",
                       dependencies: ["TranscodeWorker", "Contracts", "Projection", "Postgres", "ServiceRuntime", "HTTPServer", "HTTPRouting",
-                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BenchSupport"],
+                                     "Auth", "ServiceLogging", "PrometheusMetrics", "ObjectStore", "BenchSupport", "Lifecycle"],
                       path: "Benchmarks/CatalogBench", swiftSettings: swiftSettings),
 ]
 
@@ -170,26 +177,26 @@ let testTargets: [Target] = [
                                                        "Contracts", "Lifecycle", "PrometheusMetrics", "ServiceRuntime"], path: "Tests/Support",
             exclude: ["Witnesses"], swiftSettings: swiftSettings),
     tests("ProgressProjectorTests", ["ProgressProjector", "Ingest", "Projection", "UserErasure", "Contracts", "Kafka", "Postgres", "ServiceRuntime",
-                                     "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure"]),
+                                     "BackboneTestSupport", "Auth", "ServiceLogging", "PrometheusMetrics", "HTTPRouting", "DevInfrastructure", "JSON"]),
     // The effectively-once core's own (the projection runner's partition ownership, the rule
     // stored positions are checked by).
     tests("ProjectionTests", ["Projection", "Kafka", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Contracts", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
-                                     "BackboneTestSupport", "Kafka", "DevInfrastructure"]),
+                                     "BackboneTestSupport", "Kafka", "DevInfrastructure", "JSON"]),
     tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls", "CRdKafka"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure", "BackboneTestSupport"]),
     tests("HTTPServerTests", ["HTTPServer", "HTTPRouting", "ServiceLogging"]),
     tests("WebSocketServerTests", ["WebSocketServer", "HTTPRouting", "ServiceLogging"]),
-    tests("ContractsTests", ["Contracts", "BackboneTestSupport"], exclude: ["Fixtures"]),
+    tests("ContractsTests", ["Contracts", "BackboneTestSupport", "JSON"], exclude: ["Fixtures"]),
     tests("USDTests", ["USD"], exclude: ["Fixtures"]),
     tests("RoomScanTests", ["RoomScan", "USD", "Contracts", "Hashing", "BackboneTestSupport"], exclude: ["Witnesses"]),
     tests("RealtimeNotifierTests", ["Contracts", "ServiceRuntime", "Kafka", "Postgres", "Auth", "ServiceLogging", "RealtimeNotifier", "Settings",
-                                    "BackboneTestSupport", "DevInfrastructure", "PrometheusMetrics"],
+                                    "BackboneTestSupport", "DevInfrastructure", "PrometheusMetrics", "JSON"],
           exclude: ["Clients"]),
     tests("PipelineBenchTests", ["PipelineBench", "Contracts"]),
     tests("IngestTests", ["Lifecycle", "Settings", "Ingest", "Contracts", "ServiceRuntime", "Kafka", "Postgres", "HTTPServer", "HTTPRouting", "Auth",
-                          "ServiceLogging", "PrometheusMetrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection"],
+                          "ServiceLogging", "PrometheusMetrics", "Hashing", "BackboneTestSupport", "DevInfrastructure", "ObjectStore", "Projection", "JSON"],
           exclude: ["Clients"]),
     tests("AnalyticsAggregatorTests", ["Settings",
         "AnalyticsAggregator", "Contracts", "Projection", "Postgres", "Kafka", "ServiceRuntime", "HTTPRouting", "Auth",
@@ -202,11 +209,11 @@ let testTargets: [Target] = [
     // Outages and the fault suite: the service executables as child processes over a broker
     // and a PostgreSQL the tests take down and bring back.
     tests("FaultTests", ["BackboneTestSupport", "DevInfrastructure", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
-                         "ObjectStore", "Hashing"]),
+                         "ObjectStore", "Hashing", "Lifecycle"]),
     tests("BackboneCLITests", ["Lifecycle", "Settings", "BackboneCLI", "BackboneTestSupport", "Kafka", "Postgres", "Contracts", "Auth", "ServiceLogging",
                                "DevInfrastructure", "ProgressProjector", "Projection", "PrometheusMetrics", "ServiceRuntime",
                                "Ingest", "AnalyticsAggregator", "RealtimeNotifier", "TranscodeWorker", "ObjectStore", "HTTPRouting",
-                               "Hashing", "DevAuth"],
+                               "Hashing", "DevAuth", "JSON"],
           exclude: ["Clients"]),
 ]
 

@@ -1,11 +1,12 @@
 import Foundation
+import Lifecycle
 
 /// Percentiles of a set of durations, in milliseconds.
 struct LatencySample {
     var millis: [Double] = []
 
     mutating func add(_ duration: Duration) {
-        millis.append(Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
+        millis.append(duration.timeInterval * 1000)
     }
 
     func percentile(_ p: Double) -> Double {
@@ -18,9 +19,7 @@ struct LatencySample {
                                  percentile(1.0), millis.count) }
 }
 
-func seconds(_ duration: Duration) -> Double {
-    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-}
+func seconds(_ duration: Duration) -> Double { duration.timeInterval }
 
 /// Progress on stderr, unbuffered.
 func log(_ message: String) {

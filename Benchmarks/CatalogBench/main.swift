@@ -14,6 +14,7 @@ import Contracts
 import Foundation
 import HTTPRouting
 import HTTPServer
+import Lifecycle
 import ObjectStore
 import Postgres
 import Projection
@@ -83,7 +84,7 @@ for batchStart in stride(from: 0, to: roomCount, by: 2_000) {
 }
 let seeded = ContinuousClock.now - seedClock
 _ = try await client.execute("ANALYZE")
-say("catalog-bench: \(roomCount) rooms projected in \(seeded) (\(Int(Double(roomCount * 3) / (Double(seeded.components.seconds) + Double(seeded.components.attoseconds) / 1e18))) records/s)")
+say("catalog-bench: \(roomCount) rooms projected in \(seeded) (\(Int(Double(roomCount * 3) / seeded.timeInterval)) records/s)")
 
 func server(_ catalog: RoomCatalog) throws -> HTTPServer {
     var router = catalog.router()

@@ -2,6 +2,8 @@ import Auth
 import BackboneCLI
 import Contracts
 import Foundation
+import JSON
+import Lifecycle
 import RealtimeNotifier
 import ServiceLogging
 import Synchronization
@@ -79,7 +81,7 @@ enum FlowALatencyBenchmark {
                 throw Stopped(description: "flow-a benchmark: no ready or failed for version \(request.versionId) within 60 s")
             }
             func seconds(_ elapsed: Duration) -> Double {
-                Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                elapsed.timeInterval
             }
             let total = seconds(final.at - accepted)
             let timed = index >= warmup

@@ -6,6 +6,7 @@ import Dispatch
 import Foundation
 import HTTPServer
 import Ingest
+import JSON
 import Kafka
 import Postgres
 import PrometheusMetrics

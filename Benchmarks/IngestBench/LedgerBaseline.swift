@@ -57,7 +57,7 @@ func ledgerAlone(batches: Int, connections: Int,
         try await group.waitForAll()
     }
     let elapsed = ContinuousClock.now - start
-    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let seconds = elapsed.timeInterval
     return Double(batches * IngestBench.eventsPerBatch) / seconds
 }
 
@@ -83,7 +83,7 @@ func serverSideLedger(_ database: PostgresClient, insert: String, lookup: String
         let start = ContinuousClock.now
         _ = try await database.execute(block)
         let elapsed = ContinuousClock.now - start
-        return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 1e6 / 100_000
+        return elapsed.timeInterval * 1e6 / 100_000
     }
     // The id generation alone, subtracted from both.
     let generation = try await timed("n := 0")

@@ -1,5 +1,6 @@
 import CRdKafka
 import Foundation
+import Lifecycle
 
 /// The floor: a plain librdkafka produce loop (idempotent, `acks=all`, same linger as the
 /// service's producer) of pre-serialized records, flushed at the end. Runs on the calling
@@ -54,6 +55,6 @@ enum RawProduceBaseline {
         guard flushed == RD_KAFKA_RESP_ERR_NO_ERROR, rd_kafka_outq_len(producer) == 0 else {
             throw Failure(description: "flush: \(String(cString: rd_kafka_err2str(flushed)))")
         }
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return elapsed.timeInterval
     }
 }

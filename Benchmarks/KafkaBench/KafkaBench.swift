@@ -2,6 +2,7 @@ import CRdKafka
 import DevInfrastructure
 import Foundation
 import Kafka
+import Lifecycle
 import ServiceLogging
 import Synchronization
 
@@ -56,7 +57,7 @@ struct KafkaBench {
         await producer.shutdown()
         let failed = results.filter { if case .failure = $0 { true } else { false } }.count
         guard failed == 0 else { throw BenchError("wrapper: \(failed) records failed") }
-        return Double(records.count) / elapsed.seconds
+        return Double(records.count) / elapsed.timeInterval
     }
 }
 
@@ -102,7 +103,7 @@ enum RawProducer {
         let elapsed = ContinuousClock.now - started
         let (delivered, failed) = counters.value.withLock { $0 }
         guard delivered == count, failed == 0 else { throw BenchError("raw: \(delivered) delivered, \(failed) failed") }
-        return Double(count) / elapsed.seconds
+        return Double(count) / elapsed.timeInterval
     }
 }
 
@@ -120,11 +121,4 @@ private func rawDeliveryCallback(_ rk: OpaquePointer?, _ message: UnsafePointer<
 struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
-}
-
-extension Duration {
-    var seconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
 }

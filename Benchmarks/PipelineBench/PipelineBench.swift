@@ -2,6 +2,7 @@ import Auth
 import BenchSupport
 import Contracts
 import Foundation
+import JSON
 import Kafka
 import Postgres
 import RealtimeNotifier

@@ -5,6 +5,7 @@ import Foundation
 import HTTPRouting
 import Ingest
 import Kafka
+import Lifecycle
 import Postgres
 import ProgressProjector
 import Projection
@@ -254,7 +255,7 @@ struct ProgressBench {
 
     struct BenchFailure: Error, CustomStringConvertible { let description: String }
 
-    static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+    static func seconds(_ d: Duration) -> Double { d.timeInterval }
 }
 
 /// The progress projection with `decode` replaced by a lookup of the already-decoded event

@@ -4,7 +4,9 @@ import Contracts
 import DevInfrastructure
 import Foundation
 import Glibc
+import JSON
 import Kafka
+import Lifecycle
 import Postgres
 import PrometheusMetrics
 import RealtimeNotifier
@@ -205,7 +207,7 @@ struct RealtimeBench {
             process.waitUntilExit()
         }
         let expected = produced * (perProcess * processes) / channels.count
-        let window = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let window = elapsed.timeInterval
         print(String(format: "produced %d events in %.1f s (%.0f/s); expected deliveries %d; delivered %d (%.2f%%), errors %d",
                      produced, window, Double(produced) / window, expected, received, 100 * Double(received) / Double(max(expected, 1)), errors))
         print(String(format: "delivered msgs/s: %.0f", Double(received) / window))

@@ -171,7 +171,7 @@ struct RebuildBench {
     }
 
     nonisolated static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.timeInterval
     }
 }
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Lifecycle
 import Synchronization
 
 /// Drives pre-built requests over keep-alive connections, one blocking thread each.
@@ -83,5 +84,5 @@ public enum Load {
         return Int(text[range.upperBound...].prefix { $0.isNumber })
     }
 
-    public static func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+    public static func seconds(_ d: Duration) -> Double { d.timeInterval }
 }

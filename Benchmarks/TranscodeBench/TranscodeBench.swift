@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import RoomScan
 
 /// `transcode-bench PACKAGE ROOMPLAN [RUNS]`: `RoomTranscoder.transcode` — the transcode
@@ -38,7 +39,7 @@ struct TranscodeBench {
             let start = ContinuousClock.now
             let result = try RoomTranscoder.transcode(packageAt: package, roomPlanJSON: roomPlan, metadata: metadata, into: output)
             let elapsed = ContinuousClock.now - start
-            let s = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let s = elapsed.timeInterval
             seconds.append(s)
             layers = result.manifest.layers.count
             triangles = result.manifest.layers.reduce(0) { $0 + $1.summary.triangleCount }

@@ -4,6 +4,7 @@ import BackboneTestSupport
 import Contracts
 import Foundation
 import Ingest
+import JSON
 import Kafka
 import Postgres
 import ProgressProjector

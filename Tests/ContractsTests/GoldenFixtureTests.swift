@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 import Testing
 
 /// The wire encodings are pinned by files in `Fixtures/`: a change that alters what the

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 import Testing
 
 /// The read endpoints' hand-written bodies must be byte for byte what `ContractCoding.encoder` writes.

@@ -1,6 +1,7 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
+import JSON
 import Testing
 
 /// The hand-written hot path (yajl reader, `JSONWriter`, canonical timestamps) must read and

@@ -2,6 +2,7 @@ import BackboneTestSupport
 import Contracts
 import Foundation
 import Kafka
+import Lifecycle
 import Testing
 
 /// Issue #15's fault suite: the services as separate processes (the transcode worker with a
@@ -43,7 +44,7 @@ struct FaultSuiteTests {
         var poison = 0
         var deadLettered = 0
         var description: String {
-            let worst = recoveries.max().map { String(format: "%.1f s", Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18) } ?? "-"
+            let worst = recoveries.max().map { String(format: "%.1f s", $0.timeInterval) } ?? "-"
             return "faults \(faults.count) (\(faults.joined(separator: ", "))), poison records \(poison), dead-lettered \(deadLettered), slowest recovery \(worst)"
         }
     }

@@ -5,6 +5,7 @@ import DevInfrastructure
 import Foundation
 import HTTPRouting
 import Ingest
+import JSON
 import ObjectStore
 import ServiceRuntime
 import Testing

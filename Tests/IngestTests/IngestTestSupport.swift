@@ -6,6 +6,7 @@ import Foundation
 import HTTPRouting
 import HTTPServer
 import Ingest
+import JSON
 import Kafka
 import ObjectStore
 import Postgres

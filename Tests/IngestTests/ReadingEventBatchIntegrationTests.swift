@@ -5,6 +5,7 @@ import DevInfrastructure
 import Foundation
 import HTTPRouting
 import Ingest
+import JSON
 import Kafka
 import ServiceRuntime
 import Testing

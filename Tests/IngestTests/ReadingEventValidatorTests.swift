@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Ingest
+import JSON
 import Testing
 
 @Suite("Reading-event validation")

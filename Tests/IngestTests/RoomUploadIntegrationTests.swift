@@ -4,6 +4,7 @@ import DevInfrastructure
 import Foundation
 import HTTPRouting
 import Ingest
+import JSON
 import Kafka
 import Lifecycle
 import ObjectStore

@@ -4,6 +4,7 @@ import Contracts
 import Foundation
 import HTTPRouting
 import Ingest
+import JSON
 import Kafka
 import Postgres
 import ProgressProjector

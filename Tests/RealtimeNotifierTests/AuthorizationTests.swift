@@ -2,6 +2,7 @@ import BackboneTestSupport
 import Auth
 import Contracts
 import Foundation
+import JSON
 import Postgres
 import Settings
 import Testing

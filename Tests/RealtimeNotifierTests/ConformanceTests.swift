@@ -2,6 +2,7 @@ import Auth
 import BackboneTestSupport
 import Contracts
 import Foundation
+import JSON
 import ServiceRuntime
 import Testing
 @testable import RealtimeNotifier

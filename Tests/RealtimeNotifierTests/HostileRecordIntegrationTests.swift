@@ -2,6 +2,7 @@ import BackboneTestSupport
 import Contracts
 import DevInfrastructure
 import Foundation
+import JSON
 import Kafka
 import Testing
 

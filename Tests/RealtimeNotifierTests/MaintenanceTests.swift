@@ -1,6 +1,7 @@
 import BackboneTestSupport
 import Contracts
 import Foundation
+import JSON
 import Postgres
 import Testing
 @testable import RealtimeNotifier

@@ -1,5 +1,6 @@
 import Foundation
 import Hashing
+import Lifecycle
 import ObjectStore
 import Synchronization
 
@@ -156,7 +157,7 @@ public final class FileSystemObjectStore: ObjectStore {
     private func fileRequest(_ method: String, _ path: String, _ headers: [String: String],
                              _ expiresIn: Duration) -> PresignedRequest {
         PresignedRequest(method: method, url: root.appendingPathComponent(path).absoluteString, headers: headers,
-                         expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn.components.seconds)))
+                         expiresAt: Date().addingTimeInterval(TimeInterval(expiresIn.wholeSeconds)))
     }
 
     public func presignPut(key: String, contentLength: Int64?, contentType: String?,

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging

@@ -2,6 +2,7 @@ import Contracts
 import Foundation
 import HTTPRouting
 import Kafka
+import Lifecycle
 import Postgres
 import PrometheusMetrics
 import ServiceLogging

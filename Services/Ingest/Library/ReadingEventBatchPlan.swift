@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 
 /// The per-event decisions of one batch, made in steps: validation, duplicates within
 /// the batch, material rules, already-accepted ids, and finally the Kafka outcome.

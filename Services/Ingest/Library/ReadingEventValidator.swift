@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 
 /// Turns one raw uploaded item (any JSON) into a typed event, or the result that rejects it.
 ///

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPRouting
+import Lifecycle
 import ObjectStore
 import ServiceLogging
 

@@ -3,6 +3,8 @@ import BlockingCalls
 import Contracts
 import Foundation
 import HTTPRouting
+import JSON
+import Lifecycle
 import ObjectStore
 import ServiceLogging
 

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 import Postgres
 
 /// Reads the bounded per-channel history.

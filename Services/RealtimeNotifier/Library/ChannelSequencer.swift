@@ -1,6 +1,7 @@
 import Auth
 import Contracts
 import Foundation
+import JSON
 import Kafka
 import Postgres
 import Projection

@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 
 /// What a `phx_join` asks for, read leniently (booleans and numbers may arrive as strings).
 public struct JoinOptions: Sendable, Hashable {

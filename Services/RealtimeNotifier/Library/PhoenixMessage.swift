@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 
 /// The two Phoenix JSON serializers: `1.0.0` (objects) and `2.0.0` (arrays).
 public enum PhoenixSerializer: String, Sendable, Hashable, CaseIterable {

@@ -74,7 +74,7 @@ final class RealtimeSocketDelegate: WebSocketServerDelegate {
     }
 
     func closeIdle() {
-        let limit = environment.configuration.idleTimeout.components.seconds * 1000
+        let limit = environment.configuration.idleTimeout.wholeMilliseconds
         for session in sessions.withLock({ Array($0.values) }) where session.idleMilliseconds > limit {
             session.connection.close(after: PhoenixMessage.system(topic: "phoenix", channel: "", status: "error",
                                                                   message: "idle timeout: no heartbeat").encode(session.serializer),

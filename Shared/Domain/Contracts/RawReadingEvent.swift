@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// One reading-event JSON object read leniently: every known field is read with its exact
 /// type, and a field that is missing, null or of the wrong type is recorded as such instead

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 // The bodies of the read endpoints the app calls most, written with `JSONWriter`: byte for
 // byte what `ContractCoding.encode(self)` writes (keys sorted, nil members left out), pinned

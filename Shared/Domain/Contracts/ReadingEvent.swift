@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 public enum ReadingTargetType: String, Sendable, Codable, CaseIterable {
     case knowledgeSource

@@ -1,10 +1,10 @@
-import CYAJL
 import Foundation
+import JSON
 
 /// The streaming reader behind `RawReadingEvent.parseBatch`, `RawReadingEvent.parse` and
-/// `ReadingPosition(json:)`: yajl's event parser (UTF-8 validated, whole input consumed)
-/// fills `RawReadingEvent`s field by field as the tokens arrive; values of unknown keys are skipped,
-/// except a position's, which are kept as sent.
+/// `ReadingPosition(json:)`: `JSONTokenReader` (yajl's event parser: UTF-8 validated, whole
+/// input consumed) hands its tokens to a reader that fills `RawReadingEvent`s field by field as
+/// they arrive; values of unknown keys are skipped, except a position's, which are kept as sent.
 public enum ReadingEventJSON {
     /// The bytes are not JSON, or not of the expected shape (`{"events":[…]}` for a batch,
     /// an object for a record).
@@ -25,67 +25,18 @@ public enum ReadingEventJSON {
 
     static func parse(_ bytes: [UInt8], shape: Shape) throws(Error) -> [RawReadingEvent] {
         let reader = Reader(shape: shape)
-        let context = Unmanaged.passUnretained(reader).toOpaque()
-        let status: yajl_status = withUnsafePointer(to: callbacks) { callbacks in
-            guard let handle = yajl_alloc(callbacks, nil, context) else { return yajl_status_error }
-            defer { yajl_free(handle) }
-            var status = bytes.withUnsafeBufferPointer { yajl_parse(handle, $0.baseAddress, $0.count) }
-            if status == yajl_status_ok { status = yajl_complete_parse(handle) }
-            if status != yajl_status_ok, reader.failure == nil {
-                let message = bytes.withUnsafeBufferPointer { yajl_get_error(handle, 0, $0.baseAddress, $0.count) }
-                reader.failure = message.map { String(cString: $0).trimmingCharacters(in: .whitespacesAndNewlines) } ?? "malformed JSON"
-                yajl_free_error(handle, message)
-            }
-            return status
+        do throws(JSONTokenReader.SyntaxError) {
+            try JSONTokenReader.read(bytes, into: reader)
+        } catch {
+            throw Error(error.description)
         }
         if let failure = reader.failure { throw Error(failure) }
-        guard status == yajl_status_ok else { throw Error("malformed JSON") }
         if shape == .batch, !reader.sawEvents { throw Error("the body must be an object with an \"events\" array") }
         return reader.events
     }
-
-    // MARK: - Callbacks
-
-    private static func reader(_ context: UnsafeMutableRawPointer?) -> Reader {
-        Unmanaged<Reader>.fromOpaque(context!).takeUnretainedValue()
-    }
-
-    private static let callbacks: yajl_callbacks = {
-        var c = yajl_callbacks()
-        c.yajl_null = { reader($0).value(.null) }
-        c.yajl_boolean = { context, value in reader(context).value(.boolean(value != 0)) }
-        c.yajl_number = { context, text, length in
-            reader(context).value(.number(UnsafeRawBufferPointer(start: text, count: length)))
-        }
-        c.yajl_string = { context, text, length in
-            reader(context).value(.string(UnsafeRawBufferPointer(start: text, count: length)))
-        }
-        c.yajl_start_map = { reader($0).value(.startObject) }
-        c.yajl_map_key = { context, text, length in
-            reader(context).key(UnsafeRawBufferPointer(start: text, count: length))
-        }
-        c.yajl_end_map = { reader($0).end() }
-        c.yajl_start_array = { reader($0).value(.startArray) }
-        c.yajl_end_array = { reader($0).end() }
-        return c
-    }()
 }
 
 // MARK: - The reader's state
-
-private enum Token {
-    case null, startObject, startArray
-    case boolean(Bool)
-    case number(UnsafeRawBufferPointer)
-    case string(UnsafeRawBufferPointer)
-
-    var opensContainer: Bool {
-        switch self {
-        case .startObject, .startArray: true
-        default: false
-        }
-    }
-}
 
 private enum EventKey: CaseIterable {
     case eventId, clientSessionId, readingTargetType, materialId, knowledgeBaseId, eventType, position
@@ -108,7 +59,7 @@ private func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8]
     return nil
 }
 
-private final class Reader {
+private final class Reader: JSONTokenHandler {
     enum Container { case top, events, event, position }
 
     let shape: ReadingEventJSON.Shape
@@ -138,15 +89,15 @@ private final class Reader {
         stack.reserveCapacity(4)
     }
 
-    /// Every value token; returns 0 to stop the parser.
-    func value(_ token: Token) -> Int32 {
+    /// Every value token; returns false to stop the parser.
+    func value(_ token: JSONToken) -> Bool {
         if skipping > 0 {
             if token.opensContainer { skipping += 1 }
-            return 1
+            return true
         }
         if !building.isEmpty {
             build(token)
-            return 1
+            return true
         }
         switch stack.last {
         case nil:
@@ -194,14 +145,14 @@ private final class Reader {
         case .position:
             setPositionField(token)
         }
-        return 1
+        return true
     }
 
-    func key(_ text: UnsafeRawBufferPointer) -> Int32 {
-        guard skipping == 0 else { return 1 }
+    func key(_ text: UnsafeRawBufferPointer) -> Bool {
+        guard skipping == 0 else { return true }
         if case .object(let members, _) = building.last {
             building[building.count - 1] = .object(members, key: String(decoding: text, as: UTF8.self))
-            return 1
+            return true
         }
         switch stack.last {
         case .top: topKeyIsEvents = text.elementsEqual("events".utf8)
@@ -211,33 +162,33 @@ private final class Reader {
             if positionKey == nil { extraKey = String(decoding: text, as: UTF8.self) }
         default: break
         }
-        return 1
+        return true
     }
 
-    func end() -> Int32 {
+    func end() -> Bool {
         if skipping > 0 {
             skipping -= 1
-            return 1
+            return true
         }
         if let done = building.popLast() {
             switch done {
             case .object(let members, _): place(.object(members))
             case .array(let values): place(.array(values))
             }
-            return 1
+            return true
         }
         if stack.popLast() == .position {
             events[events.count - 1].position = .value(position)
         }
-        return 1
+        return true
     }
 
-    private func fail(_ message: String) -> Int32 {
+    private func fail(_ message: String) -> Bool {
         failure = message
-        return 0
+        return false
     }
 
-    private func setEventField(_ token: Token) {
+    private func setEventField(_ token: JSONToken) {
         guard let key = eventKey else {
             if token.opensContainer { skipping = 1 }
             return
@@ -270,7 +221,7 @@ private final class Reader {
         }
     }
 
-    private func setPositionField(_ token: Token) {
+    private func setPositionField(_ token: JSONToken) {
         guard let key = positionKey else {
             build(token)
             return
@@ -290,7 +241,7 @@ private final class Reader {
     /// One token of a value being kept: a scalar goes where the innermost container (or the
     /// member) wants it; a container opens a level, past `ReadingPosition.maxDepth` skipped and
     /// the position marked.
-    private func build(_ token: Token) {
+    private func build(_ token: JSONToken) {
         switch token {
         case .startObject, .startArray:
             guard building.count < ReadingPosition.maxDepth else {
@@ -302,7 +253,7 @@ private final class Reader {
         case .null: place(.null)
         case .boolean(let value): place(.bool(value))
         case .number(let text):
-            guard let number = Number.double(text) else { position.unkeepable = true; return place(.null) }
+            guard let number = JSONNumber.double(text) else { position.unkeepable = true; return place(.null) }
             place(.number(number))
         case .string(let text): place(.string(String(decoding: text, as: UTF8.self)))
         }
@@ -325,7 +276,7 @@ private final class Reader {
 
     // MARK: Typed values (a container in a scalar's place is skipped and marks it invalid)
 
-    private func string(_ token: Token) -> RawReadingEvent.Field<String> {
+    private func string(_ token: JSONToken) -> RawReadingEvent.Field<String> {
         switch token {
         case .string(let text): .value(String(decoding: text, as: UTF8.self))
         case .null: .null
@@ -333,10 +284,10 @@ private final class Reader {
         }
     }
 
-    private func integer(_ token: Token) -> RawReadingEvent.Field<Int> { number(token, Number.integer) }
-    private func double(_ token: Token) -> RawReadingEvent.Field<Double> { number(token, Number.double) }
+    private func integer(_ token: JSONToken) -> RawReadingEvent.Field<Int> { number(token, JSONNumber.integer) }
+    private func double(_ token: JSONToken) -> RawReadingEvent.Field<Double> { number(token, JSONNumber.double) }
 
-    private func number<T>(_ token: Token, _ parse: (UnsafeRawBufferPointer) -> T?) -> RawReadingEvent.Field<T> {
+    private func number<T>(_ token: JSONToken, _ parse: (UnsafeRawBufferPointer) -> T?) -> RawReadingEvent.Field<T> {
         switch token {
         case .number(let text):
             if let value = parse(text) { return .value(value) }
@@ -346,47 +297,19 @@ private final class Reader {
         }
     }
 
-    private func timestamp(_ token: Token) -> RawReadingEvent.Field<RawReadingEvent.Timestamp> {
+    private func timestamp(_ token: JSONToken) -> RawReadingEvent.Field<RawReadingEvent.Timestamp> {
         switch token {
         case .string(let text): return .value(.text(String(decoding: text, as: UTF8.self)))
         case .number(let text):
-            if let value = Number.double(text) { return .value(.number(value)) }
+            if let value = JSONNumber.double(text) { return .value(.number(value)) }
             return .invalid
         case .null: return .null
         default: return invalid(token)
         }
     }
 
-    private func invalid<T>(_ token: Token) -> RawReadingEvent.Field<T> {
+    private func invalid<T>(_ token: JSONToken) -> RawReadingEvent.Field<T> {
         if token.opensContainer { skipping = 1 }
         return .invalid
-    }
-}
-
-/// JSON number text (as yajl validated it) to Swift numbers, with Foundation's rules: an
-/// integer field takes any number that is exactly an `Int` (`3`, `3.0`, `1e2`); a double
-/// field any finite number.
-private enum Number {
-    static func integer(_ text: UnsafeRawBufferPointer) -> Int? {
-        let plain = !text.contains { $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }
-        if plain {
-            // Accumulated negatively, so Int.min fits too; overflow is not an Int.
-            var value = 0
-            for byte in text where byte != UInt8(ascii: "-") {
-                let (shifted, o1) = value.multipliedReportingOverflow(by: 10)
-                let (next, o2) = shifted.subtractingReportingOverflow(Int(byte &- UInt8(ascii: "0")))
-                if o1 || o2 { return nil }
-                value = next
-            }
-            if text.first == UInt8(ascii: "-") { return value }
-            return value == .min ? nil : -value
-        }
-        guard let value = double(text) else { return nil }
-        return Int(exactly: value)
-    }
-
-    static func double(_ text: UnsafeRawBufferPointer) -> Double? {
-        guard let value = Double(Substring(decoding: text, as: UTF8.self)), value.isFinite else { return nil }
-        return value
     }
 }

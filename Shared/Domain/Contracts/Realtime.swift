@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import ServiceLogging
 
 /// The value of a `realtime.broadcasts.v1` record (key: `channel`): any producer can ask

@@ -1,4 +1,5 @@
 import Contracts
+import JSON
 
 extension GLBWriter {
     /// The glTF JSON chunk of the tree `finish()` builds — dictionaries (keys sorted), arrays,

@@ -1,4 +1,5 @@
 import Contracts
+import JSON
 import USD
 
 /// `layer_manifest.json`: what a transcode wrote and what the room is (schema:

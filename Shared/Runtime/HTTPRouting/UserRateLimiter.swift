@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import ServiceLogging
 import Synchronization
 

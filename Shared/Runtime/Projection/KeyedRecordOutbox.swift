@@ -1,4 +1,5 @@
 import Kafka
+import Lifecycle
 import Postgres
 import ServiceLogging
 

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import PrometheusMetrics
 import ServiceLogging

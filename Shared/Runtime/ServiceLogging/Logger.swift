@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import Synchronization
 
 /// A structured logger that writes one JSON object per line.

@@ -2,6 +2,7 @@ import Auth
 import Foundation
 import HTTPRouting
 import Kafka
+import Lifecycle
 import ServiceLogging
 import Settings
 

@@ -1,6 +1,7 @@
 import CMicroHTTPD
 import HTTPRouting
 import Foundation
+import Lifecycle
 import ServiceLogging
 import Synchronization
 

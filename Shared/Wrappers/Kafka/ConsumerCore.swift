@@ -1,4 +1,5 @@
 import Dispatch
+import Lifecycle
 import ServiceLogging
 import Synchronization
 

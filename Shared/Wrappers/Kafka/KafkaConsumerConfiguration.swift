@@ -1,3 +1,4 @@
+import Lifecycle
 import ServiceLogging
 
 /// Configuration of a `KafkaConsumer` (a consumer-group member with eager rebalancing,

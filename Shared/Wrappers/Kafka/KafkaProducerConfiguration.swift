@@ -1,3 +1,4 @@
+import Lifecycle
 import ServiceLogging
 
 /// Configuration of a `KafkaProducer`. Idempotent with `acks=all` by default.

@@ -1,5 +1,6 @@
 import BlockingCalls
 import Foundation
+import Lifecycle
 import ServiceLogging
 import Synchronization
 

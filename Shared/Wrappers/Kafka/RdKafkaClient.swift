@@ -1,4 +1,5 @@
 import CRdKafka
+import Lifecycle
 import ServiceLogging
 import Synchronization
 

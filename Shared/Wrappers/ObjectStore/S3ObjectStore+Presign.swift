@@ -1,10 +1,11 @@
 import Foundation
 import HTTPClient
+import Lifecycle
 
 extension S3ObjectStore {
     /// Seconds of a presigned URL's life: at least 1, at most `maximumPresignedLifetime`.
     static func seconds(_ duration: Duration) throws(ObjectStoreError) -> Int {
-        let seconds = Int(duration.components.seconds)
+        let seconds = Int(duration.wholeSeconds)
         guard seconds >= 1, duration <= maximumPresignedLifetime else {
             throw ObjectStoreError(code: .invalidArgument, message: "a presigned URL lives 1 s … 7 days")
         }

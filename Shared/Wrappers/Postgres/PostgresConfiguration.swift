@@ -1,3 +1,5 @@
+import Lifecycle
+
 /// How a `PostgresClient` connects and sizes its pool.
 public struct PostgresConfiguration: Sendable {
     /// A libpq connection string: `postgres://user:pass@host:port/db?…` or `host=… dbname=…`.
@@ -32,7 +34,6 @@ public struct PostgresConfiguration: Sendable {
     var password: String? { ConnectionStringRedactor.password(in: url) }
 
     var connectTimeoutSeconds: Int {
-        let seconds = connectTimeout.components.seconds + (connectTimeout.components.attoseconds > 0 ? 1 : 0)
-        return Int(max(2, seconds))
+        Int(max(2, connectTimeout.timeInterval.rounded(.up)))
     }
 }

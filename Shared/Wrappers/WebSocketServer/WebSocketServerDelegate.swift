@@ -1,4 +1,5 @@
 import HTTPRouting
+import JSON
 import ServiceLogging
 
 /// Receives the life of every WebSocket connection.

@@ -1,5 +1,7 @@
 import Foundation
+import JSON
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import ServiceLogging
@@ -165,7 +167,7 @@ extension OffsetsCommand {
         let wanted = Set(moved.map(\.partition))
         var owners: [KafkaTopicPartition: String] = [:]
         if !json && wait > .zero && !wanted.isEmpty {
-            FileHandle.standardError.write(Data("waiting up to \(wait.components.seconds)s for the running service to take the partitions over…\n".utf8))
+            FileHandle.standardError.write(Data("waiting up to \(wait.wholeSeconds)s for the running service to take the partitions over…\n".utf8))
         }
         while true {
             for position in try await StoredOffsets.list(group: group, client: client)

@@ -1,5 +1,6 @@
 import DevInfrastructure
 import Foundation
+import JSON
 import Kafka
 import Postgres
 import Projection

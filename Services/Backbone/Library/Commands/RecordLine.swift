@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 import Kafka
 import ServiceLogging
 

@@ -1,6 +1,7 @@
 import Auth
 import Contracts
 import Foundation
+import JSON
 import RealtimeNotifier
 import ServiceLogging
 

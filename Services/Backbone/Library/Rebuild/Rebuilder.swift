@@ -2,6 +2,7 @@ import AnalyticsAggregator
 import Contracts
 import DevInfrastructure
 import Foundation
+import JSON
 import Kafka
 import Postgres
 import Projection

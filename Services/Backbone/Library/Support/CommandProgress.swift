@@ -1,4 +1,6 @@
 import Foundation
+import JSON
+import Lifecycle
 import ServiceLogging
 
 /// Progress and results of a long command, for a person or for a script.

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPRouting
+import JSON
 import ObjectStore
 import Postgres
 

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPRouting
+import JSON
 
 /// Reading a social write as Supabase's clients send it: one row as a JSON object (or an array
 /// holding one), its columns checked against the table's, and `column=eq.value` filters.

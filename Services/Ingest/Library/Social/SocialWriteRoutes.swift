@@ -2,6 +2,7 @@ import Auth
 import Contracts
 import Foundation
 import HTTPRouting
+import JSON
 import Kafka
 import Postgres
 import ServiceLogging

@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import Kafka
+import Lifecycle
 import Postgres
 import Projection
 import UserErasure
@@ -81,7 +82,7 @@ public struct CatalogProjection: Projection {
         guard !deltas.isEmpty else { return }
         _ = try await connection.execute(CatalogSQL.upsertVersions(tables), try CatalogVersionDelta.binds(deltas))
         let rooms = Array(Set(deltas.map(\.roomId))).sorted()
-        _ = try await connection.execute(CatalogSQL.refreshRooms(tables), [rooms, CatalogSQL.microseconds(feedHalfLife)])
+        _ = try await connection.execute(CatalogSQL.refreshRooms(tables), [rooms, feedHalfLife.wholeMicroseconds])
     }
 
     public func afterCommit(_ effects: Void) async throws { onCommit() }

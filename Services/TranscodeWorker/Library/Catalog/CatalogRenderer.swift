@@ -1,5 +1,6 @@
 import Contracts
 import Foundation
+import JSON
 
 /// Writes catalog rows as PostgREST would return them: snake_case columns in table order
 /// (or the `select` order), embedded versions under their alias, and the presigned URLs of

@@ -3,10 +3,6 @@ import Postgres
 /// SQL of the catalog read model, over a set of `CatalogTables` (the live ones or a rebuild's
 /// shadow copies).
 enum CatalogSQL {
-    static func microseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
-    }
-
     /// Merges one `CatalogVersionDelta` per version. Request fields change only for a newer
     /// request (an upload-init's stand in while there is none); status fields only for a status
     /// at least as new as the stored one (`status_at`: a status delivered again after newer ones

@@ -1,6 +1,7 @@
 import Auth
 import Contracts
 import HTTPRouting
+import Lifecycle
 import Postgres
 import ServiceRuntime
 
@@ -24,7 +25,7 @@ public struct RoomCatalog: Sendable {
         routes = CatalogRoutes(store: store, authenticator: authenticator, links: links, cache: cache, maxLimit: configuration.maxLimit)
         // A redirect is reused for at most half the link's lifetime (and 5 minutes), so the
         // presigned URL it names is always valid for a while when it is followed.
-        let redirectMaxAge = Int(min(linkTTL / 2, .seconds(300)).components.seconds)
+        let redirectMaxAge = Int(min(linkTTL / 2, .seconds(300)).wholeSeconds)
         storage = StorageRoutes(store: store, authenticator: authenticator, links: links,
                                 signer: StorageURLSigner(secret: authenticator.codec.secret),
                                 maxSignedSeconds: configuration.signedURLMaxSeconds, redirectMaxAge: redirectMaxAge)

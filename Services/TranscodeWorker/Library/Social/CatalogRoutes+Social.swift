@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPRouting
+import JSON
 
 /// The social tables through the catalog's PostgREST surface (`GET /rest/v1/{comments,likes,
 /// profiles,notifications}`: the writes of the first three are ingest's), and the recipient's

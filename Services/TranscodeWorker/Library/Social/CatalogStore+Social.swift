@@ -1,6 +1,7 @@
 import Contracts
 import Foundation
 import HTTPRouting
+import JSON
 import Postgres
 
 /// A row of a social table: text and timestamp columns by name (nil = null).

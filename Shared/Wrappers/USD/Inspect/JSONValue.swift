@@ -1,4 +1,4 @@
-import ServiceLogging
+import JSON
 
 /// A minimal JSON tree with a deterministic serialiser (object keys keep their order).
 enum JSONValue {

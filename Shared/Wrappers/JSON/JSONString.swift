@@ -1,5 +1,5 @@
 /// JSON string escaping, the one the project writes JSON text with (the log lines, the
-/// contracts' `JSONWriter`, the metrics exposition, the USD inspector): what Foundation's
+/// `JSONWriter` beside it, the metrics exposition, the USD inspector): what Foundation's
 /// `JSONEncoder` writes — `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, other control characters
 /// as `\u00XX`, everything else (`/` and non-ASCII included) as is.
 public enum JSONString {

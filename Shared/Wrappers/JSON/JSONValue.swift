@@ -44,9 +44,4 @@ public enum JSONValue: Sendable, Hashable, Codable {
     public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o }; return nil }
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a }; return nil }
     public var isNull: Bool { self == .null }
-
-    /// Re-decodes this value as a typed value.
-    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        try ContractCoding.decoder.decode(T.self, from: ContractCoding.encoder.encode(self))
-    }
 }

@@ -7,10 +7,19 @@ extension Duration {
         return Double(seconds) + Double(attoseconds) / 1e18
     }
 
+    /// Whole seconds, rounded down, at least 0 (a presigned URL's life, an HTTP `max-age`).
+    public var wholeSeconds: Int64 { max(0, components.seconds) }
+
     /// Whole milliseconds, rounded down, at least 0 (librdkafka's `*.ms` properties, SQL intervals).
     public var wholeMilliseconds: Int64 {
         let (seconds, attoseconds) = components
         return max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+
+    /// Whole microseconds, rounded down, at least 0 (PostgreSQL's `interval` as microseconds).
+    public var wholeMicroseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return max(0, seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
     }
 
     /// The duration as a Dispatch interval, whole nanoseconds, at least 0 (Dispatch deadlines

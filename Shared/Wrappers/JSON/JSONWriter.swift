@@ -1,10 +1,9 @@
-import Foundation
-import ServiceLogging
-
-/// Writes JSON bytes exactly as `ContractCoding.encoder` would for the hot wire types
-/// (compact, keys in the order the caller gives — sorted, as `.sortedKeys` does; `/`
-/// unescaped; other escapes and number formats as Foundation writes them), without the
-/// `Encodable` machinery. Tests pin every hand-written encoding against `ContractCoding.encoder`.
+/// Writes JSON bytes exactly as Foundation's `JSONEncoder` with `[.sortedKeys,
+/// .withoutEscapingSlashes]` would (compact, keys in the order the caller gives — sorted, as
+/// `.sortedKeys` does; `/` unescaped; other escapes and number formats as Foundation writes
+/// them), without the `Encodable` machinery. The contracts add their timestamps
+/// (`timestamp(_:)`, in `Contracts`), and their tests pin every hand-written encoding against
+/// `ContractCoding.encoder`.
 public struct JSONWriter: Sendable {
     public private(set) var bytes: [UInt8] = []
     private var needsComma = false
@@ -92,11 +91,11 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
-    public mutating func timestamp(_ date: Date) {
+    /// A value whose JSON text `write` appends to the bytes itself (a string in a format of the
+    /// caller's, quotes included): the separator before it is written here.
+    public mutating func rawValue(_ write: (inout [UInt8]) -> Void) {
         separate()
-        bytes.append(UInt8(ascii: "\""))
-        ContractCoding.appendTimestamp(date, to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        write(&bytes)
         needsComma = true
     }
 
