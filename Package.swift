@@ -38,8 +38,8 @@ let cLibraries: [Target] = [
 // MARK: - Shared modules
 
 let sharedLayers: [String: [String]] = [
-    "Wrappers": ["BlockingCalls", "Hashing", "HTTPClient", "HTTPServer", "WebSocketServer", "Kafka", "Postgres", "ObjectStore", "USD", "JSON"],
-    "Runtime": ["ServiceLogging", "Settings", "Lifecycle", "HTTPRouting", "PrometheusMetrics", "ServiceRuntime", "Projection"],
+    "Wrappers": ["BlockingCalls", "Hashing", "HTTPClient", "HTTPServer", "WebSocketServer", "Kafka", "Postgres", "ObjectStore", "USD", "JSONReader"],
+    "Runtime": ["JSON", "ServiceLogging", "Settings", "Lifecycle", "HTTPRouting", "PrometheusMetrics", "ServiceRuntime", "Projection"],
     "Domain": ["Contracts", "Auth", "UserErasure", "RoomScan"],
     "Dev": ["DevInfrastructure", "DevAuth"],
 ]
@@ -50,16 +50,17 @@ func shared(_ name: String, _ deps: [Target.Dependency] = []) -> Target {
 }
 
 let sharedModules: [Target] = [
-    // JSON text: the one string escaper, the writer, `JSONValue`, and yajl's token reader (the
-    // only module that imports yajl, internally: its clients see Swift types only).
-    shared("JSON", ["CYAJL"]),
+    // JSON text in Swift alone: the one string escaper, the writer, `JSONValue`, number text.
+    shared("JSON"),
+    // yajl's token reader: the only module that imports yajl (internally: its clients see Swift
+    // types only), kept apart from JSON so that the log lines and the lifecycle link no C library.
+    shared("JSONReader", ["CYAJL"]),
     // The log lines (written with JSON's escaper) and their trace context.
     shared("ServiceLogging", ["JSON"]),
     // The lifecycle: services and their group, periodic tasks, coalescing, consumer groups, and
     // the `Duration` units every module converts with (so the wrappers that convert durations
     // for their C libraries, Kafka, Postgres and HTTPServer, depend on it: it depends on nothing
-    // of theirs). A leaf with no C library of its own — its one, through the log lines' JSON, is
-    // yajl, which every service links anyway — so that what needs only these does not link the host's.
+    // of theirs). A leaf with no C library, so that what needs only these does not link the host's.
     shared("Lifecycle", ["ServiceLogging"]),
     shared("BlockingCalls"),
     shared("HTTPRouting", ["ServiceLogging", "Lifecycle"]),
@@ -77,7 +78,7 @@ let sharedModules: [Target] = [
     // The host: a service process's wiring of HTTP, auth, Kafka and PostgreSQL around the lifecycle.
     shared("ServiceRuntime", ["BlockingCalls", "CMalloc", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "HTTPServer", "PrometheusMetrics",
                               "Auth", "Kafka", "Postgres", "Projection"]),
-    shared("Contracts", ["JSON", "ServiceLogging"]),
+    shared("Contracts", ["JSON", "JSONReader", "ServiceLogging"]),
     shared("Projection", ["Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "Contracts", "Lifecycle"]),
     // Account deletion, in every service: the erasure consumer, its confirmations, the erased users.
     shared("UserErasure", ["Lifecycle", "Projection", "Kafka", "Postgres", "ServiceLogging", "Contracts", "Auth", "ServiceRuntime"]),
@@ -182,7 +183,7 @@ let testTargets: [Target] = [
     // stored positions are checked by).
     tests("ProjectionTests", ["Projection", "Kafka", "DevInfrastructure"]),
     tests("FoundationModulesTests", ["Contracts", "Lifecycle", "Settings", "ServiceLogging", "HTTPRouting", "PrometheusMetrics", "Hashing", "Auth", "ServiceRuntime", "HTTPServer",
-                                     "BackboneTestSupport", "Kafka", "DevInfrastructure", "JSON"]),
+                                     "BackboneTestSupport", "Kafka", "DevInfrastructure", "JSON", "JSONReader"]),
     tests("KafkaTests", ["Kafka", "ServiceLogging", "DevInfrastructure", "BlockingCalls", "CRdKafka"]),
     tests("ObjectStoreTests", ["Settings", "ObjectStore", "ServiceRuntime", "DevInfrastructure", "BackboneTestSupport"]),
     tests("PostgresTests", ["Postgres", "ServiceLogging", "DevInfrastructure", "BackboneTestSupport"]),

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import JSONReader
 import Testing
 
 @Suite("JSON text")

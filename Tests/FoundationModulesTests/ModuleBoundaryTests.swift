@@ -4,13 +4,13 @@ import Testing
 
 @Suite("Module boundaries")
 struct ModuleBoundaryTests {
-    /// The JSON module: the only one that may import yajl.
-    static let jsonModule = "Shared/Wrappers/JSON/"
+    /// yajl's token reader: the only module that may import yajl.
+    static let jsonModule = "Shared/Wrappers/JSONReader/"
     static let serviceLogging = "Shared/Runtime/ServiceLogging/"
     /// The one set of `Duration` conversions.
     static let durationUnits = "Shared/Runtime/Lifecycle/Duration+Units.swift"
 
-    @Test("only the JSON module imports yajl, and the manifest gives it to no other module")
+    @Test("only the JSON reader imports yajl, and the manifest gives it to no other module")
     func yajlStaysInTheJSONModule() throws {
         let files = try ProductionSources.files()
         #expect(files.keys.contains { $0.hasPrefix(Self.jsonModule) }, "the sources were not found")
@@ -26,7 +26,40 @@ struct ModuleBoundaryTests {
         let manifest = try String(contentsOf: Integration.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
         let users = try ProductionSources.lines(of: manifest, matching: #""CYAJL""#)
             .filter { !$0.contains("system(\"CYAJL\"") }
-        #expect(users.count == 1 && users[0].contains("shared(\"JSON\""), "modules that depend on CYAJL:\n\(users.joined(separator: "\n"))")
+        #expect(users.count == 1 && users[0].contains("shared(\"JSONReader\""), "modules that depend on CYAJL:\n\(users.joined(separator: "\n"))")
+    }
+
+    /// Each shared module's dependencies as the manifest's `shared("Name", [...])` lines give them.
+    static func sharedDependencies() throws -> [String: [String]] {
+        let manifest = try String(contentsOf: Integration.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let line = try Regex(#"shared\("(\w+)"(?:,\s*\[([^\]]*)\])?\)"#)
+        var graph: [String: [String]] = [:]
+        for match in manifest.matches(of: line) {
+            guard let name = match.output[1].substring else { continue }
+            let list = match.output[2].substring.map(String.init) ?? ""
+            graph[String(name)] = list.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines.union(["\""])) }
+        }
+        return graph
+    }
+
+    static func closure(of module: String, in graph: [String: [String]]) -> Set<String> {
+        var seen: Set<String> = [], next = [module]
+        while let name = next.popLast() {
+            for dependency in graph[name] ?? [] where seen.insert(dependency).inserted { next.append(dependency) }
+        }
+        return seen
+    }
+
+    @Test("the lifecycle links no C library, and the projection core links neither the HTTP server nor the service host")
+    func lifecycleAndProjectionStayLeaves() throws {
+        let graph = try Self.sharedDependencies()
+        let cModules = Set(try FileManager.default.contentsOfDirectory(atPath: Integration.packageRoot.appendingPathComponent("Shared/C").path))
+        #expect(graph["Lifecycle"] != nil && graph["Projection"] != nil && !cModules.isEmpty, "the manifest's shared modules were not found")
+        let lifecycle = Self.closure(of: "Lifecycle", in: graph)
+        #expect(lifecycle.isDisjoint(with: cModules), "Lifecycle links \(lifecycle.intersection(cModules).sorted())")
+        let projection = Self.closure(of: "Projection", in: graph)
+        #expect(projection.isDisjoint(with: ["HTTPServer", "CMicroHTTPD", "ServiceRuntime", "WebSocketServer"]),
+                "Projection links \(projection.sorted())")
     }
 
     @Test("ServiceLogging holds logging only: no JSON writing, no yajl, no Duration units")

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import JSONReader
 
 /// The streaming reader behind `RawReadingEvent.parseBatch`, `RawReadingEvent.parse` and
 /// `ReadingPosition(json:)`: `JSONTokenReader` (yajl's event parser: UTF-8 validated, whole
