@@ -103,35 +103,15 @@ struct RealtimeBench {
         if python {
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("load_client.py").path
             for index in 0..<processes {
-                let process = Process()
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                process.arguments = ["python3", script, url, token, channels.joined(separator: ","), String(index * perProcess), String(perProcess)]
-                let input = Pipe()
-                let output = Pipe()
-                process.standardInput = input
-                process.standardOutput = output
-                try process.run()
-                clients.append((process, input, output))
+                clients.append(try startClient("/usr/bin/env",
+                                               ["python3", script, url, token, channels.joined(separator: ","), String(index * perProcess), String(perProcess)]))
             }
-            for (_, _, output) in clients {
-                let line = try readLine(output.fileHandleForReading)
-                guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
-            }
+            try awaitReady(clients)
         } else if ownProcess {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            process.arguments = [LoadClientProcess.flag, String(port.withLock { $0! }), "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
-                                 String(perProcess * processes), String(processes), channels.joined(separator: ",")]
-            let input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            try process.run()
-            clients.append((process, input, output))
-            for (_, _, output) in clients {
-                let line = try readLine(output.fileHandleForReading)
-                guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
-            }
+            clients.append(try startClient(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
+                                           [LoadClientProcess.flag, String(port.withLock { $0! }), "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
+                                            String(perProcess * processes), String(processes), channels.joined(separator: ",")]))
+            try awaitReady(clients)
         } else {
             let topics = (0..<perProcess * processes).map { "realtime:" + channels[$0 % channels.count] }
             let client = LoadClient(port: UInt16(port.withLock { $0! }), path: "/realtime/v1/websocket?apikey=\(token)&vsn=2.0.0",
@@ -277,6 +257,27 @@ struct RealtimeBench {
             if seen >= target { return Double(bucket) / 10 }
         }
         return Double(histogram.keys.max()!) / 10
+    }
+
+    /// A load client process started with its standard input and output piped to this one.
+    static func startClient(_ executable: String, _ arguments: [String]) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        return (process, input, output)
+    }
+
+    /// Waits for every client's "ready" line.
+    static func awaitReady(_ clients: [(Process, Pipe, Pipe)]) throws {
+        for (_, _, output) in clients {
+            let line = try readLine(output.fileHandleForReading)
+            guard line.contains("ready") else { throw BenchError(description: "load client failed: \(line)") }
+        }
     }
 
     static func readLine(_ handle: FileHandle) throws -> String {

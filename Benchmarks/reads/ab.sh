@@ -16,20 +16,7 @@ BEFORE="$1"; AFTER="$2"; ROUNDS="${3:-3}"; DURATION="${4:-4}"
 ENDPOINTS="${ENDPOINTS:-/healthz /activity/heatmap /learning/summary /learning/trend}"
 CONNECTIONS="${CONNECTIONS:-50}"
 USERS=1000 MATERIALS=20
-WORK="$(mktemp -d /tmp/reads-ab.XXXX)"
-PGDIR="$(mktemp -d /tmp/pg.XXXX)"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pg_stop_throwaway "$PGDIR"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-PG_PORT=$(free_port)
-export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
-PSQL="$(pg_bindir)/psql"
-export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
+reads_database ab  # Benchmarks/reads/seed.sh
 
 BIN="$AFTER"
 reads_start progress-projector "$(free_port)"
@@ -44,15 +31,7 @@ done
 "$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
 sleep "${SETTLE:-35}"
 
-TOKEN=$(python3 - "$JWT_SECRET" <<'PY'
-import base64, hashlib, hmac, json, sys, time
-b = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-body = b(json.dumps({"sub": "user-7", "iat": int(time.time()), "exp": int(time.time()) + 86400}).encode())
-sig = b(hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest())
-print(f"{head}.{body}.{sig}")
-PY
-)
+TOKEN=$(reads_token)
 cat >"$WORK/report.lua" <<'LUA'
 done = function(summary, latency, requests)
     io.write(string.format("RESULT %d %.0f\n", summary.requests, summary.requests / (summary.duration / 1e6)))

@@ -20,28 +20,15 @@ DURATION="${1:-10}"
 CONNECTIONS="${2:-100}"
 USERS="${USERS:-1000}"
 MATERIALS="${MATERIALS:-20}"
-WORK="$(mktemp -d /tmp/reads-bench.XXXX)"
-PGDIR="$(mktemp -d /tmp/pg.XXXX)"  # its own directory: the cluster runs as the postgres user
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pg_stop_throwaway "$PGDIR"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+reads_database bench  # Benchmarks/reads/seed.sh
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
     swift build -c release --product progress-projector >/dev/null
     swift build -c release --product analytics-aggregator >/dev/null
 fi
 BIN="${BENCH_BIN:-$(swift build -c release --show-bin-path)}"  # BENCH_BIN: compare another build
-PG_PORT=$(free_port)
-export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
-PSQL="$(pg_bindir)/psql"
 PGBENCH="$(pg_bindir)/pgbench"
 [[ -x "$PGBENCH" ]] || PGBENCH=pgbench
-export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
 PROGRESS_PORT=$(free_port); reads_start progress-projector "$PROGRESS_PORT"
@@ -51,6 +38,10 @@ reads_seed  # Benchmarks/reads/seed.sh
 # The aggregator computes the seeded users' streak runs when it starts and finds no stored threshold.
 kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'
 reads_start analytics-aggregator "$ANALYTICS_PORT"
+for _ in $(seq 1 300); do  # computed in the background after its start
+    [[ $("$PSQL" -Atq "$DATABASE_URL" -c "SELECT count(*) > 0 FROM analytics_streak_runs") == t ]] && break
+    sleep 0.2
+done
 [[ $("$PSQL" -Atq "$DATABASE_URL" -c "SELECT count(*) > 0 FROM analytics_streak_runs") == t ]] || { echo "no streak runs" >&2; exit 1; }
 "$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
 # With no broker, a projection's first assignment check (30 s after start) makes its admin client;
@@ -58,15 +49,7 @@ reads_start analytics-aggregator "$ANALYTICS_PORT"
 # whichever endpoint's window is running then: wait for it to pass.
 sleep 35
 
-TOKEN=$(python3 - "$JWT_SECRET" <<'PY'
-import base64, hashlib, hmac, json, sys, time
-b = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-body = b(json.dumps({"sub": "user-7", "iat": int(time.time()), "exp": int(time.time()) + 86400}).encode())
-sig = b(hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest())
-print(f"{head}.{body}.{sig}")
-PY
-)
+TOKEN=$(reads_token)
 
 ENDPOINTS=(
     "healthz|http://127.0.0.1:$PROGRESS_PORT/healthz"

@@ -25,16 +25,7 @@ CONNECTIONS="${CONNECTIONS:-50}"
 PROFILED="${PROFILED:-healthz reading-progress learning-summary activity-heatmap}"
 USERS="${USERS:-1000}"
 MATERIALS="${MATERIALS:-20}"
-WORK="$(mktemp -d /tmp/reads-profile.XXXX)"
-PGDIR="$(mktemp -d /tmp/pg.XXXX)"
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pg_stop_throwaway "$PGDIR"
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+reads_database profile  # Benchmarks/reads/seed.sh
 mkdir -p "$OUT"
 
 if [[ -z "${SKIP_BUILD:-}" ]]; then
@@ -42,10 +33,6 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
     swift build -c release --product analytics-aggregator >/dev/null
 fi
 BIN="${BENCH_BIN:-$(swift build -c release --show-bin-path)}"
-PG_PORT=$(free_port)
-export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
-PSQL="$(pg_bindir)/psql"
-export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
 
 # The services create their tables; then the seed, and the aggregator restarted: it computes the
 # seeded users' streak runs as it starts.
@@ -59,15 +46,7 @@ reads_start analytics-aggregator "$ANALYTICS_PORT"; PID_OF[analytics-aggregator]
 # Past the projections' first assignment check with no broker (a 100–700 ms hiccup, bench.sh).
 sleep "${SETTLE:-35}"
 
-TOKEN=$(python3 - "$JWT_SECRET" <<'PY'
-import base64, hashlib, hmac, json, sys, time
-b = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-body = b(json.dumps({"sub": "user-7", "iat": int(time.time()), "exp": int(time.time()) + 86400}).encode())
-sig = b(hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest())
-print(f"{head}.{body}.{sig}")
-PY
-)
+TOKEN=$(reads_token)
 cat >"$WORK/report.lua" <<'LUA'
 done = function(summary, latency, requests)
     local e = summary.errors

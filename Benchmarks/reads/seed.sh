@@ -47,3 +47,36 @@ reads_start() {  # name port
     done
     echo "$1 did not start" >&2; exit 1
 }
+
+# A throwaway PostgreSQL and the scripts' working folder, both removed at exit with every service
+# in PIDS (the cluster has its own directory: it runs as the postgres user); exports what the
+# services read. $1 names the working folder.
+reads_database() {  # name
+    WORK="$(mktemp -d "/tmp/reads-$1.XXXX")"
+    PGDIR="$(mktemp -d /tmp/pg.XXXX)"
+    PIDS=()
+    trap reads_cleanup EXIT
+    PG_PORT=$(free_port)
+    export DATABASE_URL=$(pg_start_throwaway "$PGDIR" "$PG_PORT")
+    PSQL="$(pg_bindir)/psql"
+    export JWT_SECRET="reads-bench-secret" KAFKA_BROKERS="127.0.0.1:$(free_port)" LOG_LEVEL=error HTTP_HOST=127.0.0.1
+}
+
+reads_cleanup() {
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pg_stop_throwaway "$PGDIR"
+    rm -rf "$WORK"
+}
+
+# A token of user-7 signed with JWT_SECRET, valid for a day.
+reads_token() {
+    python3 - "$JWT_SECRET" <<'PY'
+import base64, hashlib, hmac, json, sys, time
+b = lambda raw: base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+head = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+body = b(json.dumps({"sub": "user-7", "iat": int(time.time()), "exp": int(time.time()) + 86400}).encode())
+sig = b(hmac.new(sys.argv[1].encode(), f"{head}.{body}".encode(), hashlib.sha256).digest())
+print(f"{head}.{body}.{sig}")
+PY
+}

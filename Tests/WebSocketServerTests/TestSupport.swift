@@ -106,3 +106,36 @@ func runProcess(_ executable: String, _ arguments: [String]) async throws -> Pro
                              stderr: String(decoding: stderr, as: UTF8.self))
     }
 }
+
+/// What both slow-reader tests check once the slow socket's queue has overflowed: the queue kept to
+/// its bounds, the fast reader's batches unaffected, and the slow socket closed after a final text
+/// that later sends cannot follow.
+func expectSlowReaderContained(_ toSlow: WebSocketConnection, maxMessages: Int, fast toFast: WebSocketConnection,
+                               reader fast: RawWebSocketClient, batch: Int) async throws {
+    #expect(toSlow.queuedMessages <= maxMessages)
+    #expect(toSlow.queuedBytes <= 256 * 1024)
+    #expect(toSlow.send("one more") == .overflow)
+    for round in 0..<5 {
+        for index in 0..<batch { #expect(toFast.send("fast \(round)-\(index)") == .queued) }
+        let got = try await blocking { try (0..<batch).map { _ in try fast.readMessage() } }
+        #expect(got == (0..<batch).map { .text("fast \(round)-\($0)") })
+    }
+    toSlow.close(after: "{\"event\":\"system\",\"status\":\"error\"}", code: 4000, reason: "slow consumer")
+    #expect(toSlow.send("after close") == .closed)
+}
+
+/// A server whose queues hold `maxMessages` messages or 256 KB, with a "slow" client reading
+/// through a 4 KB receive buffer and a "fast" one, both open: the set-up of the slow-reader tests.
+func slowAndFastReaders(maxMessages: Int) async throws
+    -> (server: WebSocketServer, delegate: RecordingDelegate, slow: RawWebSocketClient, fast: RawWebSocketClient,
+        toSlow: WebSocketConnection, toFast: WebSocketConnection) {
+    let delegate = RecordingDelegate()
+    let server = try makeServer(delegate) {
+        $0.maxQueuedMessages = maxMessages
+        $0.maxQueuedBytes = 256 * 1024
+    }
+    let slow = try await connectClient(server, name: "slow", receiveBuffer: 4096)
+    let fast = try await connectClient(server, name: "fast")
+    #expect(try await eventually { delegate.opened.count == 2 })
+    return (server, delegate, slow, fast, try #require(delegate.connection(named: "slow")), try #require(delegate.connection(named: "fast")))
+}

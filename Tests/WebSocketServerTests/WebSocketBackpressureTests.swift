@@ -9,16 +9,7 @@ import Testing
 struct WebSocketBackpressureTests {
     @Test("a reader that stops reading overflows its own queue while a fast reader keeps receiving; close(after:) still delivers the final text")
     func slowReaderOverflowsAlone() async throws {
-        let delegate = RecordingDelegate()
-        let server = try makeServer(delegate) {
-            $0.maxQueuedMessages = 32
-            $0.maxQueuedBytes = 256 * 1024
-        }
-        let slow = try await connectClient(server, name: "slow", receiveBuffer: 4096)
-        let fast = try await connectClient(server, name: "fast")
-        #expect(try await eventually { delegate.opened.count == 2 })
-        let toSlow = try #require(delegate.connection(named: "slow"))
-        let toFast = try #require(delegate.connection(named: "fast"))
+        let (server, delegate, slow, fast, toSlow, toFast) = try await slowAndFastReaders(maxMessages: 32)
 
         // While the kernel still takes data the queue drains; once the reader's buffers are full
         // it stops draining, and only then does the queue fill up to its bound.
@@ -42,19 +33,8 @@ struct WebSocketBackpressureTests {
             if overflowed { break }
         }
         #expect(overflowed)
-        #expect(toSlow.queuedMessages <= 32)
-        #expect(toSlow.queuedBytes <= 256 * 1024)
-        #expect(toSlow.send("one more") == .overflow)
-
         // The fast reader is unaffected: batches keep arriving while the slow one is stuck.
-        for batch in 0..<5 {
-            for index in 0..<20 { #expect(toFast.send("fast \(batch)-\(index)") == .queued) }
-            let got = try await blocking { try (0..<20).map { _ in try fast.readMessage() } }
-            #expect(got == (0..<20).map { .text("fast \(batch)-\($0)") })
-        }
-
-        toSlow.close(after: "{\"event\":\"system\",\"status\":\"error\"}", code: 4000, reason: "slow consumer")
-        #expect(toSlow.send("after close") == .closed)
+        try await expectSlowReaderContained(toSlow, maxMessages: 32, fast: toFast, reader: fast, batch: 20)
 
         // Now the slow client drains everything: all queued chunks, then the final text, then the close.
         let (chunks, final, close) = try await blocking { () -> (Int, RawWebSocketClient.Message, RawWebSocketClient.Message) in

@@ -61,16 +61,7 @@ struct WebSocketCoalescingTests {
 
     @Test("a reader that stops reading small messages overflows its own queue, the fast reader keeps receiving, and the slow one later gets every queued message, the final text and the close")
     func slowReaderOfSmallMessages() async throws {
-        let delegate = RecordingDelegate()
-        let server = try makeServer(delegate) {
-            $0.maxQueuedMessages = 512
-            $0.maxQueuedBytes = 256 * 1024
-        }
-        let slow = try await connectClient(server, name: "slow", receiveBuffer: 4096)
-        let fast = try await connectClient(server, name: "fast")
-        #expect(try await eventually { delegate.opened.count == 2 })
-        let toSlow = try #require(delegate.connection(named: "slow"))
-        let toFast = try #require(delegate.connection(named: "fast"))
+        let (server, delegate, slow, fast, toSlow, toFast) = try await slowAndFastReaders(maxMessages: 512)
 
         // Small messages in bursts until the queue stops draining, then until it overflows.
         var sent: [String] = []
@@ -88,18 +79,7 @@ struct WebSocketCoalescingTests {
             try await Task.sleep(for: .milliseconds(2))
         }
         #expect(overflowed)
-        #expect(toSlow.queuedMessages <= 512)
-        #expect(toSlow.queuedBytes <= 256 * 1024)
-        #expect(toSlow.send("one more") == .overflow)
-
-        for batch in 0..<5 {
-            for index in 0..<50 { #expect(toFast.send("fast \(batch)-\(index)") == .queued) }
-            let got = try await blocking { try (0..<50).map { _ in try fast.readMessage() } }
-            #expect(got == (0..<50).map { .text("fast \(batch)-\($0)") })
-        }
-
-        toSlow.close(after: "{\"event\":\"system\",\"status\":\"error\"}", code: 4000, reason: "slow consumer")
-        #expect(toSlow.send("after close") == .closed)
+        try await expectSlowReaderContained(toSlow, maxMessages: 512, fast: toFast, reader: fast, batch: 50)
         let count = sent.count
         let (messages, final, close) = try await blocking { () -> ([RawWebSocketClient.Message], RawWebSocketClient.Message, RawWebSocketClient.Message) in
             let messages = try (0..<count).map { _ in try slow.readMessage() }
