@@ -1,4 +1,4 @@
-/// JSON number text (as yajl validated it) to Swift numbers, with Foundation's rules: an
+/// JSON number text (as the JSON reader validated it) to Swift numbers, with Foundation's rules: an
 /// integer field takes any number that is exactly an `Int` (`3`, `3.0`, `1e2`); a double
 /// field any finite number.
 public enum JSONNumber {
