@@ -14,7 +14,8 @@
 # (callgrind cannot run these services: valgrind 3.19 faults in libdispatch's thread creation.)
 # Usage: Benchmarks/reads/profile.sh [DURATION] [OUT]   (defaults 6, docs/profiles/reads)
 #        CONNECTIONS (50), PROFILED ("healthz reading-progress learning-summary activity-heatmap"),
-#        SKIP_BUILD=1 skips the build; BENCH_BIN=dir runs the binaries in dir.
+#        SKIP_BUILD=1 skips the build; BENCH_BIN=dir runs the binaries in dir;
+#        BACKENDS=1 also profiles the service's PostgreSQL backends (OUT/<endpoint>.postgres.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/lib/common.sh
@@ -103,7 +104,13 @@ for entry in "${ENDPOINTS[@]}"; do
         load "http://127.0.0.1:$port$path" $(( DURATION + 2 )) >/dev/null &
         loader=$!
         sleep 1
+        if [[ -n "${BACKENDS:-}" ]]; then
+            backends=$("$PSQL" -Atq "$DATABASE_URL" -c "SELECT string_agg(pid::text, ',') FROM pg_stat_activity WHERE application_name = '$service'")
+            perf record -q -e cpu-clock -g -p "$backends" -o "$WORK/$name.postgres.perf" -- sleep "$DURATION" >/dev/null 2>&1 &
+            backend_perf=$!
+        fi
         perf record -q -e cpu-clock -g -p "$pid" -o "$WORK/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 || true
+        [[ -n "${BACKENDS:-}" ]] && { wait "$backend_perf" || true; }
         wait "$loader" || true
         set +o pipefail  # head closes perf report's pipe early
         {
@@ -116,6 +123,18 @@ for entry in "${ENDPOINTS[@]}"; do
             perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso,sym -g none 2>/dev/null \
                 | grep -v '^#' | grep -v '^$' | head -n 60 | cut -c1-200
         } >"$OUT/$name.txt"
+        if [[ -n "${BACKENDS:-}" ]]; then
+            {
+                echo "# perf record -e cpu-clock -g -p <$service's PostgreSQL backends> -- sleep $DURATION, under wrk -t2 -c$CONNECTIONS $path"
+                echo "# (BACKENDS=1 Benchmarks/reads/profile.sh $DURATION; $(date -u +%F), 2 shared cores)"
+                echo "# by shared object"
+                perf report -i "$WORK/$name.postgres.perf" --stdio --no-children --sort dso -g none 2>/dev/null \
+                    | grep -v '^#' | grep -v '^$' | head -n 8
+                echo "# by symbol"
+                perf report -i "$WORK/$name.postgres.perf" --stdio --no-children --sort dso,sym -g none 2>/dev/null \
+                    | grep -v '^#' | grep -v '^$' | head -n 50 | cut -c1-160
+            } >"$OUT/$name.postgres.txt"
+        fi
         set -o pipefail
     fi
 done
