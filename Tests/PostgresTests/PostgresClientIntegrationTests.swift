@@ -357,6 +357,47 @@ extension PostgresClientIntegrationTests {
         await client.close()
         await admin.close()
     }
+
+    @Test("a prepared statement sent from the task thread itself: long answers and binds arrive whole, a cancelled one stops on the server, 40 tasks share 3 connections")
+    func preparedFromTheTask() async throws {
+        let client = TestPostgres.client(maxConnections: 3)
+        // Prepared on first use (the connection's queue), then sent from the task (SocketReadiness).
+        let series = "SELECT g, repeat('x', $2::int) AS pad FROM generate_series(1, $1::int) g"
+        for _ in 0..<3 { _ = try await client.queryPrepared(series, [1, 1]) }
+        // Many TCP segments of answer, and a bind larger than a socket buffer.
+        let rows = try await client.queryPrepared(series, [20_000, 100])
+        #expect(rows.count == 20_000)
+        #expect(try rows[19_999].decode(Int.self, "g") == 20_000)
+        #expect(try rows[0].decode(String.self, "pad").count == 100)
+        let big = String(repeating: "é", count: 1_500_000)
+        let echo = "SELECT length($1::text) AS n"
+        for _ in 0..<3 { _ = try await client.queryPrepared(echo, ["a"]) }
+        #expect(try await client.queryPrepared(echo, [big])[0].decode(Int.self, "n") == 1_500_000)
+
+        // Cancelled while waiting for its answer: the server stops it, the connections stay usable.
+        let sleep = "SELECT pg_sleep($1::float8) AS slept"
+        for _ in 0..<3 { _ = try await client.queryPrepared(sleep, [0.0]) }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let task = Task { try await client.queryPrepared(sleep, [30.0]) }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        switch await task.result {
+        case .success: Issue.record("cancelled sleep completed")
+        case .failure(let error): #expect((error as? PostgresError)?.sqlState == "57014")
+        }
+        #expect(clock.now - start < .seconds(10))
+
+        let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 1...40 {
+                group.addTask { try await client.queryPrepared(series, [index, 1]).count }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(answers == (1...40).reduce(0, +))
+        #expect(client.openConnections <= 3)
+        await client.close()
+    }
 }
 
 /// Counters shared by the pool-limit test's tasks.
@@ -378,4 +419,5 @@ enum AnyCodableValue: Codable, Equatable {
     }
 
     func encode(to encoder: any Encoder) throws {}
+
 }

@@ -2,6 +2,8 @@
 #define CLibPQ_SHIM_H
 #include <libpq-fe.h>
 #include <postgres_ext.h>
+/* SocketReadiness waits for libpq sockets with epoll (not in Swift's Glibc module). */
+#include <sys/epoll.h>
 
 /* PG_DIAG_* are character macros; these helpers keep them out of Swift. */
 static inline const char *backbone_pq_sqlstate(const PGresult *result) {

@@ -62,7 +62,7 @@ final class ConnectionPool: Sendable {
             switch lease {
             case .connection(let connection):
                 guard checkingIdleState else { return connection }
-                await connection.refreshIdleState()
+                connection.refreshIdleState()
                 if connection.isReusable { return connection }
                 discard(connection)
             case .slot:

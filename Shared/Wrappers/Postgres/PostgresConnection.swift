@@ -132,11 +132,79 @@ public final class PostgresConnection: @unchecked Sendable {
     /// the connection broken (the statement did not run; the pool discards the connection).
     func preparedQueryIfHealthy(_ sql: String, _ binds: [any PostgresBindable]) async throws(PostgresError) -> PostgresRows? {
         let parameters = binds.map(\.postgresText)
+        if let name = preparedStatements[sql] {
+            return try await sendPrepared(name, parameters)
+        }
         let result = try await run(cancellable: true) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> QueryResult? in
             guard Self.drainIdleInput(handle) else { return nil }
             return try connection.executePrepared(sql, parameters, handle: handle)
         }
         return result.map { PostgresRows(result: $0) }
+    }
+
+    /// Runs the statement prepared here as `name` from the calling task's own thread: libpq's
+    /// asynchronous calls send it and read the answer, neither of which blocks, and the task
+    /// waits for the answer on `SocketReadiness` — no hand-off to the connection's queue. The
+    /// connection is leased to the caller, so nothing else uses the handle meanwhile. `nil` when
+    /// what arrived while it sat idle shows the connection broken (the statement did not run).
+    private func sendPrepared(_ name: String, _ parameters: [String?]) async throws(PostgresError) -> PostgresRows? {
+        guard let handle else { throw .closed("the connection is closed") }
+        guard Self.drainIdleInput(handle) else { return nil }
+        let operation = canceller.makeOperationID()
+        let result = await withTaskCancellationHandler { () async -> Result<QueryResult, PostgresError> in
+            guard canceller.begin(operation) else {
+                return .failure(PostgresError(code: .cancelled, message: "the statement was cancelled before it started"))
+            }
+            defer { canceller.end(operation) }
+            do throws(PostgresError) {
+                return .success(try await self.exchange(handle) { handle in
+                    CStringArray(parameters).withPointers { pointers in
+                        PQsendQueryPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0)
+                    }
+                })
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            canceller.cancel(operation)
+        }
+        let healthy = backbone_pq_connection_ok(handle) != 0
+        let idle = backbone_pq_transaction_idle(handle) != 0
+        status.withLock { status in
+            if !healthy { status.broken = true }
+            status.transactionIdle = idle
+        }
+        return PostgresRows(result: try result.get())
+    }
+
+    /// Sends one statement with `send` (a `PQsend…` call) in non-blocking mode and collects its
+    /// result, waiting on `SocketReadiness` whenever libpq would block.
+    private func exchange(_ handle: OpaquePointer, send: (OpaquePointer) -> Int32) async throws(PostgresError) -> QueryResult {
+        guard PQsetnonblocking(handle, 1) == 0 else { throw connectionError(handle) }
+        defer { _ = PQsetnonblocking(handle, 0) }
+        guard send(handle) == 1 else { throw connectionError(handle) }
+        let socket = PQsocket(handle)
+        while true {
+            let flushed = PQflush(handle)
+            if flushed == 0 { break }
+            guard flushed == 1 else { throw connectionError(handle) }
+            await SocketReadiness.shared.wait(socket, for: .writable)
+        }
+        var last: OpaquePointer?
+        while true {
+            while PQisBusy(handle) != 0 {
+                await SocketReadiness.shared.wait(socket, for: .readable)
+                guard PQconsumeInput(handle) == 1 else {
+                    if let last { PQclear(last) }
+                    throw connectionError(handle)
+                }
+            }
+            guard let next = PQgetResult(handle) else { break }
+            // One statement gives one result; of several (an error after rows), the last tells.
+            if let last { PQclear(last) }
+            last = next
+        }
+        return try check(last, handle: handle)
     }
 
     /// Runs one parameterized statement as a prepared statement of this connection (parsed and
@@ -219,14 +287,19 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// Reads whatever the server sent while the connection sat idle (non-blocking), so a
     /// connection the server has closed is seen as broken before it is handed out.
-    func refreshIdleState() async {
-        _ = try? await run(cancellable: false) { (_: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> Bool in
-            Self.drainIdleInput(handle)
-        }
+    /// Runs on the caller's thread: it never blocks (libpq's socket is non-blocking; a read that
+    /// finds nothing returns at once), and the connection is not leased to anyone yet.
+    func refreshIdleState() {
+        guard let handle else { return }
+        if !Self.drainIdleInput(handle) { markBroken() }
     }
 
     /// Reads what arrived while idle; whether the connection is still usable. On `queue` only.
+    /// A healthy idle connection has nothing to read: one `poll` tells, where three reads that
+    /// each found nothing cost a statement three system calls.
     private static func drainIdleInput(_ handle: OpaquePointer) -> Bool {
+        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+        if descriptor.fd >= 0, poll(&descriptor, 1, 0) == 0 { return backbone_pq_connection_ok(handle) != 0 }
         // A terminated backend sends a FATAL message and then closes: the first read
         // drains the message, a later one sees the EOF and marks the connection bad.
         for _ in 0..<3 where PQconsumeInput(handle) == 0 { return false }
