@@ -4,13 +4,18 @@ import ServiceLogging
 import Synchronization
 internal import CLibPQ
 
-/// One libpq connection. Every libpq call for it runs on its own serial `DispatchQueue`,
-/// never on the cooperative thread pool; callers await the result through a continuation.
+/// One libpq connection. Statements are sent and their answers read from the calling task's
+/// own thread with libpq's asynchronous calls, which never block: while the answer is on its
+/// way the task waits on `SocketReadiness`, not on a thread. The calls that block (connecting,
+/// COPY, scripts, closing) run on the connection's own serial `DispatchQueue`, never on the
+/// cooperative thread pool; callers await them through a continuation.
 ///
 /// Usually leased from a `PostgresClient`; `connect(configuration:logger:)` opens a
 /// standalone one (the caller then owns it and calls `close()`).
-// @unchecked Sendable: `handle` is read and written only on `queue` (serial) and in
-// `deinit`, when no other reference exists; the remaining mutable state is in a Mutex.
+// @unchecked Sendable: `handle` and `preparedStatements` are used by one holder at a time —
+// the task that leased the connection (or owns it), directly or through `queue` (serial), whose
+// work it awaits — and in `deinit`, when no other reference exists; the pool touches an idle
+// connection only before leasing it. The remaining mutable state is in a Mutex.
 public final class PostgresConnection: @unchecked Sendable {
     struct Status {
         var broken = false
@@ -30,7 +35,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private let status = Mutex(Status())
     private let notices: NoticeLogger
     private let canceller: QueryCanceller
-    /// SQL text → name of the statement prepared for it on this connection; only touched on `queue`.
+    /// SQL text → name of the statement prepared for it on this connection.
     private var preparedStatements: [String: String] = [:]
     /// More distinct statements than this run unprepared (bounds the server-side memory).
     static let maxPreparedStatements = 64
@@ -117,94 +122,21 @@ public final class PostgresConnection: @unchecked Sendable {
 
     func query(_ sql: String, _ binds: [any PostgresBindable], cancellable: Bool) async throws(PostgresError) -> PostgresRows {
         let parameters = binds.map(\.postgresText)
-        let result = try await run(cancellable: cancellable) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) in
-            let raw = CStringArray(parameters).withPointers { pointers in
-                PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
+        return PostgresRows(result: try await exchange(cancellable: cancellable) { handle in
+            CStringArray(parameters).withPointers { pointers in
+                PQsendQueryParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
             }
-            return try connection.check(raw, handle: handle)
-        }
-        return PostgresRows(result: result)
+        })
     }
 
     /// Runs one parameterized statement as a prepared statement of this connection (parsed
-    /// and planned on its first use here), in a single hand-off to the connection's queue that
-    /// first reads what the server sent while the connection sat idle. `nil` when that shows
-    /// the connection broken (the statement did not run; the pool discards the connection).
+    /// and planned on its first use here), after reading what the server sent while the
+    /// connection sat idle. `nil` when that shows the connection broken (the statement did not
+    /// run; the pool discards the connection).
     func preparedQueryIfHealthy(_ sql: String, _ binds: [any PostgresBindable]) async throws(PostgresError) -> PostgresRows? {
-        let parameters = binds.map(\.postgresText)
-        if let name = preparedStatements[sql] {
-            return try await sendPrepared(name, parameters)
-        }
-        let result = try await run(cancellable: true) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) -> QueryResult? in
-            guard Self.drainIdleInput(handle) else { return nil }
-            return try connection.executePrepared(sql, parameters, handle: handle)
-        }
-        return result.map { PostgresRows(result: $0) }
-    }
-
-    /// Runs the statement prepared here as `name` from the calling task's own thread: libpq's
-    /// asynchronous calls send it and read the answer, neither of which blocks, and the task
-    /// waits for the answer on `SocketReadiness` — no hand-off to the connection's queue. The
-    /// connection is leased to the caller, so nothing else uses the handle meanwhile. `nil` when
-    /// what arrived while it sat idle shows the connection broken (the statement did not run).
-    private func sendPrepared(_ name: String, _ parameters: [String?]) async throws(PostgresError) -> PostgresRows? {
         guard let handle else { throw .closed("the connection is closed") }
         guard Self.drainIdleInput(handle) else { return nil }
-        let operation = canceller.makeOperationID()
-        let result = await withTaskCancellationHandler { () async -> Result<QueryResult, PostgresError> in
-            guard canceller.begin(operation) else {
-                return .failure(PostgresError(code: .cancelled, message: "the statement was cancelled before it started"))
-            }
-            defer { canceller.end(operation) }
-            do throws(PostgresError) {
-                return .success(try await self.exchange(handle) { handle in
-                    CStringArray(parameters).withPointers { pointers in
-                        PQsendQueryPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0)
-                    }
-                })
-            } catch {
-                return .failure(error)
-            }
-        } onCancel: {
-            canceller.cancel(operation)
-        }
-        let healthy = backbone_pq_connection_ok(handle) != 0
-        let idle = backbone_pq_transaction_idle(handle) != 0
-        status.withLock { status in
-            if !healthy { status.broken = true }
-            status.transactionIdle = idle
-        }
-        return PostgresRows(result: try result.get())
-    }
-
-    /// Sends one statement with `send` (a `PQsend…` call) in non-blocking mode and collects its
-    /// result, waiting on `SocketReadiness` whenever libpq would block.
-    private func exchange(_ handle: OpaquePointer, send: (OpaquePointer) -> Int32) async throws(PostgresError) -> QueryResult {
-        guard PQsetnonblocking(handle, 1) == 0 else { throw connectionError(handle) }
-        defer { _ = PQsetnonblocking(handle, 0) }
-        guard send(handle) == 1 else { throw connectionError(handle) }
-        let socket = PQsocket(handle)
-        while true {
-            let flushed = PQflush(handle)
-            if flushed == 0 { break }
-            guard flushed == 1 else { throw connectionError(handle) }
-            await SocketReadiness.shared.wait(socket, for: .writable)
-        }
-        var last: OpaquePointer?
-        while true {
-            while PQisBusy(handle) != 0 {
-                await SocketReadiness.shared.wait(socket, for: .readable)
-                guard PQconsumeInput(handle) == 1 else {
-                    if let last { PQclear(last) }
-                    throw connectionError(handle)
-                }
-            }
-            guard let next = PQgetResult(handle) else { break }
-            // One statement gives one result; of several (an error after rows), the last tells.
-            if let last { PQclear(last) }
-            last = next
-        }
-        return try check(last, handle: handle)
+        return try await queryPrepared(sql, binds)
     }
 
     /// Runs one parameterized statement as a prepared statement of this connection (parsed and
@@ -213,10 +145,13 @@ public final class PostgresConnection: @unchecked Sendable {
     /// planning cost PostgreSQL more than running them. Same rules as `PostgresClient.queryPrepared`.
     public func queryPrepared(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> PostgresRows {
         let parameters = binds.map(\.postgresText)
-        let result = try await run(cancellable: true) { (connection: PostgresConnection, handle: OpaquePointer) throws(PostgresError) in
-            try connection.executePrepared(sql, parameters, handle: handle)
+        let count = Int32(parameters.count)
+        if let name = try await preparedName(for: sql, parameterCount: count) {
+            return PostgresRows(result: try await exchange(cancellable: true) { handle in
+                CStringArray(parameters).withPointers { PQsendQueryPrepared(handle, name, count, $0, nil, nil, 0) }
+            })
         }
-        return PostgresRows(result: result)
+        return try await query(sql, binds, cancellable: true)
     }
 
     /// `queryPrepared`, returning the number of affected rows.
@@ -225,28 +160,13 @@ public final class PostgresConnection: @unchecked Sendable {
         try await queryPrepared(sql, binds).affectedRows
     }
 
-    /// Runs `sql` as this connection's prepared statement (unprepared once the cache is full). On `queue` only.
-    private func executePrepared(_ sql: String, _ parameters: [String?], handle: OpaquePointer) throws(PostgresError) -> QueryResult {
-        let raw: OpaquePointer?
-        if let name = try preparedName(for: sql, parameterCount: parameters.count, handle: handle) {
-            raw = CStringArray(parameters).withPointers { pointers in
-                PQexecPrepared(handle, name, Int32(parameters.count), pointers, nil, nil, 0)
-            }
-        } else {
-            raw = CStringArray(parameters).withPointers { pointers in
-                PQexecParams(handle, sql, Int32(parameters.count), nil, pointers, nil, nil, 0)
-            }
-        }
-        return try check(raw, handle: handle)
-    }
-
     /// The name of the statement prepared for `sql` (preparing it now if needed), or `nil`
-    /// once `maxPreparedStatements` are prepared. On `queue` only.
-    private func preparedName(for sql: String, parameterCount: Int, handle: OpaquePointer) throws(PostgresError) -> String? {
+    /// once `maxPreparedStatements` are prepared.
+    private func preparedName(for sql: String, parameterCount: Int32) async throws(PostgresError) -> String? {
         if let name = preparedStatements[sql] { return name }
         guard preparedStatements.count < Self.maxPreparedStatements else { return nil }
         let name = "backbone_\(preparedStatements.count + 1)"
-        _ = try check(PQprepare(handle, name, sql, Int32(parameterCount), nil), handle: handle)
+        _ = try await exchange(cancellable: true) { PQsendPrepare($0, name, sql, parameterCount, nil) }
         preparedStatements[sql] = name
         return name
     }
@@ -310,7 +230,73 @@ public final class PostgresConnection: @unchecked Sendable {
 
     func nextSavepoint() -> Int { status.withLock { $0.savepoints += 1; return $0.savepoints } }
 
-    // MARK: - Running work on the queue
+    // MARK: - Running a statement from the task's thread
+
+    /// Sends one statement with `send` (a `PQsend…` call) and returns its result, from the
+    /// calling task's thread: libpq is put in non-blocking mode for the exchange, and whenever it
+    /// would block the task waits on `SocketReadiness`. With `cancellable`, cancelling the
+    /// awaiting task cancels the statement on the server.
+    func exchange(
+        cancellable: Bool, _ send: (OpaquePointer) -> Int32
+    ) async throws(PostgresError) -> QueryResult {
+        guard let handle else { throw .closed("the connection is closed") }
+        let operation = canceller.makeOperationID()
+        let result = await withTaskCancellationHandler { () async -> Result<QueryResult, PostgresError> in
+            if cancellable, !canceller.begin(operation) {
+                return .failure(PostgresError(code: .cancelled, message: "the statement was cancelled before it started"))
+            }
+            defer { if cancellable { canceller.end(operation) } }
+            do throws(PostgresError) {
+                return .success(try await roundTrip(handle, send))
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            if cancellable { canceller.cancel(operation) }
+        }
+        recordHealth(handle)
+        return try result.get()
+    }
+
+    private func roundTrip(_ handle: OpaquePointer, _ send: (OpaquePointer) -> Int32) async throws(PostgresError) -> QueryResult {
+        guard PQsetnonblocking(handle, 1) == 0 else { throw connectionError(handle) }
+        defer { _ = PQsetnonblocking(handle, 0) }
+        guard send(handle) == 1 else { throw connectionError(handle) }
+        let socket = PQsocket(handle)
+        while true {
+            let flushed = PQflush(handle)
+            if flushed == 0 { break }
+            guard flushed == 1 else { throw connectionError(handle) }
+            await SocketReadiness.shared.wait(socket, for: .writable)
+        }
+        var last: OpaquePointer?
+        while true {
+            while PQisBusy(handle) != 0 {
+                await SocketReadiness.shared.wait(socket, for: .readable)
+                guard PQconsumeInput(handle) == 1 else {
+                    if let last { PQclear(last) }
+                    throw connectionError(handle)
+                }
+            }
+            guard let next = PQgetResult(handle) else { break }
+            // One statement gives one result; of several (an error after rows), the last tells.
+            if let last { PQclear(last) }
+            last = next
+        }
+        return try check(last, handle: handle)
+    }
+
+    /// Records whether the connection is still usable and outside a transaction.
+    private func recordHealth(_ handle: OpaquePointer) {
+        let healthy = backbone_pq_connection_ok(handle) != 0
+        let idle = backbone_pq_transaction_idle(handle) != 0
+        status.withLock { status in
+            if !healthy { status.broken = true }
+            status.transactionIdle = idle
+        }
+    }
+
+    // MARK: - Running blocking work on the queue
 
     /// Runs `work` on the connection's queue with the live handle, then records health.
     /// With `cancellable`, cancelling the awaiting task cancels the running statement.
@@ -342,12 +328,7 @@ public final class PostgresConnection: @unchecked Sendable {
         }
         let result = Result { () throws(PostgresError) -> T in try work(self, handle) }
         if cancellable { canceller.end(operation) }
-        let healthy = backbone_pq_connection_ok(handle) != 0
-        let idle = backbone_pq_transaction_idle(handle) != 0
-        self.status.withLock { status in
-            if !healthy { status.broken = true }
-            status.transactionIdle = idle
-        }
+        recordHealth(handle)
         return result
     }
 
