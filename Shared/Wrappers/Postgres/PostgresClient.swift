@@ -26,7 +26,7 @@ public final class PostgresClient: Sendable {
     }
 
     /// Runs one parameterized statement as a prepared statement: parsed and planned once per
-    /// pooled connection, and one hand-off to the connection's queue per call. For the
+    /// pooled connection, and the idle connection's check and the statement in one go. For the
     /// statements a service runs over and over (its read endpoints). The statement's result
     /// columns must not change while the service runs (no `SELECT *` over a table a migration alters).
     public func queryPrepared(_ sql: String, _ binds: [any PostgresBindable] = []) async throws(PostgresError) -> PostgresRows {
