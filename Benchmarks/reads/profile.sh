@@ -9,6 +9,8 @@
 #   - CPU of the service's PostgreSQL backends per request (found by application_name),
 #   - shared-buffer hits and tuples fetched per request (pg_stat_database deltas: the same
 #     statements give the same counts, however loaded the machine is).
+#   - how busy the machine's cores were (/proc/stat): below 100 % the endpoint is not bound by CPU
+#     but by how many requests are in flight at once (the service's DATABASE_POOL_SIZE statements).
 # Then, for PROFILED endpoints, `perf record -e cpu-clock -g` of the service over another window
 # under the same load, and the top frames (`perf report --no-children`) in OUT/<endpoint>.txt.
 # (callgrind cannot run these services: valgrind 3.19 faults in libdispatch's thread creation.)
@@ -67,12 +69,24 @@ backend_ticks() {  # of the PostgreSQL backends of application $1
     done
     echo "$total"
 }
+cpu_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $6 + $7 + $8, $5 }' /proc/stat; }  # "busy idle" of the machine
 db_counters() {  # "blks_hit tup_fetched"
     "$PSQL" -Atq -F' ' "$DATABASE_URL" -c "SELECT blks_hit, tup_fetched FROM pg_stat_database WHERE datname = current_database()"
 }
 per() { awk -v a="$1" -v b="$2" -v n="$3" -v k="${4:-1}" 'BEGIN { printf "%.1f", (b - a) * k / (n > 0 ? n : 1) }'; }
 
 TICK_US=$(( 1000000 / $(getconf CLK_TCK) ))
+# The top frames of a recording: by shared object (first $3 lines) and by symbol (first $4, cut at $5 characters).
+top_frames() {  # perf.data "who" dsos symbols width
+    set +o pipefail  # head closes perf report's pipe early
+    echo "# perf record -e cpu-clock -g -p $2 -- sleep $DURATION, under wrk -t2 -c$CONNECTIONS $path"
+    echo "# (${BACKENDS:+BACKENDS=1 }Benchmarks/reads/profile.sh $DURATION; $(date -u +%F), release build, 2 shared cores)"
+    echo "# by shared object"
+    perf report -i "$1" --stdio --no-children --sort dso -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n "$3"
+    echo "# by symbol (all threads)"
+    perf report -i "$1" --stdio --no-children --sort dso,sym -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -n "$4" | cut -c1-"$5"
+    set -o pipefail
+}
 ENDPOINTS=(
     "healthz|progress-projector|$PROGRESS_PORT|/healthz"
     "reading-progress|progress-projector|$PROGRESS_PORT|/materials/material-8/reading-progress"
@@ -83,7 +97,7 @@ ENDPOINTS=(
     "activity-heatmap|analytics-aggregator|$ANALYTICS_PORT|/activity/heatmap"
     "learning-history|analytics-aggregator|$ANALYTICS_PORT|/learning/history"
 )
-printf '%-18s %9s %7s %6s %12s %12s %9s %10s\n' endpoint "req/s" "of hz" errors "svc µs/req" "pg µs/req" "hits/req" "tuples/req"
+printf '%-18s %9s %7s %6s %12s %12s %9s %10s %6s\n' endpoint "req/s" "of hz" errors "svc µs/req" "pg µs/req" "hits/req" "tuples/req" "busy"
 HEALTHZ=0
 for entry in "${ENDPOINTS[@]}"; do
     IFS='|' read -r name service port path <<<"$entry"
@@ -91,15 +105,16 @@ for entry in "${ENDPOINTS[@]}"; do
     load "http://127.0.0.1:$port$path" 1 >/dev/null  # warm: connections and prepared statements
     sleep 1.1  # pg_stat_database is flushed about once a second
     read -r hits0 fetched0 < <(db_counters)
-    t0=$(ticks "$pid"); b0=$(backend_ticks "$service")
+    t0=$(ticks "$pid"); b0=$(backend_ticks "$service"); read -r busy0 idle0 < <(cpu_ticks)
     read -r requests rps errors < <(load "http://127.0.0.1:$port$path" "$DURATION")
-    t1=$(ticks "$pid"); b1=$(backend_ticks "$service")
+    t1=$(ticks "$pid"); b1=$(backend_ticks "$service"); read -r busy1 idle1 < <(cpu_ticks)
     sleep 1.1
     read -r hits1 fetched1 < <(db_counters)
     [[ $name == healthz ]] && HEALTHZ=$rps
-    printf '%-18s %9s %6s%% %6s %12s %12s %9s %10s\n' "$name" "$rps" "$(( rps * 100 / (HEALTHZ > 0 ? HEALTHZ : 1) ))" "$errors" \
+    printf '%-18s %9s %6s%% %6s %12s %12s %9s %10s %5s%%\n' "$name" "$rps" "$(( rps * 100 / (HEALTHZ > 0 ? HEALTHZ : 1) ))" "$errors" \
         "$(per "$t0" "$t1" "$requests" "$TICK_US")" "$(per "$b0" "$b1" "$requests" "$TICK_US")" \
-        "$(per "$hits0" "$hits1" "$requests")" "$(per "$fetched0" "$fetched1" "$requests")"
+        "$(per "$hits0" "$hits1" "$requests")" "$(per "$fetched0" "$fetched1" "$requests")" \
+        "$(( (busy1 - busy0) * 100 / ((busy1 - busy0) + (idle1 - idle0) > 0 ? (busy1 - busy0) + (idle1 - idle0) : 1) ))"
     if [[ " $PROFILED " == *" $name "* ]]; then
         load "http://127.0.0.1:$port$path" $(( DURATION + 2 )) >/dev/null &
         loader=$!
@@ -110,31 +125,9 @@ for entry in "${ENDPOINTS[@]}"; do
             backend_perf=$!
         fi
         perf record -q -e cpu-clock -g -p "$pid" -o "$WORK/$name.perf" -- sleep "$DURATION" >/dev/null 2>&1 || true
-        [[ -n "${BACKENDS:-}" ]] && { wait "$backend_perf" || true; }
+        [[ -z "${BACKENDS:-}" ]] || { wait "$backend_perf" || true; }
         wait "$loader" || true
-        set +o pipefail  # head closes perf report's pipe early
-        {
-            echo "# perf record -e cpu-clock -g -p <$service> -- sleep $DURATION, under wrk -t2 -c$CONNECTIONS $path"
-            echo "# (Benchmarks/reads/profile.sh $DURATION; $(date -u +%F), release build, 2 shared cores)"
-            echo "# by shared object"
-            perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso -g none 2>/dev/null \
-                | grep -v '^#' | grep -v '^$' | head -n 12
-            echo "# by symbol (all threads)"
-            perf report -i "$WORK/$name.perf" --stdio --no-children --sort dso,sym -g none 2>/dev/null \
-                | grep -v '^#' | grep -v '^$' | head -n 60 | cut -c1-200
-        } >"$OUT/$name.txt"
-        if [[ -n "${BACKENDS:-}" ]]; then
-            {
-                echo "# perf record -e cpu-clock -g -p <$service's PostgreSQL backends> -- sleep $DURATION, under wrk -t2 -c$CONNECTIONS $path"
-                echo "# (BACKENDS=1 Benchmarks/reads/profile.sh $DURATION; $(date -u +%F), 2 shared cores)"
-                echo "# by shared object"
-                perf report -i "$WORK/$name.postgres.perf" --stdio --no-children --sort dso -g none 2>/dev/null \
-                    | grep -v '^#' | grep -v '^$' | head -n 8
-                echo "# by symbol"
-                perf report -i "$WORK/$name.postgres.perf" --stdio --no-children --sort dso,sym -g none 2>/dev/null \
-                    | grep -v '^#' | grep -v '^$' | head -n 50 | cut -c1-160
-            } >"$OUT/$name.postgres.txt"
-        fi
-        set -o pipefail
+        top_frames "$WORK/$name.perf" "<$service>" 12 60 200 >"$OUT/$name.txt"
+        [[ -z "${BACKENDS:-}" ]] || top_frames "$WORK/$name.postgres.perf" "<$service's PostgreSQL backends>" 8 50 160 >"$OUT/$name.postgres.txt"
     fi
 done
