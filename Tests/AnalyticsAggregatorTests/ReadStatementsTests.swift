@@ -17,7 +17,7 @@ import Testing
 struct ReadStatementsTests {
     let codec = JWTCodec(secret: TestSecrets.jwt)
 
-    @Test("the summary, trend and heatmap answer what the statements that computed them in SQL answered, for every tz around the users' midnights")
+    @Test("the summary, trend, heatmap and history answer what the statements that computed them in SQL answered, for every tz around the users' midnights")
     func sameAsFormerStatements() async throws {
         var random = SplitMix64(state: 20261208)
         let db = try await ScratchDatabase.create("read_statements")
@@ -28,8 +28,11 @@ struct ReadStatementsTests {
         for var factory in factories {
             for day in 0..<60 where Int.random(in: 0..<10, using: &random) < 6 {
                 for piece in 0..<Int.random(in: 1...3, using: &random) {
-                    let at = factory.instant(2026, 1, 10, 1 + piece * 9).addingTimeInterval(Double(day) * 86_400)
-                    let type: ReadingEventType = Int.random(in: 0..<6, using: &random) == 0 ? .markedAsRead : .heartbeat
+                    // milliseconds too, for the history's instants
+                    let at = factory.instant(2026, 1, 10, 1 + piece * 9)
+                        .addingTimeInterval(Double(day) * 86_400 + Double(Int.random(in: 0..<1000, using: &random)) / 1000)
+                    let type: ReadingEventType = [.markedAsRead, .closed, .heartbeat, .heartbeat, .heartbeat, .heartbeat][
+                        Int.random(in: 0..<6, using: &random)]
                     events.append(factory.event(type, at: at, seconds: Int.random(in: 0...70, using: &random),
                                                 session: "d\(day)-\(piece)", material: "m\(Int.random(in: 0..<4, using: &random))"))
                 }
@@ -80,6 +83,23 @@ struct ReadStatementsTests {
             }
         }
         #expect(compared == 4 * 7 * 5 * factories.count * 4)
+
+        // The history, page by page, against the statement that took the instants to
+        // milliseconds in SQL.
+        for factory in factories {
+            for limit in [1, 7, 100] {
+                var cursor: HistoryCursor?
+                var pages = 0
+                repeat {
+                    let page = try await model.sessions(user: factory.user, limit: limit, after: cursor)
+                    let former = try await Self.formerSessions(db.client, user: factory.user, limit: limit, after: cursor)
+                    #expect(page.json == former.json, "\(factory.user), \(limit) a page, page \(pages)")
+                    cursor = page.nextCursor.flatMap(HistoryCursor.init(encoded:))
+                    pages += 1
+                } while cursor != nil && pages < 200
+                #expect(pages > 1 || limit == 100)
+            }
+        }
     }
 
     @Test("a tz west of the user's own shows yesterday's materials and the streak that ended yesterday; one east of it, a new day")
@@ -140,6 +160,31 @@ struct ReadStatementsTests {
         #expect(gone.currentStreakDays == 0 && gone.longestStreakDays == 2 && gone.weekActiveSeconds == 0)
     }
 
+    @Test("days go to and come back from PostgreSQL's date text in any year, and arrays with NULL elements decode")
+    func dateAndArrayText() async throws {
+        let db = try await ScratchDatabase.create("read_statements_text")
+        defer { Task { await db.drop() } }
+        let days = [LocalDay(-4712, 1, 1), LocalDay(-1, 2, 29), LocalDay(0, 2, 29), LocalDay(1, 1, 1), LocalDay(999, 12, 31),
+                    LocalDay(1969, 12, 31), LocalDay(1970, 1, 1), LocalDay(2026, 12, 6), LocalDay(9999, 12, 31),
+                    LocalDay(10_000, 1, 1), LocalDay(200_000, 7, 15)]
+        for day in days {
+            let row = try #require(try await db.client.queryPrepared(
+                "SELECT $1::date, $1::date - DATE '1970-01-01'", [day]).first)
+            #expect(try row.decode(Int.self, 1) == day.number, "\(day) binds as its own date")
+            #expect(try row.decode(LocalDay.self, 0) == day, "\(day) reads back from \(row.text(row.columns[0]) ?? "NULL")")
+        }
+        #expect(LocalDay.decode(postgresText: "infinity") == nil && LocalDay.decode(postgresText: "2026-02-30") == nil)
+        let arrays = try #require(try await db.client.query("""
+            SELECT ARRAY[1, NULL, -3, 9223372036854775807]::bigint[], ARRAY[NULL, NULL]::bigint[], '{}'::bigint[],
+                   ARRAY[NULL, 5]::bigint[]
+            """).first)
+        #expect(try arrays.decode([Int?].self, 0) == [1, nil, -3, Int.max])
+        #expect(try arrays.decode([Int?].self, 1) == [nil, nil])
+        #expect(try arrays.decode([Int?].self, 2) == [])
+        #expect(try arrays.decode([Int?].self, 3) == [nil, 5])
+        #expect([Int?].decode(postgresText: "{1,NULLX}") == nil && [Int?].decode(postgresText: "{1,,2}") == nil)
+    }
+
     static func sorted(_ days: [DailyActivity]) -> [DailyActivity] { days.sorted { $0.day < $1.day } }
 
     // MARK: - The former statements, verbatim but for the helpers' text inlined
@@ -188,6 +233,42 @@ struct ReadStatementsTests {
             }
         }
         return (LocalDay(number: today), days)
+    }
+
+    static func formerSessions(_ database: PostgresClient, user: String, limit: Int, after cursor: HistoryCursor?) async throws
+        -> LearningHistoryResponse {
+        let columns = """
+            client_session_id, material_id, active_seconds, completed,
+            (extract(epoch FROM started_at) * 1000)::bigint AS started_ms,
+            (extract(epoch FROM COALESCE(closed_at, last_event_at)) * 1000)::bigint AS ended_ms
+            """
+        let rows: PostgresRows
+        if let cursor {
+            rows = try await database.query("""
+                SELECT \(columns) FROM analytics_sessions
+                WHERE user_id = $1
+                  AND (started_at, client_session_id) < (TIMESTAMPTZ 'epoch' + INTERVAL '1 millisecond' * $2::bigint, $3)
+                ORDER BY started_at DESC, client_session_id DESC LIMIT $4
+                """, [user, cursor.startedAtMillis, cursor.clientSessionID, limit + 1])
+        } else {
+            rows = try await database.query("""
+                SELECT \(columns) FROM analytics_sessions WHERE user_id = $1
+                ORDER BY started_at DESC, client_session_id DESC LIMIT $2
+                """, [user, limit + 1])
+        }
+        var sessions: [LearningHistoryResponse.Session] = []
+        var last: HistoryCursor?
+        for row in rows.prefix(limit) {
+            let started = try row.decode(Int64.self, "started_ms")
+            let id = try row.decode(String.self, "client_session_id")
+            sessions.append(LearningHistoryResponse.Session(
+                clientSessionId: id, materialId: try row.decode(String.self, "material_id"),
+                startedAt: Date(timeIntervalSince1970: Double(started) / 1000),
+                endedAt: Date(timeIntervalSince1970: Double(try row.decode(Int64.self, "ended_ms")) / 1000),
+                activeSeconds: try row.decode(Int.self, "active_seconds"), completed: try row.decode(Bool.self, "completed")))
+            last = HistoryCursor(startedAtMillis: started, clientSessionID: id)
+        }
+        return LearningHistoryResponse(sessions: sessions, nextCursor: rows.count > limit ? last?.encoded : nil)
     }
 
     static func formerSummary(_ database: PostgresClient, user: String, now: Date, offsetMinutes: Int?) async throws

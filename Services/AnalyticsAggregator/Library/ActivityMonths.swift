@@ -70,10 +70,10 @@ public enum ActivityMonths {
     /// The active days of the `count` local days ending today (today as in
     /// `AnalyticsReadModel.window`), in no particular order, read from the months that hold them:
     /// one statement, one row per month (at most 13; 14 without a `tz` when the todays of the
-    /// offsets in use straddle a month's turn). Each month's array comes as its elements joined by
-    /// commas with 0 for NULL (`array_to_string`: a third of the text `array_out` wrote, which
-    /// quoted, checked and copied every one of the ~400 numbers and came after a copy of the
-    /// array with its NULLs replaced; formatting them was a fifth of PostgreSQL's time).
+    /// offsets in use straddle a month's turn). Each month's array comes as stored, its NULLs
+    /// (days without a row) read as nothing here: replacing them in SQL (`array_replace`) copied
+    /// the array first, and joining the elements (`array_to_string`) formats each through
+    /// `snprintf` — both cost PostgreSQL more than `array_out` of the array as it is.
     static func window(_ database: PostgresClient, user: String, count: Int, now: Date,
                        offsetMinutes: Int?) async throws -> (today: LocalDay, days: [DailyActivity]) {
         let count = max(1, count)
@@ -94,12 +94,8 @@ public enum ActivityMonths {
         days.reserveCapacity(min(count, 366))
         for row in rows {
             guard let month = try row.decode(LocalDay?.self, column) else { continue }
-            let text = try row.decode(String.self, column + 1)
-            guard let seconds = [Int].decode(postgresText: "{" + text + "}") else {
-                throw PostgresError(code: .decoding, message: "a month's seconds are not a list of integers",
-                                    context: ["pg.column": "seconds"])
-            }
-            for (index, value) in seconds.enumerated() where value != 0 {
+            for (index, value) in try row.decode([Int?].self, column + 1).enumerated() {
+                guard let value, value != 0 else { continue }
                 let day = month + index
                 guard day >= from, day <= today else { continue }
                 days.append(DailyActivity(day: day, activeSeconds: value))
@@ -111,8 +107,8 @@ public enum ActivityMonths {
     /// The first day of `day`'s month.
     static func month(of day: LocalDay) -> LocalDay { day - (day.civil.day - 1) }
 
-    /// The months' columns: the month and its elements as text, 0 for NULL.
-    static let columns = "r.month, array_to_string(r.seconds, ',', '0')"
+    /// The months' columns: the month and its elements.
+    static let columns = "r.month, r.seconds"
 
     /// The user's offset and the months of `$2…$3` (the heatmap without a `tz`).
     static let offsetAndMonths = AnalyticsReadModel.userRowAnd("u.tz_offset_minutes", columns, of: "analytics_months", key: "month")
