@@ -108,57 +108,34 @@ SELECT material_id, last_position, progress_percent, last_read_at, reading_targe
 FROM reading_progress WHERE user_id = 'user-' || :u AND status = 'in_progress'
 ORDER BY last_read_at DESC, material_id LIMIT 1;
 SQL
-# The analytics reads' own statements (AnalyticsReadModel.summary / .window): one each, "today"
-# from the clock and the user's stored offset.
-TODAY="floor((extract(epoch FROM now())::bigint + 60 * COALESCE(NULL::int, (SELECT tz_offset_minutes FROM analytics_users WHERE user_id = 'user-' || :u), 0)) / 86400.0)::int"
+# The analytics reads' own statements (AnalyticsReadModel.summary / .window / .sessions,
+# ActivityMonths.window), without `tz`: the user's row beside the days (months) of the window of
+# every today an offset in use gives, whose bounds the service binds (literals here).
+LO=$(date -u -d '-1 day -6 days' +%F); HI=$(date -u -d '+1 day' +%F)
+LO_MONTH=$(date -u -d "$(date -u -d '-1 day -364 days' +%Y-%m-01)" +%F)
 cat >"$WORK/sql/learning/summary.sql" <<SQL
 \\set u random(1, 100)
-WITH t AS MATERIALIZED (
-    SELECT today,
-           CASE WHEN u.materials_day IS NULL OR u.materials_day < DATE '1970-01-01' + today THEN 0
-                WHEN u.materials_day = DATE '1970-01-01' + today THEN u.materials_day_count
-                ELSE (SELECT count(*) FROM analytics_day_materials WHERE user_id = 'user-' || :u AND day = DATE '1970-01-01' + today) END AS read,
-           COALESCE(u.materials_completed, 0) AS completed,
-           u.last_active_day - DATE '1970-01-01' AS last_active,
-           CASE WHEN u.last_run_start IS NULL THEN 0
-                WHEN u.last_run_start <= DATE '1970-01-01' + today THEN
-                    CASE WHEN u.last_run_end >= DATE '1970-01-01' + (today - 1)
-                         THEN LEAST(u.last_run_end, DATE '1970-01-01' + today) - u.last_run_start + 1 ELSE 0 END
-                ELSE (SELECT CASE WHEN end_day >= DATE '1970-01-01' + (today - 1) THEN LEAST(end_day, DATE '1970-01-01' + today) - start_day + 1 ELSE 0 END
-                      FROM analytics_streak_runs WHERE user_id = 'user-' || :u AND start_day <= DATE '1970-01-01' + today
-                      ORDER BY start_day DESC LIMIT 1) END AS current,
-           COALESCE(u.longest_streak_days, 0) AS longest
-    FROM (SELECT floor((extract(epoch FROM now())::bigint + 60 * COALESCE(NULL::int, u.tz_offset_minutes, 0)) / 86400.0)::int AS today, u.*
-          FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u) AS u)
-SELECT t.today, t.read, t.completed, t.last_active, COALESCE(t.current, 0), t.longest,
-       d.day - DATE '1970-01-01' AS n, d.active_seconds
-FROM t LEFT JOIN analytics_daily d
-  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 6) AND DATE '1970-01-01' + t.today
-ORDER BY d.day;
+SELECT u.tz_offset_minutes, u.materials_completed, u.last_active_day, u.longest_streak_days,
+       u.last_run_start, u.last_run_end, u.materials_day, u.materials_day_count, r.day, r.active_seconds
+FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u
+LEFT JOIN analytics_daily r ON r.user_id = 'user-' || :u AND r.day BETWEEN DATE '$LO' AND DATE '$HI';
 SQL
 cat >"$WORK/sql/learning/trend.sql" <<SQL
 \\set u random(1, 100)
-WITH t AS MATERIALIZED (SELECT $TODAY AS today)
-SELECT t.today, d.day - DATE '1970-01-01' AS n, d.active_seconds
-FROM t LEFT JOIN analytics_daily d
-  ON d.user_id = 'user-' || :u AND d.day BETWEEN DATE '1970-01-01' + (t.today - 7 + 1) AND DATE '1970-01-01' + t.today
-ORDER BY d.day;
+SELECT u.tz_offset_minutes, r.day, r.active_seconds
+FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u
+LEFT JOIN analytics_daily r ON r.user_id = 'user-' || :u AND r.day BETWEEN DATE '$LO' AND DATE '$HI';
 SQL
-# The heatmap's (ActivityMonths.window): the months holding the 365 days ending today.
+# The heatmap's: the months holding the 365 days ending today.
 cat >"$WORK/sql/activity/heatmap.sql" <<SQL
 \\set u random(1, 100)
-WITH t AS MATERIALIZED (SELECT today, today - 365 + 1 AS first FROM (SELECT $TODAY AS today) AS s)
-SELECT t.today, t.first, m.month - DATE '1970-01-01' AS n, array_replace(m.seconds, NULL, 0)
-FROM t LEFT JOIN analytics_months m
-  ON m.user_id = 'user-' || :u
- AND m.month BETWEEN DATE '1970-01-01' + t.first - (extract(day FROM DATE '1970-01-01' + t.first)::int - 1) AND DATE '1970-01-01' + t.today
-ORDER BY m.month;
+SELECT u.tz_offset_minutes, r.month, r.seconds
+FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u
+LEFT JOIN analytics_months r ON r.user_id = 'user-' || :u AND r.month BETWEEN DATE '$LO_MONTH' AND DATE '$HI';
 SQL
 cat >"$WORK/sql/learning/history.sql" <<'SQL'
 \set u random(1, 100)
-SELECT client_session_id, material_id, active_seconds, completed,
-       (extract(epoch FROM started_at) * 1000)::bigint AS started_ms,
-       (extract(epoch FROM COALESCE(closed_at, last_event_at)) * 1000)::bigint AS ended_ms
+SELECT client_session_id, material_id, active_seconds, completed, started_at, closed_at, last_event_at
 FROM analytics_sessions WHERE user_id = 'user-' || :u ORDER BY started_at DESC, client_session_id DESC LIMIT 21;
 SQL
 printf '\n%-20s %10s %10s %10s %8s   (pgbench -M prepared -c 16 of the endpoint statements; ceiling = 1/(1/healthz + 1/pgbench))\n' \

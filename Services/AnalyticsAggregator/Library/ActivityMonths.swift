@@ -68,35 +68,53 @@ public enum ActivityMonths {
         """
 
     /// The active days of the `count` local days ending today (today as in
-    /// `AnalyticsReadModel.window`), oldest first, read from the months that hold them: one
-    /// statement, one row per month (at most 13).
+    /// `AnalyticsReadModel.window`), in no particular order, read from the months that hold them:
+    /// one statement, one row per month (at most 13; 14 without a `tz` when the todays of the
+    /// offsets in use straddle a month's turn). Each month's array comes as stored, its NULLs
+    /// (days without a row) read as nothing here: replacing them in SQL (`array_replace`) copied
+    /// the array first, and joining the elements (`array_to_string`) formats each through
+    /// `snprintf` — both cost PostgreSQL more than `array_out` of the array as it is.
     static func window(_ database: PostgresClient, user: String, count: Int, now: Date,
                        offsetMinutes: Int?) async throws -> (today: LocalDay, days: [DailyActivity]) {
-        let day = AnalyticsWriter.fromDay
-        let sql = """
-            WITH t AS MATERIALIZED (SELECT today, today - $4::int + 1 AS first FROM (SELECT \(AnalyticsReadModel.today) AS today) AS s)
-            SELECT t.today, t.first, m.month - DATE '1970-01-01' AS n, array_replace(m.seconds, NULL, 0)
-            FROM t LEFT JOIN analytics_months m
-              ON m.user_id = $1
-             AND m.month BETWEEN \(day) t.first - (extract(day FROM \(day) t.first)::int - 1) AND \(day) t.today
-            ORDER BY m.month
-            """
-        let rows = try await database.queryPrepared(sql, [user, LocalDay.epochSeconds(now), offsetMinutes, max(1, count)])
-        guard let first = rows.first else {
-            throw PostgresError(code: .decoding, message: "the statement returned no row for today", context: ["pg.column": "today"])
+        let count = max(1, count)
+        let todays = AnalyticsReadModel.todays(now: now, offsetMinutes: offsetMinutes)
+        var rows = try await database.queryPrepared(offsetMinutes == nil ? offsetAndMonths : monthsInRange,
+                                                    [user, month(of: todays.lowerBound - (count - 1)), todays.upperBound])
+        var column = offsetMinutes == nil ? 1 : 0
+        var today = todays.upperBound
+        if offsetMinutes == nil {
+            today = LocalDay(instant: now, offsetMinutes: try AnalyticsReadModel.first(rows).decode(Int?.self, 0) ?? 0)
+            if !todays.contains(today) {  // a stored offset outside the offsets in use
+                rows = try await database.queryPrepared(monthsInRange, [user, month(of: today - (count - 1)), today])
+                column = 0
+            }
         }
-        let today = try first.decode(Int.self, 0), from = try first.decode(Int.self, 1)
+        let from = today - (count - 1)
         var days: [DailyActivity] = []
         days.reserveCapacity(min(count, 366))
         for row in rows {
-            guard let month = try row.decode(Int?.self, 2) else { continue }
-            let seconds = try row.decode([Int].self, 3)
-            for (index, value) in seconds.enumerated() where value != 0 {
-                let number = month + index
-                guard number >= from, number <= today else { continue }
-                days.append(DailyActivity(day: LocalDay(number: number), activeSeconds: value))
+            guard let month = try row.decode(LocalDay?.self, column) else { continue }
+            for (index, value) in try row.decode([Int?].self, column + 1).enumerated() {
+                guard let value, value != 0 else { continue }
+                let day = month + index
+                guard day >= from, day <= today else { continue }
+                days.append(DailyActivity(day: day, activeSeconds: value))
             }
         }
-        return (LocalDay(number: today), days)
+        return (today, days)
     }
+
+    /// The first day of `day`'s month.
+    static func month(of day: LocalDay) -> LocalDay { day - (day.civil.day - 1) }
+
+    /// The months' columns: the month and its elements.
+    static let columns = "r.month, r.seconds"
+
+    /// The user's offset and the months of `$2…$3` (the heatmap without a `tz`).
+    static let offsetAndMonths = AnalyticsReadModel.userRowAnd("u.tz_offset_minutes", columns, of: "analytics_months", key: "month")
+
+    /// The months of user `$1` in `$2…$3`.
+    static let monthsInRange = """
+        SELECT \(columns) FROM analytics_months r WHERE r.user_id = $1 AND r.month BETWEEN $2::date AND $3::date
+        """
 }

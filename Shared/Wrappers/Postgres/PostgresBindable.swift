@@ -97,3 +97,22 @@ extension Int: PostgresArrayElement {
         Int64.decodeArray(postgresText: text).map { $0.map { Int($0) } }
     }
 }
+
+extension Optional: PostgresArrayElement where Wrapped == Int {
+    /// `[Int?]`: an integer array whose elements may be NULL (`{1,NULL,3}`).
+    public static func postgresText(forArray elements: [Int?]) -> String {
+        ArrayLiteral.format(elements.map { $0.map(String.init) ?? "NULL" })
+    }
+
+    public static func decodeArray(postgresText text: String) -> [Int?]? {
+        if let values = ArrayLiteral.integersOrNull(text) { return values.map { $0.map { Int($0) } } }
+        guard let items = ArrayLiteral.parse(text) else { return nil }
+        var values: [Int?] = []
+        for item in items {
+            guard let item else { values.append(nil); continue }
+            guard let value = Int(item) else { return nil }
+            values.append(value)
+        }
+        return values
+    }
+}

@@ -89,6 +89,43 @@ enum ArrayLiteral {
         }
     }
 
+    /// `integers` for a literal whose elements may also be `NULL` (`{1,NULL,30}`), each `nil`.
+    static func integersOrNull(_ text: String) -> [Int64?]? {
+        var text = text
+        return text.withUTF8 { bytes -> [Int64?]? in
+            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
+            var values: [Int64?] = []
+            if bytes.count == 2 { return values }
+            values.reserveCapacity(bytes.count / 2)
+            let last = bytes.count - 1
+            var index = 1
+            while true {
+                if index + 4 <= last, bytes[index] == UInt8(ascii: "N"), bytes[index + 1] == UInt8(ascii: "U"),
+                   bytes[index + 2] == UInt8(ascii: "L"), bytes[index + 3] == UInt8(ascii: "L") {
+                    values.append(nil)
+                    index += 4
+                } else {
+                    let negative = bytes[index] == UInt8(ascii: "-")
+                    if negative { index += 1 }
+                    var value: Int64 = 0, digits = 0
+                    while index < last, case let digit = bytes[index] &- UInt8(ascii: "0"), digit < 10 {
+                        let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
+                        let (sum, overflow2) = times.addingReportingOverflow(Int64(digit))
+                        if overflow1 || overflow2 { return nil }
+                        value = sum
+                        digits += 1
+                        index += 1
+                    }
+                    guard digits > 0 else { return nil }
+                    values.append(negative ? -value : value)
+                }
+                if index == last { return values }
+                guard bytes[index] == UInt8(ascii: ",") else { return nil }
+                index += 1
+            }
+        }
+    }
+
     /// Parses a one-dimensional literal; `nil` elements are SQL NULLs.
     static func parse(_ text: String) -> [String?]? {
         var scalars = text.unicodeScalars[...]
