@@ -27,7 +27,7 @@ public final class MetricsRegistry: Sendable {
         var histograms: [Key: HistogramState] = [:]
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
     public init() {}
 
@@ -57,13 +57,7 @@ public final class MetricsRegistry: Sendable {
 
     public func observe(_ name: String, _ value: Double, labels: Labels = [:], buckets: [Double] = MetricsRegistry.latencyBuckets) {
         let key = Self.key(name, labels)
-        state.withLock { s in
-            var h = s.histograms[key] ?? HistogramState(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            for (i, bound) in h.buckets.enumerated() where value <= bound { h.counts[i] += 1 }
-            h.sum += value
-            h.count += 1
-            s.histograms[key] = h
-        }
+        observe(Series(key: key), value, buckets: buckets)
     }
 
     /// Current value of a counter or gauge (tests and health checks).

@@ -31,22 +31,22 @@ public struct HTTPService: Service {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        metrics.describe("http_requests_total", type: "counter", help: "HTTP requests answered, by route pattern, method and status.")
-        metrics.describe("http_request_duration_seconds", type: "histogram",
-                         help: "Time from a complete request to its response, by service and route pattern.")
+        self.requestMetrics = HTTPRequestMetrics(metrics: metrics, service: name)
     }
 
+    private let requestMetrics: HTTPRequestMetrics
+
     public func run() async throws {
-        let metrics = self.metrics
-        let service = name
+        let requestMetrics = self.requestMetrics
         let router = self.router
         let logger = self.logger
         let server = HTTPServer(configuration: configuration, router: router, logger: logger) { request, response, elapsed in
-            let route = router.pattern(for: request.method, path: request.path) ?? "unmatched"
-            metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
-                                                              "status": String(response.status.rawValue)])
+            // The route the server resolved once the headers were in; a request answered before
+            // that (a 503 while shutting down, a refused path) is matched here.
+            let pattern = if let found = request.route { found.pattern } else { router.pattern(for: request.method, path: request.path) }
+            let route = pattern ?? "unmatched"
             let seconds = elapsed.timeInterval
-            metrics.observe("http_request_duration_seconds", seconds, labels: ["service": service, "route": route])
+            requestMetrics.record(route: route, method: request.method, status: response.status.rawValue, seconds: seconds)
             // A request of a sampled trace leaves one line: where the trace entered this service
             // (the router answers every request's trace; only a sampled one, flags 01, is parsed).
             if let answered = response.headers[TraceContext.responseHeader], answered.hasSuffix("-01"),
