@@ -18,6 +18,12 @@ public final class MetricsRegistry: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
+
+        mutating func record(_ value: Double) {
+            for (i, bound) in buckets.enumerated() where value <= bound { counts[i] += 1 }
+            sum += value
+            count += 1
+        }
     }
 
     struct State: Sendable {
@@ -27,7 +33,7 @@ public final class MetricsRegistry: Sendable {
         var histograms: [Key: HistogramState] = [:]
     }
 
-    let state = Mutex(State())
+    private let state = Mutex(State())
 
     public init() {}
 
@@ -57,7 +63,10 @@ public final class MetricsRegistry: Sendable {
 
     public func observe(_ name: String, _ value: Double, labels: Labels = [:], buckets: [Double] = MetricsRegistry.latencyBuckets) {
         let key = Self.key(name, labels)
-        observe(Series(key: key), value, buckets: buckets)
+        state.withLock { s in
+            // In place: the histogram's arrays are not copied out of the dictionary and back.
+            s.histograms[key, default: HistogramState(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))].record(value)
+        }
     }
 
     /// Current value of a counter or gauge (tests and health checks).

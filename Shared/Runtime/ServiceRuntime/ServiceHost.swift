@@ -31,13 +31,14 @@ public struct HTTPService: Service {
         self.metrics = metrics
         self.logger = logger
         self.onListening = onListening
-        self.requestMetrics = HTTPRequestMetrics(metrics: metrics, service: name)
+        metrics.describe("http_requests_total", type: "counter", help: "HTTP requests answered, by route pattern, method and status.")
+        metrics.describe("http_request_duration_seconds", type: "histogram",
+                         help: "Time from a complete request to its response, by service and route pattern.")
     }
 
-    private let requestMetrics: HTTPRequestMetrics
-
     public func run() async throws {
-        let requestMetrics = self.requestMetrics
+        let metrics = self.metrics
+        let service = name
         let router = self.router
         let logger = self.logger
         let server = HTTPServer(configuration: configuration, router: router, logger: logger) { request, response, elapsed in
@@ -45,8 +46,10 @@ public struct HTTPService: Service {
             // that (a 503 while shutting down, a refused path) is matched here.
             let pattern = if let found = request.route { found.pattern } else { router.pattern(for: request.method, path: request.path) }
             let route = pattern ?? "unmatched"
+            metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
+                                                              "status": String(response.status.rawValue)])
             let seconds = elapsed.timeInterval
-            requestMetrics.record(route: route, method: request.method, status: response.status.rawValue, seconds: seconds)
+            metrics.observe("http_request_duration_seconds", seconds, labels: ["service": service, "route": route])
             // A request of a sampled trace leaves one line: where the trace entered this service
             // (the router answers every request's trace; only a sampled one, flags 01, is parsed).
             if let answered = response.headers[TraceContext.responseHeader], answered.hasSuffix("-01"),
