@@ -8,6 +8,8 @@
 #        (dirs holding release builds of progress-projector and analytics-aggregator; the seed
 #        uses AFTER_DIR's, so the database has every migration of the newer build)
 #        ENDPOINTS ("/healthz /activity/heatmap /learning/summary /learning/trend"), CONNECTIONS (50)
+#        SERVICE (analytics-aggregator; progress-projector measures its two builds instead, e.g. with
+#        ENDPOINTS="/healthz /materials/material-8/reading-progress /learning/continue")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source deploy/lib/common.sh
@@ -15,6 +17,7 @@ source Benchmarks/reads/seed.sh
 BEFORE="$1"; AFTER="$2"; ROUNDS="${3:-3}"; DURATION="${4:-4}"
 ENDPOINTS="${ENDPOINTS:-/healthz /activity/heatmap /learning/summary /learning/trend}"
 CONNECTIONS="${CONNECTIONS:-50}"
+SERVICE="${SERVICE:-analytics-aggregator}"  # or progress-projector, with its ENDPOINTS
 USERS=1000 MATERIALS=20
 reads_database ab  # Benchmarks/reads/seed.sh
 
@@ -26,7 +29,7 @@ kill -TERM "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1
 declare -A PORT PID
 for build in after before; do
     [[ $build == after ]] && BIN="$AFTER" || BIN="$BEFORE"
-    PORT[$build]=$(free_port); reads_start analytics-aggregator "${PORT[$build]}"; PID[$build]=${PIDS[-1]}
+    PORT[$build]=$(free_port); reads_start "$SERVICE" "${PORT[$build]}"; PID[$build]=${PIDS[-1]}
 done
 "$PSQL" -q "$DATABASE_URL" -c "ANALYZE"
 sleep "${SETTLE:-35}"
