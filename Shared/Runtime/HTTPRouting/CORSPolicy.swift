@@ -36,11 +36,11 @@ public struct CORSPolicy: Sendable {
         return allowedOrigins.contains(origin) ? origin : nil
     }
 
-    /// The answer to a preflight, or nil when `request` is not one.
-    func preflight(_ request: HTTPRequest, pathExists: Bool) -> HTTPResponse? {
+    /// The answer to a preflight, or nil when `request` is not one (`pathExists` is asked only of a preflight).
+    func preflight(_ request: HTTPRequest, pathExists: () -> Bool) -> HTTPResponse? {
         guard request.method == .options, let origin = request.headers["Origin"],
               request.headers["Access-Control-Request-Method"] != nil else { return nil }
-        guard pathExists else { return HTTPError.notFound("no route for \(request.path)").response }
+        guard pathExists() else { return HTTPError.notFound("no route for \(request.path)").response }
         var response = HTTPResponse(status: .noContent)
         guard let allowed = allowOrigin(origin) else { return response }
         response.headers.replaceOrAdd(name: "Access-Control-Allow-Origin", value: allowed)

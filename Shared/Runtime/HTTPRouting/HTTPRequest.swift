@@ -16,12 +16,35 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     public mutating func add(name: String, value: String) { fields.append((name, value)) }
 
     public mutating func replaceOrAdd(name: String, value: String) {
-        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        fields.removeAll { Self.namesEqual($0.name, name) }
         fields.append((name, value))
     }
 
     public subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        fields.first { Self.namesEqual($0.name, name) }?.value
+    }
+
+    /// Whether two field names are the same, ignoring case. Field names are ASCII tokens, so
+    /// their bytes are compared with ASCII case folded — every request looks up a few headers.
+    /// A name with a byte past ASCII is compared as before, by Foundation's case-insensitive
+    /// comparison of the text.
+    public static func namesEqual(_ a: String, _ b: String) -> Bool {
+        let x = a.utf8, y = b.utf8
+        var i = x.startIndex, j = y.startIndex
+        while i != x.endIndex, j != y.endIndex {
+            let p = x[i], q = y[j]
+            if p >= 0x80 || q >= 0x80 { return a.caseInsensitiveCompare(b) == .orderedSame }
+            if p != q {
+                // Equal but for case: both letters, differing only in the 0x20 bit.
+                guard p ^ q == 0x20, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(p | 0x20) else { return false }
+            }
+            i = x.index(after: i)
+            j = y.index(after: j)
+        }
+        if i == x.endIndex && j == y.endIndex { return true }
+        // One is longer: equal only if what is left holds a byte past ASCII that folds away.
+        let rest = i == x.endIndex ? y[j...].contains { $0 >= 0x80 } : x[i...].contains { $0 >= 0x80 }
+        return rest && a.caseInsensitiveCompare(b) == .orderedSame
     }
 
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
@@ -41,6 +64,8 @@ public struct HTTPRequest: Sendable {
     public var remoteAddress: String?
     /// The body as it arrives, for a route registered with `Router.streaming` (`body` is then empty).
     public var bodyStream: HTTPBodyStream?
+    /// The route the server's router found for the request (`Router.resolve`), nil until then.
+    public internal(set) var route: RouteMatch?
 
     public init(method: HTTPMethod, path: String, query: [String: String] = [:], headers: HTTPHeaders = [:],
                 body: [UInt8] = [], pathParameters: [String: String] = [:], remoteAddress: String? = nil) {

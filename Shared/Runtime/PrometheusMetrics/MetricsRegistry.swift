@@ -18,6 +18,12 @@ public final class MetricsRegistry: Sendable {
         var counts: [UInt64]
         var sum: Double = 0
         var count: UInt64 = 0
+
+        mutating func record(_ value: Double) {
+            for (i, bound) in buckets.enumerated() where value <= bound { counts[i] += 1 }
+            sum += value
+            count += 1
+        }
     }
 
     struct State: Sendable {
@@ -58,11 +64,8 @@ public final class MetricsRegistry: Sendable {
     public func observe(_ name: String, _ value: Double, labels: Labels = [:], buckets: [Double] = MetricsRegistry.latencyBuckets) {
         let key = Self.key(name, labels)
         state.withLock { s in
-            var h = s.histograms[key] ?? HistogramState(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            for (i, bound) in h.buckets.enumerated() where value <= bound { h.counts[i] += 1 }
-            h.sum += value
-            h.count += 1
-            s.histograms[key] = h
+            // In place: the histogram's arrays are not copied out of the dictionary and back.
+            s.histograms[key, default: HistogramState(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))].record(value)
         }
     }
 

@@ -108,12 +108,18 @@ public struct TraceContext: Sendable, Hashable, CustomStringConvertible {
 
     /// A new trace (this process is its first span).
     public static func start(sampled: Bool = false) -> TraceContext {
-        TraceContext(traceID: randomHex(bytes: 16), parentID: randomHex(bytes: 8), sampled: sampled)
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 3) { words in
+            repeat { TraceIDSource.shared.fill(words) } while words[0] == 0 && words[1] == 0 || words[2] == 0
+            return TraceContext(traceID: hex(words[0], words[1]), parentID: hex(words[2]), sampled: sampled)
+        }
     }
 
     /// The same trace, with a new span of this process as the parent of what it produces.
     public func child() -> TraceContext {
-        TraceContext(traceID: traceID, parentID: Self.randomHex(bytes: 8), sampled: sampled)
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: 1) { words in
+            repeat { TraceIDSource.shared.fill(words) } while words[0] == 0
+            return TraceContext(traceID: traceID, parentID: Self.hex(words[0]), sampled: sampled)
+        }
     }
 
     public var traceparent: String { "00-\(traceID)-\(parentID)-0\(sampled ? 1 : 0)" }
@@ -123,16 +129,18 @@ public struct TraceContext: Sendable, Hashable, CustomStringConvertible {
         text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
-    /// `bytes` (a multiple of 8) random bytes as lowercase hex, not all zero.
-    private static func randomHex(bytes: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        while true {
-            let words = (0..<(bytes / 8)).map { _ in generator.next() as UInt64 }
-            guard words.contains(where: { $0 != 0 }) else { continue }
-            return words.map { word in
-                let hex = String(word, radix: 16)
-                return String(repeating: "0", count: 16 - hex.count) + hex
-            }.joined()
+    /// The words as lowercase hex, 16 digits each (leading zeros kept): 16 digits, or 32 with `low`.
+    static func hex(_ high: UInt64, _ low: UInt64? = nil) -> String {
+        String(unsafeUninitializedCapacity: low == nil ? 16 : 32) { buffer in
+            func put(_ word: UInt64, at start: Int) {
+                for index in 0..<16 {
+                    let digit = UInt8(truncatingIfNeeded: word >> UInt64(60 - 4 * index)) & 0x0F
+                    buffer[start + index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+                }
+            }
+            put(high, at: 0)
+            if let low { put(low, at: 16) }
+            return low == nil ? 16 : 32
         }
     }
 }

@@ -42,7 +42,10 @@ public struct HTTPService: Service {
         let router = self.router
         let logger = self.logger
         let server = HTTPServer(configuration: configuration, router: router, logger: logger) { request, response, elapsed in
-            let route = router.pattern(for: request.method, path: request.path) ?? "unmatched"
+            // The route the server resolved once the headers were in; a request answered before
+            // that (a 503 while shutting down, a refused path) is matched here.
+            let pattern = if let found = request.route { found.pattern } else { router.pattern(for: request.method, path: request.path) }
+            let route = pattern ?? "unmatched"
             metrics.increment("http_requests_total", labels: ["service": service, "route": route, "method": request.method.rawValue,
                                                               "status": String(response.status.rawValue)])
             let seconds = elapsed.timeInterval

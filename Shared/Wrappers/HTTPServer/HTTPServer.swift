@@ -35,22 +35,24 @@ public final class HTTPServer: Sendable {
     public convenience init(configuration: HTTPServerConfiguration, router: Router, logger: Logger,
                             onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil) {
         self.init(configuration: configuration, logger: logger, onResponse: onResponse,
-                  streamsBody: { router.streamsBody($0, $1) }) { request in
+                  resolve: { router.resolve(&$0) }) { request in
             await router.respond(to: request)
         }
     }
 
     /// A server answering every request with `handler`. A thrown `HTTPError` becomes its JSON
     /// response; any other error a 500 `INTERNAL` that reveals nothing of the cause.
+    /// - Parameter resolve: called once the headers are in, to find the request's route
+    ///   (`Router.resolve`); a request whose `route` then streams its body is dispatched at once.
     public init(configuration: HTTPServerConfiguration, logger: Logger,
                 onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil,
-                streamsBody: (@Sendable (HTTPMethod, String) -> Bool)? = nil,
+                resolve: (@Sendable (inout HTTPRequest) -> Void)? = nil,
                 handler: @escaping HTTPHandler) {
         var logger = logger
         logger[metadataKey: "http.host"] = configuration.host
         self.configuration = configuration
         self.core = ServerCore(configuration: configuration, logger: logger, handler: handler, onResponse: onResponse,
-                               streamsBody: streamsBody)
+                               resolve: resolve)
     }
 
     deinit {

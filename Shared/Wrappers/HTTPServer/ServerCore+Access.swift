@@ -56,8 +56,9 @@ extension ServerCore {
                                                          message: "method \(context.methodName) is not supported"))
         }
         if let refusal { return respondEarly(context, with: refusal) }
-        if let method = context.method, streamsBody?(method, context.request.path) == true {
-            return startStreaming(context)
+        if let resolve {
+            resolve(&context.request)
+            if context.request.route?.streamsBody == true { return startStreaming(context) }
         }
         if let declared = context.request.headers["Content-Length"].flatMap({ Int($0) }) {
             if declared > configuration.maxBodyBytes {
@@ -181,8 +182,7 @@ extension ServerCore {
         }
         defer { MHD_destroy_response(mhdResponse) }
         for (name, value) in response.headers {
-            let lowered = name.lowercased()
-            if lowered == "content-length" || lowered == "transfer-encoding" { continue }
+            if HTTPHeaders.namesEqual(name, "Content-Length") || HTTPHeaders.namesEqual(name, "Transfer-Encoding") { continue }
             if MHD_add_response_header(mhdResponse, name, value) == MHD_Result.NO {
                 logger.warning("dropped an invalid response header", metadata: ["http.header": name])
             }

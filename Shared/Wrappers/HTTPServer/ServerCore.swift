@@ -33,8 +33,9 @@ final class ServerCore: Sendable {
     let logger: Logger
     let handler: HTTPHandler
     let onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)?
-    /// Whether a request's route reads its body while it arrives (`Router.streaming`).
-    let streamsBody: (@Sendable (HTTPMethod, String) -> Bool)?
+    /// Finds a request's route once its headers are in (`Router.resolve`): `HTTPRequest.route`
+    /// tells whether it reads its body while it arrives (`Router.streaming`).
+    let resolve: (@Sendable (inout HTTPRequest) -> Void)?
     let limiter: ConcurrencyLimiter
     /// The handler tasks of dispatched requests, awaited when the server stops.
     let handlers = TaskSet()
@@ -42,12 +43,12 @@ final class ServerCore: Sendable {
 
     init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping HTTPHandler,
          onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)?,
-         streamsBody: (@Sendable (HTTPMethod, String) -> Bool)? = nil) {
+         resolve: (@Sendable (inout HTTPRequest) -> Void)? = nil) {
         self.configuration = configuration
         self.logger = logger
         self.handler = handler
         self.onResponse = onResponse
-        self.streamsBody = streamsBody
+        self.resolve = resolve
         self.limiter = ConcurrencyLimiter(limit: configuration.maxConcurrentRequests)
     }
 
