@@ -35,6 +35,18 @@ struct BatchAndCursorTests {
         #expect(reference.users[user.user]?.offsetMinutes == 480)
     }
 
+    @Test("a cursor is the base64url text it always was, for ids of every length and any bytes")
+    func cursorText() {
+        for id in ["s", "se", "ses", "sess", "会话-1", "a/b+c?d>e", String(repeating: "x", count: 200)] {
+            let cursor = HistoryCursor(startedAtMillis: 1_764_000_000_123, clientSessionID: id)
+            let foundation = Data("v1|1764000000123|\(id)".utf8).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(cursor.encoded == foundation)
+            #expect(HistoryCursor(encoded: foundation) == cursor)
+        }
+    }
+
     @Test("a cursor survives the round trip and anything else is refused")
     func cursor() {
         let cursor = HistoryCursor(startedAtMillis: 1_764_000_000_123, clientSessionID: "sess|with/odd+chars")

@@ -1,4 +1,5 @@
 import Foundation
+import Hashing
 
 /// The position after the last session of a history page: its start (epoch ms) and id.
 /// Opaque to clients: base64url of `v1|<startedAtMillis>|<clientSessionId>`.
@@ -12,17 +13,13 @@ public struct HistoryCursor: Hashable, Sendable {
     }
 
     public var encoded: String {
-        Data("v1|\(startedAtMillis)|\(clientSessionID)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(Array("v1|\(startedAtMillis)|\(clientSessionID)".utf8))
     }
 
     /// `nil` for anything this service did not hand out.
     public init?(encoded: String) {
-        var text = encoded.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        guard !text.isEmpty, text.count <= 2048 else { return nil }
-        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
-        guard let data = Data(base64Encoded: text), let plain = String(data: data, encoding: .utf8) else { return nil }
+        guard !encoded.isEmpty, encoded.utf8.count <= 2048, let bytes = Base64URL.decode(encoded[...]),
+              let plain = String(validating: bytes, as: UTF8.self) else { return nil }
         let parts = plain.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0] == "v1", let millis = Int64(parts[1]), !parts[2].isEmpty else { return nil }
         self.startedAtMillis = millis

@@ -2,11 +2,19 @@ import Foundation
 
 /// base64url without padding (RFC 4648 §5), as JWTs use it.
 public enum Base64URL {
+    /// Foundation's base64 with its two symbols swapped and its padding left off, in one pass
+    /// over the bytes (three `replacingOccurrences` through `NSString` were 7 % of a history
+    /// page's CPU, which hands out a cursor).
     public static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        let standard = Data(bytes).base64EncodedData()
+        return String(unsafeUninitializedCapacity: standard.count) { buffer in
+            var count = 0
+            for c in standard where c != 0x3D {  // =
+                buffer[count] = c == 0x2B ? 0x2D : c == 0x2F ? 0x5F : c  // + → -, / → _
+                count += 1
+            }
+            return count
+        }
     }
 
     /// Decodes; `nil` on any character outside the alphabet or an impossible length.
