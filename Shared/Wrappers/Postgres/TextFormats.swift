@@ -61,48 +61,34 @@ enum ArrayLiteral {
     /// A literal of plain decimal integers (`{1,-2,30}`), read byte-wise without a `String` per
     /// element; `nil` for anything else (quotes, NULLs, overflow), which `parse` then reads.
     static func integers(_ text: String) -> [Int64]? {
-        var text = text
-        return text.withUTF8 { bytes -> [Int64]? in
-            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
-            var values: [Int64] = []
-            if bytes.count == 2 { return values }
-            values.reserveCapacity(bytes.count / 2)
-            var index = 1
-            while true {
-                let negative = bytes[index] == UInt8(ascii: "-")
-                if negative { index += 1 }
-                var value: Int64 = 0, digits = 0
-                while index < bytes.count - 1, case let digit = bytes[index] &- UInt8(ascii: "0"), digit < 10 {
-                    let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
-                    let (sum, overflow2) = times.addingReportingOverflow(Int64(digit))
-                    if overflow1 || overflow2 { return nil }
-                    value = sum
-                    digits += 1
-                    index += 1
-                }
-                guard digits > 0 else { return nil }
-                values.append(negative ? -value : value)
-                if index == bytes.count - 1 { return values }
-                guard bytes[index] == UInt8(ascii: ",") else { return nil }
-                index += 1
-            }
-        }
+        var values: [Int64] = []
+        return scanIntegers(text, allowingNull: false, reserve: { values.reserveCapacity($0) }, append: { values.append($0 ?? 0) })
+            ? values : nil
     }
 
     /// `integers` for a literal whose elements may also be `NULL` (`{1,NULL,30}`), each `nil`.
     static func integersOrNull(_ text: String) -> [Int64?]? {
+        var values: [Int64?] = []
+        return scanIntegers(text, allowingNull: true, reserve: { values.reserveCapacity($0) }, append: { values.append($0) })
+            ? values : nil
+    }
+
+    /// Reads the elements of an integer literal in order (`NULL`, when allowed, as `nil`);
+    /// whether the whole literal was one.
+    @inline(__always)
+    private static func scanIntegers(_ text: String, allowingNull: Bool, reserve: (Int) -> Void,
+                                     append: (Int64?) -> Void) -> Bool {
         var text = text
-        return text.withUTF8 { bytes -> [Int64?]? in
-            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return nil }
-            var values: [Int64?] = []
-            if bytes.count == 2 { return values }
-            values.reserveCapacity(bytes.count / 2)
+        return text.withUTF8 { bytes -> Bool in
+            guard bytes.count >= 2, bytes[0] == UInt8(ascii: "{"), bytes[bytes.count - 1] == UInt8(ascii: "}") else { return false }
+            if bytes.count == 2 { return true }
+            reserve(bytes.count / 2)
             let last = bytes.count - 1
             var index = 1
             while true {
-                if index + 4 <= last, bytes[index] == UInt8(ascii: "N"), bytes[index + 1] == UInt8(ascii: "U"),
+                if allowingNull, index + 4 <= last, bytes[index] == UInt8(ascii: "N"), bytes[index + 1] == UInt8(ascii: "U"),
                    bytes[index + 2] == UInt8(ascii: "L"), bytes[index + 3] == UInt8(ascii: "L") {
-                    values.append(nil)
+                    append(nil)
                     index += 4
                 } else {
                     let negative = bytes[index] == UInt8(ascii: "-")
@@ -111,16 +97,16 @@ enum ArrayLiteral {
                     while index < last, case let digit = bytes[index] &- UInt8(ascii: "0"), digit < 10 {
                         let (times, overflow1) = value.multipliedReportingOverflow(by: 10)
                         let (sum, overflow2) = times.addingReportingOverflow(Int64(digit))
-                        if overflow1 || overflow2 { return nil }
+                        if overflow1 || overflow2 { return false }
                         value = sum
                         digits += 1
                         index += 1
                     }
-                    guard digits > 0 else { return nil }
-                    values.append(negative ? -value : value)
+                    guard digits > 0 else { return false }
+                    append(negative ? -value : value)
                 }
-                if index == last { return values }
-                guard bytes[index] == UInt8(ascii: ",") else { return nil }
+                if index == last { return true }
+                guard bytes[index] == UInt8(ascii: ",") else { return false }
                 index += 1
             }
         }
