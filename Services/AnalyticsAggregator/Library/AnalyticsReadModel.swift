@@ -155,7 +155,7 @@ public struct AnalyticsReadModel: Sendable {
     /// The first row of a statement that returns one at least (a `(SELECT 1) LEFT JOIN`).
     static func first(_ rows: PostgresRows) throws -> PostgresRow {
         guard let row = rows.first else {
-            throw PostgresError(code: .decoding, message: "the statement returned no row", context: ["pg.column": "today"])
+            throw PostgresError(code: .decoding, message: "the statement returned no row")
         }
         return row
     }
