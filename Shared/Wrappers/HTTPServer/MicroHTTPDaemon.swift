@@ -96,8 +96,6 @@ final class MicroHTTPDaemon: @unchecked Sendable {
             return .some(state.quiescedListenSocket)
         }
         guard let listenSocket else { return }
-        // A handler's resume of its connection may still be returning (`RequestContext.complete`).
-        core.resumes.waitUntilNone()
         MHD_stop_daemon(daemon)
         if let socket = listenSocket { close(socket) }  // MHD leaves a quiesced socket to its caller
     }

@@ -12,7 +12,7 @@ import Synchronization
 /// an immutable `HTTPRequest` copy). State shared with the handler task lives in `phase`,
 /// a `Mutex`. `connection` is an immutable pointer that MHD keeps valid until the
 /// request-completed callback, and it is only used for `MHD_resume_connection` while the
-/// connection is suspended (decided under `phase`'s lock, see `complete(with:resumes:)`).
+/// connection is suspended (under `phase`'s lock, see `complete(with:)`).
 final class RequestContext: @unchecked Sendable {
     enum Phase {
         /// Headers or body still arriving; only the MHD thread looks at the context.
@@ -66,36 +66,28 @@ final class RequestContext: @unchecked Sendable {
     /// Stores the response and resumes the connection, unless someone else (the shutdown path)
     /// already answered. Returns whether this call delivered the response.
     ///
-    /// `MHD_resume_connection` runs after the lock is released: the daemon's thread, woken by it,
-    /// takes the lock at once (`takeResponse`), and a resume made under it had that thread spin
-    /// on the lock for the rest of the call (6–7 % of a request's samples). The resume is counted
-    /// in `resumes` from inside the lock until it returns, and the daemon is stopped only once no
-    /// resume is in progress (`MicroHTTPDaemon.stop`), so a shutdown that finds this context
-    /// answered cannot stop the daemon under the call.
+    /// `MHD_resume_connection` runs under the lock so that a shutdown which inspected this
+    /// context afterwards knows the resume call has returned before it stops the daemon.
     ///
     /// A streaming request's connection is suspended only while the server waits for the reader
     /// (backpressure) or, its body complete, for this response (`suspendUntilAnswered`); the
     /// stream resumes it in the first case, this call in the second.
     @discardableResult
-    func complete(with response: HTTPResponse, resumes: ResumesInProgress) -> Bool {
-        let resume = phase.withLock { phase -> Bool? in
-            guard case .handling = phase else { return nil }
+    func complete(with response: HTTPResponse) -> Bool {
+        phase.withLock { phase in
+            guard case .handling = phase else { return false }
             phase = .responded(response)
-            var resume = true
             if let stream {
                 stream.answer()
-                resume = awaitingAnswer
-                awaitingAnswer = false
+                if awaitingAnswer {
+                    awaitingAnswer = false
+                    MHD_resume_connection(connection)
+                }
+            } else {
+                MHD_resume_connection(connection)
             }
-            if resume { resumes.begin() }
-            return resume
+            return true
         }
-        guard let resume else { return false }
-        if resume {
-            MHD_resume_connection(connection)
-            resumes.end()
-        }
-        return true
     }
 
     /// Guarded by `phase`'s lock: a streaming request's body is complete and its connection is

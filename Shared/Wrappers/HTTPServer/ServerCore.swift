@@ -1,6 +1,5 @@
 import CMicroHTTPD
 import Dispatch
-import Glibc
 import HTTPRouting
 import Lifecycle
 import ServiceLogging
@@ -40,8 +39,6 @@ final class ServerCore: Sendable {
     let limiter: ConcurrencyLimiter
     /// The handler tasks of dispatched requests, awaited when the server stops.
     let handlers = TaskSet()
-    /// Calls to `MHD_resume_connection` in progress (`RequestContext.complete`).
-    let resumes = ResumesInProgress()
     private let state = Mutex(State())
 
     init(configuration: HTTPServerConfiguration, logger: Logger, handler: @escaping HTTPHandler,
@@ -119,7 +116,7 @@ final class ServerCore: Sendable {
         if context.isHandling {
             onResponse?(request, response, context.startedAt.duration(to: .now))
         }
-        context.complete(with: response, resumes: resumes)
+        context.complete(with: response)
         unregisterSuspended(context)
     }
 
@@ -167,7 +164,7 @@ final class ServerCore: Sendable {
         }
         var abandoned = 0
         let response = Self.shuttingDown.response
-        for context in contexts where context.complete(with: response, resumes: resumes) {
+        for context in contexts where context.complete(with: response) {
             abandoned += 1
             // `request` is no longer mutated once a context is dispatched.
             onResponse?(context.request, response, context.startedAt.duration(to: .now))
@@ -176,18 +173,4 @@ final class ServerCore: Sendable {
     }
 
     static let shuttingDown = HTTPError(.serviceUnavailable, code: "SHUTTING_DOWN", message: "the server is shutting down")
-}
-
-/// How many `MHD_resume_connection` calls are under way outside a context's lock; the daemon is
-/// stopped only when none is (`MicroHTTPDaemon.stop`).
-final class ResumesInProgress: Sendable {
-    private let count = Atomic<Int>(0)
-
-    func begin() { count.add(1, ordering: .relaxed) }
-    func end() { count.subtract(1, ordering: .releasing) }
-
-    /// Returns once no resume is under way (each lasts a few microseconds: it yields meanwhile).
-    func waitUntilNone() {
-        while count.load(ordering: .acquiring) > 0 { sched_yield() }
-    }
 }
