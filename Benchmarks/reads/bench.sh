@@ -113,26 +113,20 @@ SQL
 # every today an offset in use gives, whose bounds the service binds (literals here).
 LO=$(date -u -d '-1 day -6 days' +%F); HI=$(date -u -d '+1 day' +%F)
 LO_MONTH=$(date -u -d "$(date -u -d '-1 day -364 days' +%Y-%m-01)" +%F)
-cat >"$WORK/sql/learning/summary.sql" <<SQL
+# The user's row beside the rows of a table in a window, as AnalyticsReadModel.userRowAnd builds it.
+user_row_and() {  # file "user columns" table key low high
+    cat >"$1" <<SQL
 \\set u random(1, 100)
-SELECT u.tz_offset_minutes, u.materials_completed, u.last_active_day, u.longest_streak_days,
-       u.last_run_start, u.last_run_end, u.materials_day, u.materials_day_count, r.day, r.active_seconds
+SELECT $2
 FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u
-LEFT JOIN analytics_daily r ON r.user_id = 'user-' || :u AND r.day BETWEEN DATE '$LO' AND DATE '$HI';
+LEFT JOIN $3 r ON r.user_id = 'user-' || :u AND r.$4 BETWEEN DATE '$5' AND DATE '$6';
 SQL
-cat >"$WORK/sql/learning/trend.sql" <<SQL
-\\set u random(1, 100)
-SELECT u.tz_offset_minutes, r.day, r.active_seconds
-FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u
-LEFT JOIN analytics_daily r ON r.user_id = 'user-' || :u AND r.day BETWEEN DATE '$LO' AND DATE '$HI';
-SQL
+}
+user_row_and "$WORK/sql/learning/summary.sql" "u.tz_offset_minutes, u.materials_completed, u.last_active_day, u.longest_streak_days,
+       u.last_run_start, u.last_run_end, u.materials_day, u.materials_day_count, r.day, r.active_seconds" analytics_daily day "$LO" "$HI"
+user_row_and "$WORK/sql/learning/trend.sql" "u.tz_offset_minutes, r.day, r.active_seconds" analytics_daily day "$LO" "$HI"
 # The heatmap's: the months holding the 365 days ending today.
-cat >"$WORK/sql/activity/heatmap.sql" <<SQL
-\\set u random(1, 100)
-SELECT u.tz_offset_minutes, r.month, r.seconds
-FROM (SELECT 1) AS one LEFT JOIN analytics_users u ON u.user_id = 'user-' || :u
-LEFT JOIN analytics_months r ON r.user_id = 'user-' || :u AND r.month BETWEEN DATE '$LO_MONTH' AND DATE '$HI';
-SQL
+user_row_and "$WORK/sql/activity/heatmap.sql" "u.tz_offset_minutes, r.month, r.seconds" analytics_months month "$LO_MONTH" "$HI"
 cat >"$WORK/sql/learning/history.sql" <<'SQL'
 \set u random(1, 100)
 SELECT client_session_id, material_id, active_seconds, completed, started_at, closed_at, last_event_at
