@@ -72,4 +72,36 @@ struct HTTPServerLimitsTests {
             #expect(afterwards == 200)
         }
     }
+
+    @Test("a request carrying a 12 KB token in its headers is answered on the 16 KiB connection pool, and one with 40 KB of headers gets 431 while the server goes on")
+    func headerSizes() async throws {
+        try await withServer { port in
+            let (big, tooBig, after) = try await onThread { () -> (RawHTTPConnection.Response, Int, Int) in
+                let token = String(repeating: "t", count: 12_000)
+                let big = try RawHTTPConnection(port: port).request("GET", "/describe/x", headers: ["User-Agent": token])
+                let tooBig = (try? RawHTTPConnection(port: port).request("GET", "/describe/x",
+                                                                          headers: ["User-Agent": String(repeating: "u", count: 40_000)]))?.status ?? 0
+                let after = try RawHTTPConnection(port: port).request("GET", "/small").status
+                return (big, tooBig, after)
+            }
+            #expect(big.status == 200)
+            #expect((big.json?["agent"] as? String)?.count == 12_000)
+            #expect(tooBig == 431)
+            #expect(after == 200)
+        }
+    }
+
+    @Test("a server with streaming routes keeps the 64 KiB pool: 40 KB of headers are answered")
+    func streamingServerPool() async throws {
+        var router = makeRouter()
+        router.streaming(.put, "/upload") { _ in .json(["ok": true]) }
+        #expect(router.hasStreamingRoutes && !makeRouter().hasStreamingRoutes)
+        try await withServer(router: router) { port in
+            let response = try await onThread {
+                try RawHTTPConnection(port: port).request("GET", "/describe/x", headers: ["User-Agent": String(repeating: "u", count: 40_000)])
+            }
+            #expect(response.status == 200)
+            #expect((response.json?["agent"] as? String)?.count == 40_000)
+        }
+    }
 }

@@ -58,6 +58,9 @@ public struct Router: Sendable {
         match(method, path).streamsBody
     }
 
+    /// Whether any route streams its body (its server then reads bodies through a larger buffer).
+    public var hasStreamingRoutes: Bool { table.routes.contains { $0.streamsBody } }
+
     /// Finds the request's route once and keeps the answer in `request.route`, where the server's
     /// streaming check (`RouteMatch.streamsBody`), the metrics label (`RouteMatch.pattern`) and
     /// `respond(to:)` read it instead of matching the path again. A server calls it once the

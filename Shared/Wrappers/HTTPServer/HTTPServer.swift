@@ -30,10 +30,17 @@ public final class HTTPServer: Sendable {
     private let stopQueue = DispatchQueue(label: "http-server.stop")
 
     /// A server answering through a `Router` (which renders unmatched routes as 404/405 JSON).
+    /// A router with streaming routes gets a connection pool of at least
+    /// `HTTPServerConfiguration.streamingConnectionMemoryBytes`.
     /// - Parameter onResponse: called after each response with the request, the response and the
     ///   time from receiving the headers to the response being ready (for metrics).
     public convenience init(configuration: HTTPServerConfiguration, router: Router, logger: Logger,
                             onResponse: (@Sendable (HTTPRequest, HTTPResponse, Duration) -> Void)? = nil) {
+        var configuration = configuration
+        if router.hasStreamingRoutes {
+            configuration.connectionMemoryBytes = max(configuration.connectionMemoryBytes,
+                                                      HTTPServerConfiguration.streamingConnectionMemoryBytes)
+        }
         self.init(configuration: configuration, logger: logger, onResponse: onResponse,
                   resolve: { router.resolve(&$0) }) { request in
             await router.respond(to: request)

@@ -15,12 +15,22 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConcurrentRequests: Int
     /// How long `run()` lets in-flight requests finish once its task is cancelled.
     public var shutdownGracePeriod: Duration
+    /// libmicrohttpd's memory pool of each connection (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`): it
+    /// holds the request line and headers, and half of it is the buffer a body is read through.
+    /// libmicrohttpd zeroes the whole pool after every request of a kept-alive connection, so its
+    /// size is paid on every request: 16 KiB by default, which takes headers of up to ~14 KiB. A
+    /// server built from a `Router` with streaming routes uses at least
+    /// `streamingConnectionMemoryBytes`, so uploads arrive in 32 KiB pieces.
+    public var connectionMemoryBytes: Int
 
     public static let defaultMaxBodyBytes = 8 * 1024 * 1024
+    public static let defaultConnectionMemoryBytes = 16 * 1024
+    public static let streamingConnectionMemoryBytes = 64 * 1024
 
     public init(host: String = "0.0.0.0", port: Int, maxBodyBytes: Int = HTTPServerConfiguration.defaultMaxBodyBytes,
                 requestTimeout: Duration = .seconds(30), maxConnections: Int = 10_000,
-                maxConcurrentRequests: Int = 256, shutdownGracePeriod: Duration = .seconds(10)) {
+                maxConcurrentRequests: Int = 256, shutdownGracePeriod: Duration = .seconds(10),
+                connectionMemoryBytes: Int = HTTPServerConfiguration.defaultConnectionMemoryBytes) {
         self.host = host
         self.port = port
         self.maxBodyBytes = maxBodyBytes
@@ -28,5 +38,6 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxConnections = maxConnections
         self.maxConcurrentRequests = maxConcurrentRequests
         self.shutdownGracePeriod = shutdownGracePeriod
+        self.connectionMemoryBytes = connectionMemoryBytes
     }
 }

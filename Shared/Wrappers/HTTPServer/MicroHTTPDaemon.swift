@@ -32,6 +32,9 @@ final class MicroHTTPDaemon: @unchecked Sendable {
               configuration.maxConcurrentRequests > 0, configuration.requestTimeout >= .zero else {
             throw failure(.invalidConfiguration, "limits must be positive")
         }
+        guard configuration.connectionMemoryBytes >= 4 * 1024 else {
+            throw failure(.invalidConfiguration, "connectionMemoryBytes must be at least 4 KiB")
+        }
         guard var address = SocketAddress.bind(host: configuration.host, port: configuration.port) else {
             throw failure(.invalidConfiguration, "host is not an IP address literal or the port is out of range")
         }
@@ -49,7 +52,7 @@ final class MicroHTTPDaemon: @unchecked Sendable {
                     MicroHTTPDaemon.accessHandler, context,
                     MicroHTTPDaemon.requestCompleted, context,
                     MicroHTTPDaemon.log, context,
-                    UInt32(clamping: configuration.maxConnections), UInt32(clamping: timeout), 64 * 1024)
+                    UInt32(clamping: configuration.maxConnections), UInt32(clamping: timeout), configuration.connectionMemoryBytes)
             }
         }
         guard let started else {
