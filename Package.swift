@@ -134,7 +134,7 @@ let benchmarks: [Target] = [
     .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPRouting", "Projection", "ServiceRuntime", "Contracts",
                                                             "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "Lifecycle"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
+    .executableTarget(name: "CodecBench", dependencies: ["Contracts", "RealtimeNotifier"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging", "Lifecycle"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),

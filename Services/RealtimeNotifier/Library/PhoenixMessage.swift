@@ -92,7 +92,8 @@ public struct PhoenixMessage: Sendable, Hashable {
         return Self.json(value)
     }
 
-    static func json(_ value: JSONValue) -> String {
+    /// A payload's JSON text, as the history stores it and the frames carry it.
+    public static func json(_ value: JSONValue) -> String {
         guard let data = try? ContractCoding.encoder.encode(value) else { return "null" }
         return String(decoding: data, as: UTF8.self)
     }
