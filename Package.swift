@@ -112,7 +112,7 @@ let services: [Target] =
     service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "BlockingCalls", "JSON"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection", "HTTPClient", "Hashing"], mainDeps: ["Projection"])
-    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer", "JSON"],
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer", "JSON", "JSONReader"],
               mainDeps: ["Projection"])
     + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing", "JSON"])
     + [

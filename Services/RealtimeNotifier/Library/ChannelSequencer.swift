@@ -98,16 +98,6 @@ public struct ChannelSequencer: Projection {
         }
     }
 
-    /// `user:{userId}` gets `progress_updated` with the `reading.progress.v1` record as its payload.
-    public static func input(progress value: [UInt8]) throws -> SequencerInput {
-        let change = try ContractCoding.decode(ReadingProgressChanged.self, from: value)
-        guard let channel = ChannelName.user(change.userId) else {
-            throw InvalidRecord(description: "userId must be a non-empty identifier of at most \(Identifier.maxUTF8Length) bytes")
-        }
-        return SequencerInput(drafts: [.init(channel: channel, event: "progress_updated",
-                                             payload: try Self.json(change), origin: nil)], room: nil)
-    }
-
     /// `room:{roomId}` and `user:{ownerUserId}` get `transcode_progress`, `ready` or `failed`.
     static func input(status: RoomTranscodeStatus) throws -> SequencerInput {
         guard let roomChannel = ChannelName.room(status.roomId), let userChannel = ChannelName.user(status.ownerUserId) else {
