@@ -9,11 +9,14 @@ import JSONReader
 ///
 /// The reader takes a record only where it is sure `JSONDecoder` takes it too and gives the same
 /// value: an object; each field of `ReadingProgressChanged` at most once, of its type (`null` for
-/// the optional ones); integers as plain digits, other numbers as plain decimals that are finite,
-/// normal or zero; `lastReadAt` a timestamp string `ContractCoding.parseTimestamp` reads;
+/// the optional ones); integers as plain digits, other numbers as decimals whose value is normal
+/// (or a plain zero); `lastReadAt` a timestamp string `ContractCoding.parseTimestamp` reads;
 /// `lastPosition` `null` or an object whose other members (kept as sent) nest at most
-/// `maxDepth` deep with no repeated key; object keys in ASCII; no backslash anywhere in the text
-/// (so every string is its bytes); UTF-8 valid. Anything else — an escape, an exponent, a
+/// `maxDepth` deep with no repeated key (`String` equality: canonical equivalents are one key, as
+/// in the dictionary `JSONDecoder` fills); no backslash anywhere in the text (so every string is
+/// its bytes); UTF-8 valid. The field names are matched by their bytes: none holds a letter that
+/// a non-ASCII one is canonically equivalent to (only K, `;` and `` ` `` have such), so that is
+/// `JSONDecoder`'s match too. Anything else — an escape, an exponent, a
 /// repeated key, a missing field, a wrong type, not JSON at all — goes to `JSONDecoder`, which
 /// stays the judge of every record it refuses.
 enum ProgressRecordJSON {
@@ -46,12 +49,22 @@ enum ProgressRecordJSON {
         return JSONNumber.integer(text)
     }
 
-    /// A plain decimal (no exponent, no leading zero) of at most 24 characters whose value is
-    /// finite and normal or an exact zero: one `JSONDecoder` reads to the same `Double`.
+    /// A decimal (no leading zero; an exponent as `JSONEncoder` writes one, `1e-07`) of at most
+    /// 24 characters whose value is normal, or a plain zero: one `JSONDecoder` reads to the same
+    /// `Double` (it refuses what underflows to zero or overflows).
     static func double(_ text: UnsafeRawBufferPointer) -> Double? {
-        guard text.count <= 24, isPlain(text, fraction: true), let value = JSONNumber.double(text) else { return nil }
+        guard text.count <= 24 else { return nil }
+        var mantissa = text[...]
+        if let e = text.firstIndex(where: { $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E") }) {
+            mantissa = text[..<e]
+            var exponent = text[(e + 1)...]
+            if let sign = exponent.first, sign == UInt8(ascii: "-") || sign == UInt8(ascii: "+") { exponent = exponent.dropFirst() }
+            guard !exponent.isEmpty, exponent.allSatisfy({ $0 &- UInt8(ascii: "0") < 10 }) else { return nil }
+        }
+        guard isPlain(UnsafeRawBufferPointer(rebasing: mantissa), fraction: true), let value = JSONNumber.double(text) else { return nil }
         if value == 0 {
-            return text.allSatisfy { $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") } ? value : nil
+            return mantissa.count == text.count && text.allSatisfy({ $0 == UInt8(ascii: "0") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
+                ? value : nil
         }
         return value.isNormal ? value : nil
     }
@@ -160,7 +173,6 @@ private final class ProgressRecordReader: JSONTokenHandler {
 
     func key(_ text: UnsafeRawBufferPointer) -> Bool {
         guard skipping == 0 else { return true }
-        guard !text.contains(where: { $0 >= 0x80 }) else { return false }
         if case .object(let members, _) = building.last {
             building[building.count - 1] = .object(members, key: String(decoding: text, as: UTF8.self))
             return true
