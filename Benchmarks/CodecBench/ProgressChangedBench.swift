@@ -11,8 +11,12 @@ import RealtimeNotifier
 /// progress projector publishes (`ContractCoding.encode`), with every status and position kind,
 /// missing optionals and fractional percents.
 ///
+/// Then the sequenced event of each draft written and read as the notifier's own topic carries it
+/// (`SequencedEventJSON`), next to `ContractCoding` on the same events.
+///
 /// Under `valgrind --tool=callgrind --toggle-collect='*sequencerPass*'` the collected
-/// instructions divided by 3 × RECORDS are the sequencer's instructions per record.
+/// instructions divided by 3 × RECORDS are the sequencer's instructions per record
+/// (`*sequencedPass*`, `*foundationPass*`, `*foundationSequencedPass*` the other loops').
 extension CodecBench {
     static func progressRecords(_ count: Int) throws -> [[UInt8]] {
         let now = Date(timeIntervalSince1970: 1_796_000_000.123)
@@ -58,6 +62,25 @@ extension CodecBench {
         return sink
     }
 
+    /// The sequenced event of each draft through the notifier's own topic: written as
+    /// `SequencedPublisher` writes it, read as `LiveEventConsumer` reads it.
+    @inline(never)
+    static func sequencedPass(_ events: [SequencedChannelEvent]) throws -> Int {
+        var sink = 0
+        for event in events { sink &+= Int(try SequencedEventJSON.event(try SequencedEventJSON.value(event)).seq) }
+        return sink
+    }
+
+    /// The same with `ContractCoding` (`JSONEncoder`, `JSONDecoder`), as before 2026-12-06.
+    @inline(never)
+    static func foundationSequencedPass(_ events: [SequencedChannelEvent]) throws -> Int {
+        var sink = 0
+        for event in events {
+            sink &+= Int(try ContractCoding.decode(SequencedChannelEvent.self, from: try ContractCoding.encode(event)).seq)
+        }
+        return sink
+    }
+
     static func progressChanged(count: Int) throws {
         let values = try progressRecords(count)
         var sink = 0
@@ -71,13 +94,31 @@ extension CodecBench {
                 exit(1)
             }
         }
+        let createdAt = Date(timeIntervalSince1970: 1_796_000_100.5)
+        let events = try values.enumerated().flatMap { i, value in
+            try ChannelSequencer.input(progress: value).drafts.map {
+                SequencedChannelEvent(channel: $0.channel.name, seq: Int64(i + 1), event: $0.event, payload: $0.payload, createdAt: createdAt)
+            }
+        }
+        for event in events.prefix(200) {
+            guard try SequencedEventJSON.value(event) == ContractCoding.encode(event),
+                  try SequencedEventJSON.event(try ContractCoding.encode(event)) == event else {
+                print("codec-bench: the sequenced event's text differs from Foundation's for \(event)")
+                exit(1)
+            }
+        }
         let foundation = try rate(count) { sink &+= try foundationPass(values) }
         let sequencer = try rate(count) { sink &+= try sequencerPass(values) }
+        let foundationSequenced = try rate(count) { sink &+= try foundationSequencedPass(events) }
+        let sequenced = try rate(count) { sink &+= try sequencedPass(events) }
         print("codec-bench progress-changed: \(count) records, \(values.reduce(0) { $0 + $1.count } / count) bytes per record, records per CPU second (best of 3)")
-        print("case".padding(toLength: 36, withPad: " ", startingAt: 0) + "   Foundation    sequencer   ratio")
+        print("case".padding(toLength: 36, withPad: " ", startingAt: 0) + "   Foundation    notifier   ratio")
         print("record → draft → payload text".padding(toLength: 36, withPad: " ", startingAt: 0)
               + String(format: "  %11.0f  %11.0f  %5.1f×", foundation, sequencer, sequencer / foundation))
-        print(String(format: "µs of CPU per record: Foundation %.2f, sequencer %.2f", 1e6 / foundation, 1e6 / sequencer))
+        print("sequenced event written and read".padding(toLength: 36, withPad: " ", startingAt: 0)
+              + String(format: "  %11.0f  %11.0f  %5.1f×", foundationSequenced, sequenced, sequenced / foundationSequenced))
+        print(String(format: "µs of CPU per record: Foundation %.2f + %.2f, notifier %.2f + %.2f", 1e6 / foundation,
+                     1e6 / foundationSequenced, 1e6 / sequencer, 1e6 / sequenced))
         if sink == 42 { print("") }
     }
 }

@@ -25,16 +25,21 @@ enum ProgressRecordJSON {
     static let maxDepth = 16
 
     static func change(_ bytes: [UInt8]) -> ReadingProgressChanged? {
-        var ascii = true
-        for byte in bytes {
-            if byte == UInt8(ascii: "\\") { return nil }
-            if byte >= 0x80 { ascii = false }
-        }
-        // Not ASCII: valid UTF-8 throughout, or `JSONDecoder` says what it makes of it.
-        guard ascii || bytes.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) != nil else { return nil }
+        guard isPlainText(bytes) else { return nil }
         let reader = ProgressRecordReader()
         guard (try? JSONTokenReader.read(bytes, into: reader)) == true else { return nil }
         return reader.change
+    }
+
+    /// No backslash (so every string is its bytes) and valid UTF-8: the text the readers here
+    /// take; any other goes to `JSONDecoder`.
+    static func isPlainText(_ bytes: [UInt8]) -> Bool {
+        var ascii = true
+        for byte in bytes {
+            if byte == UInt8(ascii: "\\") { return false }
+            if byte >= 0x80 { ascii = false }
+        }
+        return ascii || bytes.withUnsafeBufferPointer({ String(validating: $0, as: UTF8.self) }) != nil
     }
 
     /// A string's bytes (the text was checked as UTF-8 as a whole; no escapes).
@@ -96,7 +101,8 @@ private enum PositionKey: CaseIterable {
     static let names: [(name: [UInt8], key: PositionKey)] = allCases.map { (Array("\($0)".utf8), $0) }
 }
 
-private func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8], key: K)]) -> K? {
+/// The key of `names` spelled by `text`, byte for byte.
+func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8], key: K)]) -> K? {
     for entry in names where entry.name.count == text.count && entry.name.elementsEqual(text) { return entry.key }
     return nil
 }
@@ -125,15 +131,9 @@ private final class ProgressRecordReader: JSONTokenHandler {
     private var lastSessionId: String?
 
     private var position = ReadingPosition()
-    /// A position member of a key this system does not interpret: its name, and the containers
-    /// of its value being built.
+    /// A position member of a key this system does not interpret: its name, and its value being built.
     private var extraKey = ""
-    private var building: [Building] = []
-
-    private enum Building {
-        case object([String: JSONValue], key: String)
-        case array([JSONValue])
-    }
+    private var builder = PlainValueBuilder()
 
     /// The record, when it was read to its end with every required field.
     var change: ReadingProgressChanged? {
@@ -151,7 +151,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
             if token.opensContainer { skipping += 1 }
             return skipping <= ProgressRecordJSON.maxDepth
         }
-        if !building.isEmpty { return build(token) }
+        if builder.isBuilding { return keep(builder.value(token)) }
         switch at {
         case .start:
             guard case .startObject = token else { return false }
@@ -164,7 +164,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
             }
             return setRecordField(key, token)
         case .position:
-            guard let key = positionKey else { return build(token) }
+            guard let key = positionKey else { return keep(builder.value(token)) }
             return setPositionField(key, token)
         case .done:
             return false
@@ -173,10 +173,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
 
     func key(_ text: UnsafeRawBufferPointer) -> Bool {
         guard skipping == 0 else { return true }
-        if case .object(let members, _) = building.last {
-            building[building.count - 1] = .object(members, key: String(decoding: text, as: UTF8.self))
-            return true
-        }
+        if builder.isBuilding { return builder.key(text) }
         switch at {
         case .record:
             recordKey = lookup(text, in: ChangeKey.names)
@@ -203,12 +200,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
             skipping -= 1
             return true
         }
-        if let done = building.popLast() {
-            switch done {
-            case .object(let members, _): return place(.object(members))
-            case .array(let values): return place(.array(values))
-            }
-        }
+        if builder.isBuilding { return keep(builder.end()) }
         switch at {
         case .position:
             lastPosition = position
@@ -262,37 +254,84 @@ private final class ProgressRecordReader: JSONTokenHandler {
         }
     }
 
-    /// One token of a position member kept as sent.
-    private func build(_ token: JSONToken) -> Bool {
+    /// A position member kept as sent: put in the position once its value is complete (a key
+    /// met twice stops the reading).
+    private func keep(_ step: PlainValueBuilder.Step) -> Bool {
+        switch step {
+        case .failed: return false
+        case .more: return true
+        case .done(let value): return position.extra.updateValue(value, forKey: extraKey) == nil
+        }
+    }
+}
+
+/// Builds a `JSONValue` from tokens with the readers' rules: numbers as
+/// `ProgressRecordJSON.double` reads them, at most `ProgressRecordJSON.maxDepth` containers
+/// deep, no key twice in an object (anything else fails, and the record goes to `JSONDecoder`,
+/// which decodes a `JSONValue` to the same value or refuses it).
+struct PlainValueBuilder {
+    enum Step {
+        case failed
+        /// A container is open: more tokens to come.
+        case more
+        case done(JSONValue)
+    }
+
+    private enum Building {
+        case object([String: JSONValue], key: String)
+        case array([JSONValue])
+    }
+
+    private var building: [Building] = []
+
+    /// A container is open.
+    var isBuilding: Bool { !building.isEmpty }
+
+    mutating func value(_ token: JSONToken) -> Step {
         switch token {
         case .startObject, .startArray:
-            guard building.count < ProgressRecordJSON.maxDepth else { return false }
+            guard building.count < ProgressRecordJSON.maxDepth else { return .failed }
             if case .startObject = token { building.append(.object([:], key: "")) } else { building.append(.array([])) }
-            return true
+            return .more
         case .null: return place(.null)
         case .boolean(let value): return place(.bool(value))
         case .number(let text):
-            guard let number = ProgressRecordJSON.double(text) else { return false }
+            guard let number = ProgressRecordJSON.double(text) else { return .failed }
             return place(.number(number))
         case .string(let text):
-            guard let string = ProgressRecordJSON.string(text) else { return false }
-            return place(.string(string))
+            return place(.string(String(decoding: text, as: UTF8.self)))
         }
     }
 
-    /// Puts a finished value into the container being built, or into the position; a key met
-    /// twice stops the reading.
-    private func place(_ value: JSONValue) -> Bool {
+    /// A member's name in the object being built.
+    mutating func key(_ text: UnsafeRawBufferPointer) -> Bool {
+        guard case .object(let members, _) = building.last else { return false }
+        building[building.count - 1] = .object(members, key: String(decoding: text, as: UTF8.self))
+        return true
+    }
+
+    mutating func end() -> Step {
+        switch building.popLast() {
+        case .object(let members, _)?: return place(.object(members))
+        case .array(let values)?: return place(.array(values))
+        case nil: return .failed
+        }
+    }
+
+    /// Puts a finished value into the container being built, or hands it back when it is the whole value.
+    private mutating func place(_ value: JSONValue) -> Step {
+        // Taken out and put back, so the container is mutated in place, not copied.
         switch building.popLast() {
         case .object(var members, let key)?:
-            guard members.updateValue(value, forKey: key) == nil else { return false }
+            guard members.updateValue(value, forKey: key) == nil else { return .failed }
             building.append(.object(members, key: key))
+            return .more
         case .array(var values)?:
             values.append(value)
             building.append(.array(values))
+            return .more
         case nil:
-            guard position.extra.updateValue(value, forKey: extraKey) == nil else { return false }
+            return .done(value)
         }
-        return true
     }
 }
