@@ -16,12 +16,13 @@ import JSONReader
 /// in the dictionary `JSONDecoder` fills); no backslash anywhere in the text (so every string is
 /// its bytes); UTF-8 valid. The field names are matched by their bytes: none holds a letter that
 /// a non-ASCII one is canonically equivalent to (only K, `;` and `` ` `` have such), so that is
-/// `JSONDecoder`'s match too. Anything else — an escape, an exponent, a
-/// repeated key, a missing field, a wrong type, not JSON at all — goes to `JSONDecoder`, which
-/// stays the judge of every record it refuses.
+/// `JSONDecoder`'s match too. Anything else — an escape, a number out of range or past its
+/// type, a repeated key, a missing field, a wrong type, nesting past `maxDepth`, not JSON at
+/// all — goes to `JSONDecoder`, which stays the judge of every record it refuses.
 enum ProgressRecordJSON {
-    /// How deep a kept value of a position may nest here (`ReadingPosition.maxDepth` is what the
-    /// projector takes); deeper ones go to `JSONDecoder`.
+    /// How deep a kept value (a position's other members, a sequenced event's payload) or a
+    /// skipped one may nest here (`ReadingPosition.maxDepth` is what the projector takes);
+    /// deeper ones go to `JSONDecoder`.
     static let maxDepth = 16
 
     static func change(_ bytes: [UInt8]) -> ReadingProgressChanged? {
