@@ -112,7 +112,7 @@ let services: [Target] =
     service("Ingest", executable: "ingest", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "BlockingCalls", "JSON"])
     + service("ProgressProjector", executable: "progress-projector", serviceBase + ["Projection"])
     + service("AnalyticsAggregator", executable: "analytics-aggregator", serviceBase + ["Projection", "HTTPClient", "Hashing"], mainDeps: ["Projection"])
-    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer", "JSON"],
+    + service("RealtimeNotifier", executable: "realtime-notifier", serviceBase + ["Projection", "PrometheusMetrics", "WebSocketServer", "JSON", "JSONReader"],
               mainDeps: ["Projection"])
     + service("TranscodeWorker", executable: "transcode-worker", serviceBase + ["Projection", "PrometheusMetrics", "ObjectStore", "RoomScan", "Hashing", "JSON"])
     + [
@@ -134,7 +134,7 @@ let benchmarks: [Target] = [
     .executableTarget(name: "ProgressBench", dependencies: ["Settings", "ProgressProjector", "Ingest", "Auth", "HTTPRouting", "Projection", "ServiceRuntime", "Contracts",
                                                             "Kafka", "Postgres", "ServiceLogging", "PrometheusMetrics", "DevInfrastructure", "Lifecycle"],
                       path: "Benchmarks/ProgressBench", swiftSettings: swiftSettings),
-    .executableTarget(name: "CodecBench", dependencies: ["Contracts"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
+    .executableTarget(name: "CodecBench", dependencies: ["Contracts", "RealtimeNotifier"], path: "Benchmarks/CodecBench", swiftSettings: swiftSettings),
     .executableTarget(name: "KafkaBench", dependencies: ["Kafka", "CRdKafka", "DevInfrastructure", "ServiceLogging", "Lifecycle"], path: "Benchmarks/KafkaBench",
                       swiftSettings: swiftSettings),
     .systemLibrary(name: "CEpoll", path: "Benchmarks/RealtimeBench/CEpoll"),

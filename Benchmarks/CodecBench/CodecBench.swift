@@ -2,7 +2,8 @@ import Contracts
 import Foundation
 
 /// `codec-bench [EVENTS]`: the reading-event hot path (yajl reader, `JSONWriter`) next to
-/// Foundation's `JSONDecoder`/`JSONEncoder` on the same records, in the same run. Figures are
+/// Foundation's `JSONDecoder`/`JSONEncoder` on the same records, in the same run;
+/// `codec-bench progress-changed [RECORDS]`: the notifier's `reading.progress.v1` path. Figures are
 /// per thread CPU time (`CLOCK_THREAD_CPUTIME_ID`), so other load on the machine does not
 /// inflate them; each case is timed 3 times and the best is reported.
 @main
@@ -25,6 +26,9 @@ struct CodecBench {
     }
 
     static func main() throws {
+        if CommandLine.arguments.dropFirst().first == "progress-changed" {
+            return try progressChanged(count: CommandLine.arguments.dropFirst(2).first.flatMap(Int.init) ?? 20_000)
+        }
         let count = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 100_000
         let now = Date()
         let records = (0..<count).map { i in

@@ -79,12 +79,7 @@ public struct ChannelSequencer: Projection {
             return SequencerInput(drafts: [], room: .init(roomID: upload.roomId, ownerUserID: upload.ownerUserId,
                                                           visibility: upload.visibility))
         case configuration.progressTopic:
-            let change = try ContractCoding.decode(ReadingProgressChanged.self, from: record.value)
-            guard let channel = ChannelName.user(change.userId) else {
-                throw InvalidRecord(description: "userId must be a non-empty identifier of at most \(Identifier.maxUTF8Length) bytes")
-            }
-            return SequencerInput(drafts: [.init(channel: channel, event: "progress_updated",
-                                                 payload: try Self.json(change), origin: nil)], room: nil)
+            return try Self.input(progress: record.value)
         case configuration.interactionsTopic:
             return try Self.input(interaction: ContractCoding.decode(RoomInteraction.self, from: record.value))
         case configuration.broadcastsTopic:

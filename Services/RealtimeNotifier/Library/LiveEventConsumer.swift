@@ -62,7 +62,7 @@ struct LiveEventConsumer: Sendable {
                 events.reserveCapacity(records.count)
                 for record in records {
                     do {
-                        var event = try ContractCoding.decode(SequencedChannelEvent.self, from: record.value)
+                        var event = try SequencedEventJSON.event(record.value)
                         event.trace = record.trace
                         events.append(event)
                     } catch {

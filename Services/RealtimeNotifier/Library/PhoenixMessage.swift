@@ -92,9 +92,14 @@ public struct PhoenixMessage: Sendable, Hashable {
         return Self.json(value)
     }
 
-    static func json(_ value: JSONValue) -> String {
-        guard let data = try? ContractCoding.encoder.encode(value) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
+    /// A payload's JSON text, as the history stores it and the frames carry it: what
+    /// `ContractCoding.encoder` writes (`JSONWriter.value`, the same bytes), and `null` for a
+    /// value with a number that is not finite (which the encoder refuses).
+    public static func json(_ value: JSONValue) -> String {
+        guard value.isFinite else { return "null" }
+        var writer = JSONWriter(capacity: 256)
+        writer.value(value)
+        return String(decoding: writer.bytes, as: UTF8.self)
     }
 }
 
@@ -140,5 +145,17 @@ extension PhoenixMessage {
         for key in mirroredKeys { if let value = inner[key] { body[key] = value } }
         if !meta.isEmpty { body["meta"] = .object(meta) }
         return PhoenixMessage(joinRef: nil, ref: nil, topic: topic, event: "broadcast", payload: .object(body))
+    }
+}
+
+extension JSONValue {
+    /// No number in it is infinite or NaN.
+    var isFinite: Bool {
+        switch self {
+        case .number(let n): n.isFinite
+        case .array(let values): values.allSatisfy(\.isFinite)
+        case .object(let members): members.values.allSatisfy(\.isFinite)
+        default: true
+        }
     }
 }

@@ -31,7 +31,7 @@ public struct SequencedPublisher: Sendable {
     public func publish(_ events: [SequencedChannelEvent]) async throws {
         guard !events.isEmpty else { return }
         let records = try events.map {
-            KafkaProducerRecord(topic: topic, key: Array($0.channel.utf8), value: try ContractCoding.encode($0),
+            KafkaProducerRecord(topic: topic, key: Array($0.channel.utf8), value: try SequencedEventJSON.value($0),
                                 headers: $0.trace.map { [.trace($0)] } ?? [])
         }
         var acknowledged: [SequencedChannelEvent] = []

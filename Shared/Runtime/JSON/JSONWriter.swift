@@ -61,8 +61,10 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    /// The order `.sortedKeys` puts object keys in.
-    public static func keyOrder(_ a: String, _ b: String) -> Bool { a < b }
+    /// The order `.sortedKeys` puts object keys in: by their UTF-8 bytes (not `String`'s `<`,
+    /// which compares canonical equivalents alike: `"\u{212A}x"`, KELVIN SIGN, sorts as `"Kx"`
+    /// there, after `"é"` in Foundation's output). ASCII keys sort the same either way.
+    public static func keyOrder(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
 
     public mutating func int(_ value: Int) {
         separate()
