@@ -42,6 +42,26 @@ public enum HostileRecords {
         }
         return values
     }
+
+    /// `count` values made from `sources` with one to three bytes deleted, inserted or changed at
+    /// random (the inserted and changed bytes drawn from JSON's punctuation, digits and literals,
+    /// a two-byte character's lead byte, NUL and DEL): mostly near-misses of valid records.
+    public static func mutated(_ sources: [[UInt8]], count: Int) -> [[UInt8]] {
+        var rng = SystemRandomNumberGenerator()
+        let alphabet = Array(#"{}[]:,"\-+.0123456789eEnulltruefalse ab"#.utf8) + [0xC3, 0xA9, 0x00, 0x7F]
+        return (0..<count).map { _ in
+            var value = sources.randomElement(using: &rng)!
+            for _ in 0..<Int.random(in: 1...3, using: &rng) where !value.isEmpty {
+                let i = Int.random(in: 0..<value.count, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: value.remove(at: i)
+                case 1: value.insert(alphabet.randomElement(using: &rng)!, at: i)
+                default: value[i] = alphabet.randomElement(using: &rng)!
+                }
+            }
+            return value
+        }
+    }
 }
 
 /// The golden fixtures of `Tests/ContractsTests/Fixtures`, for suites that start from a valid record.

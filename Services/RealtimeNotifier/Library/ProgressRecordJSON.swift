@@ -114,8 +114,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
     private enum Place { case start, record, position, done }
 
     private var at = Place.start
-    /// Depth inside a skipped value (an unknown member of the record).
-    private var skipping = 0
+    private var skipped = SkippedMember()
     private var recordKey: ChangeKey?
     private var positionKey: PositionKey?
     private var seen: [ChangeKey] = []
@@ -148,10 +147,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
     }
 
     func value(_ token: JSONToken) -> Bool {
-        if skipping > 0 {
-            if token.opensContainer { skipping += 1 }
-            return skipping <= ProgressRecordJSON.maxDepth
-        }
+        if skipped.isActive { return skipped.value(token) }
         if builder.isBuilding { return keep(builder.value(token)) }
         switch at {
         case .start:
@@ -160,7 +156,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
             return true
         case .record:
             guard let key = recordKey else {
-                if token.opensContainer { skipping = 1 }
+                skipped.skip(token)
                 return true
             }
             return setRecordField(key, token)
@@ -173,7 +169,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
     }
 
     func key(_ text: UnsafeRawBufferPointer) -> Bool {
-        guard skipping == 0 else { return true }
+        guard !skipped.isActive else { return true }
         if builder.isBuilding { return builder.key(text) }
         switch at {
         case .record:
@@ -197,10 +193,7 @@ private final class ProgressRecordReader: JSONTokenHandler {
     }
 
     func end() -> Bool {
-        if skipping > 0 {
-            skipping -= 1
-            return true
-        }
+        if skipped.isActive { return skipped.end() }
         if builder.isBuilding { return keep(builder.end()) }
         switch at {
         case .position:
@@ -270,6 +263,31 @@ private final class ProgressRecordReader: JSONTokenHandler {
 /// `ProgressRecordJSON.double` reads them, at most `ProgressRecordJSON.maxDepth` containers
 /// deep, no key twice in an object (anything else fails, and the record goes to `JSONDecoder`,
 /// which decodes a `JSONValue` to the same value or refuses it).
+/// An unknown member of a record, read past: how deep inside its value the reader is. A scalar
+/// needs nothing; a container is read to its end, at most `ProgressRecordJSON.maxDepth` deep.
+struct SkippedMember {
+    private var depth = 0
+
+    var isActive: Bool { depth > 0 }
+
+    /// The member's value begins with `token`.
+    mutating func skip(_ token: JSONToken) {
+        if token.opensContainer { depth = 1 }
+    }
+
+    /// A token inside the value: false past the depth bound.
+    mutating func value(_ token: JSONToken) -> Bool {
+        if token.opensContainer { depth += 1 }
+        return depth <= ProgressRecordJSON.maxDepth
+    }
+
+    /// A container inside the value (or the value itself) ends.
+    mutating func end() -> Bool {
+        depth -= 1
+        return true
+    }
+}
+
 struct PlainValueBuilder {
     enum Step {
         case failed

@@ -52,8 +52,7 @@ private final class SequencedEventReader: JSONTokenHandler {
     private enum Place { case start, record, done }
 
     private var at = Place.start
-    /// Depth inside a skipped value (an unknown member).
-    private var skipping = 0
+    private var skipped = SkippedMember()
     private var key: EventKey?
     private var seen: [EventKey] = []
     private var builder = PlainValueBuilder()
@@ -71,10 +70,7 @@ private final class SequencedEventReader: JSONTokenHandler {
     }
 
     func value(_ token: JSONToken) -> Bool {
-        if skipping > 0 {
-            if token.opensContainer { skipping += 1 }
-            return skipping <= ProgressRecordJSON.maxDepth
-        }
+        if skipped.isActive { return skipped.value(token) }
         if builder.isBuilding { return take(builder.value(token)) }
         switch at {
         case .start:
@@ -83,7 +79,7 @@ private final class SequencedEventReader: JSONTokenHandler {
             return true
         case .record:
             guard let key else {
-                if token.opensContainer { skipping = 1 }
+                skipped.skip(token)
                 return true
             }
             switch (key, token) {
@@ -108,7 +104,7 @@ private final class SequencedEventReader: JSONTokenHandler {
     }
 
     func key(_ text: UnsafeRawBufferPointer) -> Bool {
-        guard skipping == 0 else { return true }
+        guard !skipped.isActive else { return true }
         if builder.isBuilding { return builder.key(text) }
         guard at == .record else { return false }
         key = lookup(text, in: EventKey.names)
@@ -120,10 +116,7 @@ private final class SequencedEventReader: JSONTokenHandler {
     }
 
     func end() -> Bool {
-        if skipping > 0 {
-            skipping -= 1
-            return true
-        }
+        if skipped.isActive { return skipped.end() }
         if builder.isBuilding { return take(builder.end()) }
         guard at == .record else { return false }
         at = .done
