@@ -102,11 +102,6 @@ private enum PositionKey: CaseIterable {
     static let names: [(name: [UInt8], key: PositionKey)] = allCases.map { (Array("\($0)".utf8), $0) }
 }
 
-/// The key of `names` spelled by `text`, byte for byte.
-func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8], key: K)]) -> K? {
-    for entry in names where entry.name.count == text.count && entry.name.elementsEqual(text) { return entry.key }
-    return nil
-}
 
 /// Fills a `ReadingProgressChanged` as the tokens arrive; stops (and the record goes to
 /// `JSONDecoder`) at the first thing it is not sure of.
@@ -173,13 +168,13 @@ private final class ProgressRecordReader: JSONTokenHandler {
         if builder.isBuilding { return builder.key(text) }
         switch at {
         case .record:
-            recordKey = lookup(text, in: ChangeKey.names)
+            recordKey = JSONTokenReader.key(text, in: ChangeKey.names)
             if let key = recordKey {
                 guard !seen.contains(key) else { return false }
                 seen.append(key)
             }
         case .position:
-            positionKey = lookup(text, in: PositionKey.names)
+            positionKey = JSONTokenReader.key(text, in: PositionKey.names)
             if let key = positionKey {
                 guard !seenInPosition.contains(key) else { return false }
                 seenInPosition.append(key)

@@ -107,7 +107,7 @@ private final class SequencedEventReader: JSONTokenHandler {
         guard !skipped.isActive else { return true }
         if builder.isBuilding { return builder.key(text) }
         guard at == .record else { return false }
-        key = lookup(text, in: EventKey.names)
+        key = JSONTokenReader.key(text, in: EventKey.names)
         if let key {
             guard !seen.contains(key) else { return false }
             seen.append(key)

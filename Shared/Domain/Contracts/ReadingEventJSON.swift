@@ -55,11 +55,6 @@ private enum PositionKey: CaseIterable {
     static let names: [(name: [UInt8], key: PositionKey)] = allCases.map { (Array("\($0)".utf8), $0) }
 }
 
-private func lookup<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8], key: K)]) -> K? {
-    for entry in names where entry.name.count == text.count && entry.name.elementsEqual(text) { return entry.key }
-    return nil
-}
-
 private final class Reader: JSONTokenHandler {
     enum Container { case top, events, event, position }
 
@@ -157,9 +152,9 @@ private final class Reader: JSONTokenHandler {
         }
         switch stack.last {
         case .top: topKeyIsEvents = text.elementsEqual("events".utf8)
-        case .event: eventKey = lookup(text, in: EventKey.names)
+        case .event: eventKey = JSONTokenReader.key(text, in: EventKey.names)
         case .position:
-            positionKey = lookup(text, in: PositionKey.names)
+            positionKey = JSONTokenReader.key(text, in: PositionKey.names)
             if positionKey == nil { extraKey = String(decoding: text, as: UTF8.self) }
         default: break
         }

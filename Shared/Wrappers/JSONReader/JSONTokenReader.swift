@@ -35,6 +35,14 @@ public protocol JSONTokenHandler: AnyObject {
 /// yajl's event parser over a whole JSON text (UTF-8 validated, the whole input consumed, one
 /// top-level value): the tokens go to a handler as they are read, no tree is built.
 public enum JSONTokenReader {
+    /// The key of `names` spelled by `text` byte for byte: a handler's `key(_:)` finding which
+    /// member it is in.
+    @inlinable
+    public static func key<K>(_ text: UnsafeRawBufferPointer, in names: [(name: [UInt8], key: K)]) -> K? {
+        for entry in names where entry.name.count == text.count && entry.name.elementsEqual(text) { return entry.key }
+        return nil
+    }
+
     /// The bytes are not JSON: yajl's message.
     public struct SyntaxError: Error, Sendable, CustomStringConvertible {
         public let description: String
