@@ -10,8 +10,8 @@ import JSONReader
 /// payload nested at most `ProgressRecordJSON.maxDepth` deep with no repeated key) and with
 /// `JSONDecoder` otherwise, which accepts and refuses as it always did.
 public enum SequencedEventJSON {
-    /// The record value, byte for byte what `ContractCoding.encode(event)` writes; a payload
-    /// with a number that is not finite is refused as that refuses it (by it).
+    /// The record value, byte for byte what `ContractCoding.encode(event)` writes; an event whose
+    /// payload holds a number that is not finite goes to `ContractCoding.encode`, which refuses it.
     public static func value(_ event: SequencedChannelEvent) throws -> [UInt8] {
         guard event.payload.isFinite else { return try ContractCoding.encode(event) }
         var w = JSONWriter(capacity: 256)
