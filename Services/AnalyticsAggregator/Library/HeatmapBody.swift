@@ -30,7 +30,7 @@ public enum HeatmapBody {
                 out.put(UInt8(ascii: "}"))
                 // The next day, without the era arithmetic of `LocalDay.civil` per day.
                 date += 1
-                if date > daysIn(month, of: year) {
+                if date > LocalDay.daysIn(month: month, year: year) {
                     date = 1
                     month += 1
                     if month > 12 { month = 1; year += 1 }
@@ -38,14 +38,6 @@ public enum HeatmapBody {
             }
             out.put("]}")
             initialized = out.at
-        }
-    }
-
-    static func daysIn(_ month: Int, of year: Int) -> Int {
-        switch month {
-        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
-        case 4, 6, 9, 11: 30
-        default: 31
         }
     }
 

@@ -33,5 +33,29 @@ public enum CivilCalendar {
         }
     }
 
+    /// A `date` in the text the connections read and write (`DateStyle = ISO`): `YYYY-MM-DD`, a
+    /// year of more digits after 9999, and ` BC` after the year for years before 1 (1 BC is year
+    /// 0); nil for any other text, or a day its month does not have.
+    public static func date(postgresText text: String) -> (year: Int, month: Int, day: Int)? {
+        var scanner = DigitScanner(Array(text.utf8))
+        guard let (written, month, day) = scanner.date() else { return nil }
+        let beforeChrist = scanner.skip(" ") && scanner.skip("B") && scanner.skip("C")
+        guard scanner.atEnd else { return nil }
+        let year = beforeChrist ? 1 - Int(written) : Int(written)
+        guard day <= daysIn(month: Int(month), year: year) else { return nil }
+        return (year, Int(month), Int(day))
+    }
+
+    /// The text `date(postgresText:)` reads, for a year before 1 (years from 1 on are
+    /// `YYYY-MM-DD` as written).
+    public static func postgresText(year: Int, month: Int, day: Int) -> String {
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        let text = padded(year < 1 ? 1 - year : year, 4) + "-" + padded(month, 2) + "-" + padded(day, 2)
+        return year < 1 ? text + " BC" : text
+    }
+
     private static func floorDivide(_ a: Int, _ b: Int) -> Int { a >= 0 ? a / b : -((-a + b - 1) / b) }
 }

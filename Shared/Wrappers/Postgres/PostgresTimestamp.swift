@@ -39,10 +39,7 @@ enum PostgresTimestamp {
         if text == "infinity" { return .distantFuture }
         if text == "-infinity" { return .distantPast }
         var scanner = DigitScanner(Array(text.utf8))
-        guard let year = scanner.number(digits: 4...9), scanner.skip("-"),
-              let month = scanner.number(digits: 2...2), scanner.skip("-"),
-              let day = scanner.number(digits: 2...2),
-              (1...12).contains(month), (1...31).contains(day) else { return nil }
+        guard let (year, month, day) = scanner.date() else { return nil }
         var seconds = days(fromCivil: year, month, day) * 86_400
         var micros: Int64 = 0
         if scanner.skip(" ") || scanner.skip("T") {
@@ -101,7 +98,7 @@ enum PostgresTimestamp {
 }
 
 /// A tiny cursor over ASCII digits and punctuation.
-private struct DigitScanner {
+struct DigitScanner {
     let bytes: [UInt8]
     var index = 0
     init(_ bytes: [UInt8]) { self.bytes = bytes }
@@ -129,5 +126,13 @@ private struct DigitScanner {
             index += 1
         }
         return allowed.contains(index - start) ? value : nil
+    }
+
+    /// `YYYY-MM-DD`, the date at the start of a `date` or `timestamp` text: a year of 4 to 9
+    /// digits, a month 1…12 and a day 1…31.
+    mutating func date() -> (year: Int64, month: Int64, day: Int64)? {
+        guard let year = number(digits: 4...9), skip("-"), let month = number(digits: 2...2), skip("-"),
+              let day = number(digits: 2...2), (1...12).contains(month), (1...31).contains(day) else { return nil }
+        return (year, month, day)
     }
 }
