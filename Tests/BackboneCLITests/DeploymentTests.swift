@@ -283,6 +283,13 @@ struct DeploymentTests {
             (["-X", "POST", "\(base)/storage/v1/object/sign/rooms/rooms/r-1/v-1/thumbnail.webp"], "503", "SERVICE_UNAVAILABLE"),
             (["\(base)/" + String(repeating: "a", count: 20_000)], "414", "URI_TOO_LONG"),
             (["-H", "X-Big: " + String(repeating: "b", count: 20_000), "\(base)/healthz"], "400", "BAD_REQUEST"),
+            // Lines the gateway takes one by one, but more than the 16 KiB of headers it passes on
+            // (a service's connection pool takes ~22 KiB): refused here, in the JSON shape.
+            (["-H", "X-A: " + String(repeating: "a", count: 7_000), "-H", "X-B: " + String(repeating: "b", count: 7_000),
+              "-H", "X-C: " + String(repeating: "c", count: 7_000), "\(base)/learning/continue"], "400", "BAD_REQUEST"),
+            // Two such lines pass on (to a service that is down here).
+            (["-H", "X-A: " + String(repeating: "a", count: 7_000), "-H", "X-B: " + String(repeating: "b", count: 7_000),
+              "\(base)/learning/continue"], "503", "SERVICE_UNAVAILABLE"),
             // A NUL byte in the URL (the realtime notifier's libwebsockets would drop the connection).
             (["\(base)/realtime/v1/channels/user:u-1/events?after=0&%00=x"], "400", "BAD_REQUEST"),
             (["-X", "POST", "--data-binary", "@\(body.path)", "\(base)/learning/reading-events/batch"], "413", "PAYLOAD_TOO_LARGE"),

@@ -73,12 +73,13 @@ struct HTTPServerLimitsTests {
         }
     }
 
-    @Test("a request carrying a 12 KB token in its headers is answered on the 16 KiB connection pool, and one with 40 KB of headers gets 431 while the server goes on")
+    @Test("a request carrying a 12 KB token and 8 KB more of headers is answered on the 24 KiB connection pool, and one with 40 KB of headers gets 431 while the server goes on")
     func headerSizes() async throws {
         try await withServer { port in
             let (big, tooBig, after) = try await onThread { () -> (RawHTTPConnection.Response, Int, Int) in
                 let token = String(repeating: "t", count: 12_000)
-                let big = try RawHTTPConnection(port: port).request("GET", "/describe/x", headers: ["User-Agent": token])
+                let big = try RawHTTPConnection(port: port).request("GET", "/describe/x",
+                                                                    headers: ["User-Agent": token, "X-More": String(repeating: "m", count: 8_000)])
                 let tooBig = (try? RawHTTPConnection(port: port).request("GET", "/describe/x",
                                                                           headers: ["User-Agent": String(repeating: "u", count: 40_000)]))?.status ?? 0
                 let after = try RawHTTPConnection(port: port).request("GET", "/small").status

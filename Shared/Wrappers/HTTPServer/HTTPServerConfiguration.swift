@@ -18,13 +18,13 @@ public struct HTTPServerConfiguration: Sendable {
     /// libmicrohttpd's memory pool of each connection (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`): it
     /// holds the request line and headers, and half of it is the buffer a body is read through.
     /// libmicrohttpd zeroes the whole pool after every request of a kept-alive connection, so its
-    /// size is paid on every request: 16 KiB by default, which takes headers of up to ~14 KiB. A
-    /// server built from a `Router` with streaming routes uses at least
-    /// `streamingConnectionMemoryBytes`, so uploads arrive in 32 KiB pieces.
+    /// size is paid on every request: 24 KiB by default, which takes headers of up to ~22 KiB
+    /// (the gateway passes at most 16 KiB). A server built from a `Router` with streaming routes
+    /// uses at least `streamingConnectionMemoryBytes`, so uploads arrive in 32 KiB pieces.
     public var connectionMemoryBytes: Int
 
     public static let defaultMaxBodyBytes = 8 * 1024 * 1024
-    public static let defaultConnectionMemoryBytes = 16 * 1024
+    public static let defaultConnectionMemoryBytes = 24 * 1024
     public static let streamingConnectionMemoryBytes = 64 * 1024
 
     public init(host: String = "0.0.0.0", port: Int, maxBodyBytes: Int = HTTPServerConfiguration.defaultMaxBodyBytes,
